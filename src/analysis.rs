@@ -1,0 +1,243 @@
+//! Text analysis shared by indexing and querying, so both sides always agree:
+//!
+//! * `kb_text`: Latin/digit words (NFKC, lower-cased, English-stemmed) and CJK character
+//!   bigrams. Mixed runs such as `OKF规范` split into `okf` + `规范`; any CJK sub-word of two or
+//!   more characters matches wherever the text contains it.
+//! * `kb_words`: dictionary word segmentation of CJK runs (jieba, search mode, HMM off, the
+//!   dictionary embedded in the binary) plus the same Latin words, unstemmed.
+
+use std::sync::OnceLock;
+
+use jieba_rs::Jieba;
+use tantivy::tokenizer::{
+    Language, RemoveLongFilter, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer,
+};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::text::{is_cjk, is_han};
+
+pub const TEXT_ANALYZER: &str = "kb_text";
+pub const WORDS_ANALYZER: &str = "kb_words";
+
+/// Tokens longer than this many bytes are dropped (they are hashes, data, not words).
+const MAX_TOKEN_BYTES: usize = 64;
+
+fn jieba() -> &'static Jieba {
+    static JIEBA: OnceLock<Jieba> = OnceLock::new();
+    JIEBA.get_or_init(Jieba::new)
+}
+
+fn normalize_token(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for c in raw.nfkc() {
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// A run of the input: a CJK run or a word, with its byte span.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Run {
+    Cjk(usize, usize),
+    Word(usize, usize),
+}
+
+fn runs(text: &str) -> Vec<Run> {
+    let mut out = Vec::new();
+    let mut current: Option<Run> = None;
+    for (i, c) in text.char_indices() {
+        let end = i + c.len_utf8();
+        let kind_cjk = is_cjk(c);
+        let is_word = !kind_cjk && c.is_alphanumeric();
+        current = match (current, kind_cjk, is_word) {
+            (Some(Run::Cjk(s, _)), true, _) => Some(Run::Cjk(s, end)),
+            (Some(Run::Word(s, _)), _, true) => Some(Run::Word(s, end)),
+            (prev, true, _) => {
+                out.extend(prev);
+                Some(Run::Cjk(i, end))
+            }
+            (prev, _, true) => {
+                out.extend(prev);
+                Some(Run::Word(i, end))
+            }
+            (prev, _, _) => {
+                out.extend(prev);
+                None
+            }
+        };
+    }
+    out.extend(current);
+    out
+}
+
+fn push(tokens: &mut Vec<Token>, text: String, from: usize, to: usize) {
+    if text.is_empty() {
+        return;
+    }
+    let position = tokens.len();
+    tokens.push(Token {
+        offset_from: from,
+        offset_to: to,
+        position,
+        text,
+        position_length: 1,
+    });
+}
+
+fn text_tokens(text: &str) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    for run in runs(text) {
+        match run {
+            Run::Word(s, e) => push(&mut tokens, normalize_token(&text[s..e]), s, e),
+            Run::Cjk(s, e) => {
+                let chars: Vec<(usize, char)> = text[s..e].char_indices().collect();
+                if chars.len() == 1 {
+                    push(&mut tokens, normalize_token(&text[s..e]), s, e);
+                    continue;
+                }
+                for pair in chars.windows(2) {
+                    let from = s + pair[0].0;
+                    let to = s + pair[1].0 + pair[1].1.len_utf8();
+                    push(&mut tokens, normalize_token(&text[from..to]), from, to);
+                }
+            }
+        }
+    }
+    tokens
+}
+
+fn word_tokens(text: &str) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    for run in runs(text) {
+        match run {
+            Run::Word(s, e) => push(&mut tokens, normalize_token(&text[s..e]), s, e),
+            Run::Cjk(s, e) => {
+                let run_text = &text[s..e];
+                for word in jieba().cut_for_search(run_text, false) {
+                    let mut chars = word.word.chars();
+                    let single_han = matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c));
+                    if single_han {
+                        continue;
+                    }
+                    push(
+                        &mut tokens,
+                        normalize_token(word.word),
+                        s + word.byte_start,
+                        s + word.byte_end,
+                    );
+                }
+            }
+        }
+    }
+    tokens
+}
+
+/// A tokenizer over an eagerly computed token list.
+#[derive(Clone, Copy)]
+pub struct KbTokenizer {
+    words: bool,
+}
+
+pub struct VecTokenStream {
+    tokens: Vec<Token>,
+    index: usize,
+}
+
+impl TokenStream for VecTokenStream {
+    fn advance(&mut self) -> bool {
+        if self.index < self.tokens.len() {
+            self.index += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn token(&self) -> &Token {
+        &self.tokens[self.index - 1]
+    }
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.index - 1]
+    }
+}
+
+impl Tokenizer for KbTokenizer {
+    type TokenStream<'a> = VecTokenStream;
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> VecTokenStream {
+        let tokens = if self.words {
+            word_tokens(text)
+        } else {
+            text_tokens(text)
+        };
+        VecTokenStream { tokens, index: 0 }
+    }
+}
+
+/// The `kb_text` analyzer.
+pub fn text_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(KbTokenizer { words: false })
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+/// The `kb_words` analyzer.
+pub fn words_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(KbTokenizer { words: true })
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .build()
+}
+
+/// Registers both analyzers on a tantivy index.
+pub fn register(index: &tantivy::Index) {
+    index.tokenizers().register(TEXT_ANALYZER, text_analyzer());
+    index.tokenizers().register(WORDS_ANALYZER, words_analyzer());
+}
+
+/// The terms an analyzer makes of `text`, in order, without duplicates.
+pub fn terms(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut stream = analyzer.token_stream(text);
+    while stream.advance() {
+        let t = &stream.token().text;
+        if !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    out
+}
+
+/// True when the text has any CJK character (the words lane only adds value then).
+pub fn has_cjk(text: &str) -> bool {
+    text.chars().any(is_cjk)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_runs_split_and_bigram() {
+        let mut a = text_analyzer();
+        assert_eq!(terms(&mut a, "OKF规范"), vec!["okf", "规范"]);
+        assert_eq!(terms(&mut a, "知识库的续费"), vec!["知识", "识库", "库的", "的续", "续费"]);
+        assert_eq!(terms(&mut a, "Running ＡＰＩ v2"), vec!["run", "api", "v2"]);
+    }
+
+    #[test]
+    fn words_use_the_dictionary() {
+        let mut a = words_analyzer();
+        let t = terms(&mut a, "知识库的续费通知");
+        assert!(t.contains(&"续费".to_string()), "{t:?}");
+        assert!(t.contains(&"知识库".to_string()) || t.contains(&"知识".to_string()), "{t:?}");
+        assert!(!t.contains(&"的".to_string()));
+    }
+
+    #[test]
+    fn offsets_point_into_the_original_text() {
+        let text = "前言 OKF规范";
+        let tokens = text_tokens(text);
+        for t in &tokens {
+            assert!(text.get(t.offset_from..t.offset_to).is_some());
+        }
+    }
+}

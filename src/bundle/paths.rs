@@ -1,0 +1,372 @@
+//! Bundle-logical paths: the canonical-form checks that make paths a security boundary, and the
+//! classification of every path a bundle may hold (bundle-format.md §1.3, openapi-contract.md §5.1).
+
+use crate::text::{is_forbidden_path_char, is_nfc, percent_decode_once};
+
+/// Longest accepted path, in UTF-16 units (the API's limit).
+pub const MAX_PATH_UNITS: usize = 2048;
+/// Longest accepted path segment, in code points.
+pub const MAX_SEGMENT_CHARS: usize = 1000;
+
+/// Why a path is not in canonical form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathProblem {
+    Empty,
+    TooLong,
+    LeadingSlash,
+    Backslash,
+    DriveLetter,
+    ControlCharacter,
+    NotNfc,
+    SurroundingWhitespace,
+    EmptySegment,
+    DotSegment,
+    SegmentTooLong,
+    EncodedTraversal,
+}
+
+impl std::fmt::Display for PathProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match self {
+            PathProblem::Empty => "the path is empty",
+            PathProblem::TooLong => "the path is longer than 2,048 characters",
+            PathProblem::LeadingSlash => "the path starts with '/'",
+            PathProblem::Backslash => "the path contains a backslash",
+            PathProblem::DriveLetter => "the path starts with a drive letter",
+            PathProblem::ControlCharacter => "the path contains a control character",
+            PathProblem::NotNfc => "the path is not in Unicode NFC form",
+            PathProblem::SurroundingWhitespace => "the path starts or ends with white space",
+            PathProblem::EmptySegment => "the path has an empty segment",
+            PathProblem::DotSegment => "the path has a '.' or '..' segment",
+            PathProblem::SegmentTooLong => "a path segment is longer than 1,000 characters",
+            PathProblem::EncodedTraversal => "a path segment decodes to a traversal or separator",
+        };
+        f.write_str(text)
+    }
+}
+
+/// Checks that `path` is a canonical bundle-logical path: relative, `/`-separated, NFC, no
+/// `.`/`..`/empty segments, no controls, and no segment that percent-decodes (up to four rounds)
+/// into a traversal, a separator or a control character.
+pub fn check_canonical(path: &str) -> Result<(), PathProblem> {
+    if path.is_empty() {
+        return Err(PathProblem::Empty);
+    }
+    if path.encode_utf16().count() > MAX_PATH_UNITS {
+        return Err(PathProblem::TooLong);
+    }
+    if path.chars().any(is_forbidden_path_char) {
+        return Err(PathProblem::ControlCharacter);
+    }
+    if path.starts_with('/') {
+        return Err(PathProblem::LeadingSlash);
+    }
+    if path.contains('\\') {
+        return Err(PathProblem::Backslash);
+    }
+    let bytes = path.as_bytes();
+    if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
+        return Err(PathProblem::DriveLetter);
+    }
+    if path.trim() != path {
+        return Err(PathProblem::SurroundingWhitespace);
+    }
+    if !is_nfc(path) {
+        return Err(PathProblem::NotNfc);
+    }
+    for segment in path.split('/') {
+        if segment.is_empty() {
+            return Err(PathProblem::EmptySegment);
+        }
+        if segment == "." || segment == ".." {
+            return Err(PathProblem::DotSegment);
+        }
+        if segment.chars().count() > MAX_SEGMENT_CHARS {
+            return Err(PathProblem::SegmentTooLong);
+        }
+        let mut decoded = segment.to_string();
+        for _ in 0..4 {
+            let Some(next) = percent_decode_once(&decoded) else {
+                return Err(PathProblem::EncodedTraversal);
+            };
+            if next == decoded {
+                break;
+            }
+            if next == "."
+                || next == ".."
+                || next.contains('/')
+                || next.contains('\\')
+                || next.chars().any(is_forbidden_path_char)
+            {
+                return Err(PathProblem::EncodedTraversal);
+            }
+            decoded = next;
+        }
+    }
+    Ok(())
+}
+
+/// What a bundle path is (bundle-format.md §1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathClass {
+    RootIndex,
+    Log,
+    /// `pages/**/index.md` or `pages/**/index-<leaf>.md`.
+    PageNavigation,
+    /// Any other `pages/**.md`: a document page.
+    Page,
+    /// Navigation Markdown under `_index/**` or `_graph/**`.
+    ExtensionNavigation,
+    IndexCatalog,
+    PageDirectoryRouter,
+    DocumentPacket,
+    TermCatalog,
+    TermBucketRouter,
+    TermPostings,
+    GraphCatalog,
+    GraphDirectoryRouter,
+    RelationshipPacket,
+    PerFileGraph,
+}
+
+impl PathClass {
+    /// `fileKind` as the tree shows it (`log` for `log.md`); file detail maps `log` to `index`.
+    pub fn tree_file_kind(self, source_backed: bool) -> &'static str {
+        match self {
+            PathClass::Log => "log",
+            PathClass::Page if source_backed => "page",
+            PathClass::RootIndex | PathClass::PageNavigation | PathClass::Page => "index",
+            PathClass::ExtensionNavigation => "index",
+            PathClass::IndexCatalog
+            | PathClass::PageDirectoryRouter
+            | PathClass::DocumentPacket
+            | PathClass::TermCatalog
+            | PathClass::TermBucketRouter
+            | PathClass::TermPostings => "search_index",
+            PathClass::GraphCatalog
+            | PathClass::GraphDirectoryRouter
+            | PathClass::RelationshipPacket
+            | PathClass::PerFileGraph => "graph_index",
+        }
+    }
+}
+
+const BUCKETS: [&str; 6] = ["latin", "han", "kana", "hangul", "number", "other"];
+
+fn ends_with_md(name: &str) -> bool {
+    name.len() > 3 && name[name.len() - 3..].eq_ignore_ascii_case(".md")
+}
+
+/// `index-<leaf>.md` with `<leaf>` = `[A-Za-z0-9]([A-Za-z0-9._-]{0,238}[A-Za-z0-9])?`, not `map-…`.
+fn is_leaf_name(name: &str) -> bool {
+    let Some(leaf) = name
+        .strip_prefix("index-")
+        .and_then(|rest| rest.strip_suffix(".md"))
+    else {
+        return false;
+    };
+    let ok_edge = |c: u8| c.is_ascii_alphanumeric();
+    let bytes = leaf.as_bytes();
+    !leaf.is_empty()
+        && leaf.len() <= 240
+        && !leaf.starts_with("map-")
+        && ok_edge(bytes[0])
+        && ok_edge(bytes[bytes.len() - 1])
+        && bytes
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+fn is_navigation_name(name: &str) -> bool {
+    name == "index.md" || is_leaf_name(name)
+}
+
+/// `<stem>-part-NNNN.json` → `<stem>`; `<stem>.json` → `<stem>` when `allow_single`.
+fn strip_part_suffix<'a>(name: &'a str, allow_single: bool) -> Option<&'a str> {
+    let stem = name.strip_suffix(".json")?;
+    if let Some(idx) = stem.rfind("-part-") {
+        let digits = &stem[idx + 6..];
+        if digits.len() == 4 && digits.bytes().all(|b| b.is_ascii_digit()) && digits != "0000" {
+            return Some(&stem[..idx]);
+        }
+    }
+    allow_single.then_some(stem)
+}
+
+/// Classifies a canonical bundle path, or `None` when the path is not one a bundle may hold.
+pub fn classify(path: &str) -> Option<PathClass> {
+    let segments: Vec<&str> = path.split('/').collect();
+    let name = *segments.last()?;
+    match segments.as_slice() {
+        ["index.md"] => return Some(PathClass::RootIndex),
+        ["log.md"] => return Some(PathClass::Log),
+        ["pages", .., _] => {
+            if !ends_with_md(name) {
+                return None;
+            }
+            if is_navigation_name(name) {
+                return Some(PathClass::PageNavigation);
+            }
+            if let Some(first) = segments.get(1) {
+                let lower = first.to_ascii_lowercase();
+                if segments.len() > 2 && matches!(lower.as_str(), "_graph" | "_index" | "_segments")
+                {
+                    return None;
+                }
+            }
+            return Some(PathClass::Page);
+        }
+        ["_index", "catalog.json"] => return Some(PathClass::IndexCatalog),
+        ["_graph", "catalog.json"] => return Some(PathClass::GraphCatalog),
+        ["_index" | "_graph", n] if is_navigation_name(n) => {
+            return Some(PathClass::ExtensionNavigation)
+        }
+        _ => {}
+    }
+    match segments.as_slice() {
+        ["_index", "pages", dirs @ .., _] => {
+            if is_navigation_name(name) {
+                return Some(PathClass::ExtensionNavigation);
+            }
+            if name == "index.json" {
+                return Some(PathClass::PageDirectoryRouter);
+            }
+            let subject = dirs.last().copied().unwrap_or("all");
+            let stem = strip_part_suffix(name, true)?;
+            (stem == format!("{subject}-documents")).then_some(PathClass::DocumentPacket)
+        }
+        ["_index", "terms", _] => {
+            if is_navigation_name(name) {
+                Some(PathClass::ExtensionNavigation)
+            } else if name == "index.json" {
+                Some(PathClass::TermCatalog)
+            } else {
+                None
+            }
+        }
+        ["_index", "terms", bucket, _] if BUCKETS.contains(bucket) => {
+            if is_navigation_name(name) {
+                Some(PathClass::ExtensionNavigation)
+            } else if name == "index.json" {
+                Some(PathClass::TermBucketRouter)
+            } else {
+                let stem = strip_part_suffix(name, false)?;
+                (stem == format!("{bucket}-terms")).then_some(PathClass::TermPostings)
+            }
+        }
+        ["_graph", "by-directory", dirs @ .., _] => {
+            if is_navigation_name(name) {
+                return Some(PathClass::ExtensionNavigation);
+            }
+            if name == "index.json" {
+                return Some(PathClass::GraphDirectoryRouter);
+            }
+            let subject = dirs.last().copied().unwrap_or("all");
+            let stem = strip_part_suffix(name, true)?;
+            (stem == format!("{subject}-relationships")).then_some(PathClass::RelationshipPacket)
+        }
+        ["_graph", "by-file", .., _] => {
+            if is_navigation_name(name) {
+                Some(PathClass::ExtensionNavigation)
+            } else if name.ends_with(".json") && name != "index.json" && name.len() > 5 {
+                Some(PathClass::PerFileGraph)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Checks a `list_tree` `parentPath` (other than the root): canonical, and an allowed directory
+/// (`pages…`, `_index`, `_index/pages…`, `_index/terms[/<bucket>]`, `_graph`,
+/// `_graph/by-directory…`, `_graph/by-file…`).
+pub fn is_allowed_tree_parent(path: &str) -> bool {
+    if check_canonical(path).is_err() {
+        return false;
+    }
+    let segments: Vec<&str> = path.split('/').collect();
+    match segments.as_slice() {
+        ["pages"] | ["_index"] | ["_graph"] => true,
+        ["pages", .., last] => !ends_with_md(last),
+        ["_index", "pages", ..] => true,
+        ["_index", "terms"] => true,
+        ["_index", "terms", bucket] => BUCKETS.contains(bucket),
+        ["_graph", "by-directory", ..] | ["_graph", "by-file", ..] => true,
+        _ => false,
+    }
+}
+
+/// The per-file graph path of a page (`pages/a/b.md` → `_graph/by-file/a/b.json`).
+pub fn per_file_graph_path(page_path: &str) -> String {
+    let rest = page_path.strip_prefix("pages/").unwrap_or(page_path);
+    let stem = if ends_with_md(rest) {
+        &rest[..rest.len() - 3]
+    } else {
+        rest
+    };
+    format!("_graph/by-file/{stem}.json")
+}
+
+/// The parent directory of a path (`""` for root-level entries).
+pub fn parent_of(path: &str) -> &str {
+    path.rfind('/').map_or("", |i| &path[..i])
+}
+
+/// The last segment of a path.
+pub fn name_of(path: &str) -> &str {
+    path.rfind('/').map_or(path, |i| &path[i + 1..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_bundle_paths() {
+        assert_eq!(classify("index.md"), Some(PathClass::RootIndex));
+        assert_eq!(classify("pages/a/b.md"), Some(PathClass::Page));
+        assert_eq!(classify("pages/a/index.md"), Some(PathClass::PageNavigation));
+        assert_eq!(
+            classify("pages/index-directory-leaf-22b72063-c6fa.md"),
+            Some(PathClass::PageNavigation)
+        );
+        assert_eq!(
+            classify("_index/pages/en/guide/guide-documents.json"),
+            Some(PathClass::DocumentPacket)
+        );
+        assert_eq!(
+            classify("_index/pages/all-documents-part-0002.json"),
+            Some(PathClass::DocumentPacket)
+        );
+        assert_eq!(
+            classify("_index/terms/han/han-terms-part-0001.json"),
+            Some(PathClass::TermPostings)
+        );
+        assert_eq!(classify("_graph/by-file/en/a.json"), Some(PathClass::PerFileGraph));
+        assert_eq!(classify("_graph/by-file/index.json"), None);
+        assert_eq!(classify("schema.md"), None);
+        assert_eq!(classify("pages/a.txt"), None);
+        assert_eq!(classify("_index/pages/stray.json"), None);
+    }
+
+    #[test]
+    fn rejects_non_canonical_paths() {
+        for bad in [
+            "", "/etc/passwd", "pages/../x.md", "pages\\x.md", "pages//x.md", "pages/./x.md",
+            "pages/%2e%2e/x.md", "pages/%252e%252e/x.md", "C:/x.md", "pages/x\u{0}.md",
+            " pages/x.md", "pages/%2F.md",
+        ] {
+            assert!(check_canonical(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert!(check_canonical("pages/指南/安装 (基础).md").is_ok());
+        assert!(check_canonical("pages/100%.md").is_ok());
+    }
+
+    #[test]
+    fn graph_path_of_page() {
+        assert_eq!(per_file_graph_path("pages/guides/install.md"), "_graph/by-file/guides/install.json");
+        assert_eq!(per_file_graph_path("pages/X.MD"), "_graph/by-file/X.json");
+    }
+}

@@ -1,0 +1,204 @@
+//! The bundle's JSON records (`_index/**`, `_graph/**`): lenient parsing (lone UTF-16 surrogate
+//! escapes become U+FFFD) and the typed records kbtools reads. One bad record is reported and
+//! skipped; the rest of its file is kept.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Nesting deeper than this is refused before parsing (serde_json's own limit is 128).
+const MAX_JSON_DEPTH: usize = 100;
+
+/// Replaces `\uD800`–`\uDFFF` escapes that are not part of a valid surrogate pair with `\uFFFD`,
+/// so that serde_json accepts what JavaScript's `JSON.stringify` writes for a cut pair.
+pub fn sanitize_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("\\u") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let hex4 = |at: usize| -> Option<u32> {
+        let s = text.get(at..at + 4)?;
+        u32::from_str_radix(s, 16).ok()
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut last = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if bytes.get(i + 1) != Some(&b'u') {
+            i += 2;
+            continue;
+        }
+        let Some(unit) = hex4(i + 2) else {
+            i += 2;
+            continue;
+        };
+        if (0xD800..0xDC00).contains(&unit) {
+            let low = (bytes.get(i + 6) == Some(&b'\\') && bytes.get(i + 7) == Some(&b'u'))
+                .then(|| hex4(i + 8))
+                .flatten();
+            if matches!(low, Some(l) if (0xDC00..0xE000).contains(&l)) {
+                i += 12;
+                continue;
+            }
+        } else if !(0xDC00..0xE000).contains(&unit) {
+            i += 6;
+            continue;
+        }
+        out.push_str(&text[last..i]);
+        out.push_str("\\uFFFD");
+        i += 6;
+        last = i;
+    }
+    if last == 0 {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    out.push_str(&text[last..]);
+    std::borrow::Cow::Owned(out)
+}
+
+fn nesting_depth_exceeds(text: &str, max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for b in text.bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Parses JSON leniently (lone surrogates tolerated, depth bounded).
+pub fn parse_json(text: &str) -> Result<Value, String> {
+    if nesting_depth_exceeds(text, MAX_JSON_DEPTH) {
+        return Err(format!("JSON nests deeper than {MAX_JSON_DEPTH} levels"));
+    }
+    let text = sanitize_lone_surrogates(text);
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// The `formatVersion` of a record, if it is an integer.
+pub fn format_version(value: &Value) -> Option<u64> {
+    value.get("formatVersion").and_then(Value::as_u64)
+}
+
+/// One `documents[]` record of a `_index/pages/**` document packet (bundle-format.md §1.8).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentRecord {
+    pub path: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<Value>,
+    #[serde(default, rename = "type")]
+    pub doc_type: Option<Value>,
+    #[serde(default)]
+    pub tags: Option<Value>,
+    #[serde(default)]
+    pub subjects: Option<Value>,
+    #[serde(default)]
+    pub keywords: Option<Value>,
+    #[serde(default)]
+    pub headings: Option<Value>,
+    #[serde(default)]
+    pub metadata: Option<Value>,
+    #[serde(default)]
+    pub graph_path: Option<String>,
+}
+
+/// One relationship of a `_graph/by-file/**` per-file graph (bundle-format.md §1.15).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalRelationship {
+    pub target_path: String,
+    #[serde(default)]
+    pub target_title: Option<String>,
+    pub direction: String,
+    pub relation_type: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Extracts the `key` array of `value` and deserializes each item on its own: the good items,
+/// and one message per bad item.
+pub fn typed_items<T: for<'de> Deserialize<'de>>(value: &Value, key: &str) -> (Vec<T>, Vec<String>) {
+    let mut good = Vec::new();
+    let mut bad = Vec::new();
+    match value.get(key) {
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                match T::deserialize(item) {
+                    Ok(record) => good.push(record),
+                    Err(e) => bad.push(format!("{key}[{i}]: {e}")),
+                }
+            }
+        }
+        Some(_) => bad.push(format!("`{key}` is not an array")),
+        None => bad.push(format!("`{key}` is missing")),
+    }
+    (good, bad)
+}
+
+/// The string paths listed under `key[].path` (router `resources` and `childDirectories`).
+pub fn listed_paths(value: &Value, key: &str) -> Vec<String> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item.get("path").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        let v = parse_json(r#"{"a":"x\ud83d","b":"\ud83d\ude00","c":"\\ud83d","d":"\udc00y"}"#).unwrap();
+        assert_eq!(v["a"], "x\u{fffd}");
+        assert_eq!(v["b"], "😀");
+        assert_eq!(v["c"], "\\ud83d");
+        assert_eq!(v["d"], "\u{fffd}y");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        let deep = "[".repeat(5000) + &"]".repeat(5000);
+        assert!(parse_json(&deep).is_err());
+    }
+
+    #[test]
+    fn bad_items_are_reported_and_skipped() {
+        let v = parse_json(r#"{"documents":[{"path":"pages/a.md"},{"title":"no path"}]}"#).unwrap();
+        let (good, bad): (Vec<DocumentRecord>, _) = typed_items(&v, "documents");
+        assert_eq!(good.len(), 1);
+        assert_eq!(bad.len(), 1);
+    }
+}

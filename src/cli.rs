@@ -1,0 +1,388 @@
+//! Command-line front door: typed arguments (clap), resolved into library options, then one
+//! library call. Exit codes: 0 success, 1 tool error (the error envelope is printed on stdout),
+//! 2 usage, I/O or index problems (a message on stderr).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{json, Map, Value};
+
+use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
+use kbtools::{error::new_request_id, tools};
+
+#[derive(Parser)]
+#[command(
+    name = "kbtools",
+    version,
+    about = "Search and read an exported Focowiki knowledge-base bundle (or a Markdown folder) offline.",
+    long_about = "Search and read an exported Focowiki knowledge-base bundle (or a plain Markdown folder) offline, with the six agent tools of the online Developer OpenAPI and their output contracts.\n\nExit codes: 0 success; 1 the tool answered with an error (its envelope is on stdout); 2 usage, I/O or index problem (message on stderr)."
+)]
+struct Cli {
+    #[command(flatten)]
+    source: Source,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct Source {
+    /// The bundle folder (or plain Markdown folder) to answer from.
+    #[arg(long, short = 'b', global = true, env = "KBTOOLS_BUNDLE")]
+    bundle: Option<PathBuf>,
+    /// The index folder [default: a per-bundle folder under the user's cache directory].
+    #[arg(long, global = true, env = "KBTOOLS_INDEX")]
+    index: Option<PathBuf>,
+    /// Set the knowledge-base id instead of deriving it from the knowledge-base name.
+    #[arg(long, global = true)]
+    kb_id: Option<String>,
+    /// "Today" (YYYY-MM-DD, UTC) for OKF freshness; pins results for reproducible tests.
+    #[arg(long, global = true, env = "KBTOOLS_TODAY")]
+    today: Option<String>,
+    /// Largest file a read returns, in bytes (larger reads answer 413).
+    #[arg(long, global = true, default_value_t = 10 * 1024 * 1024)]
+    read_limit: u64,
+    /// Print no progress lines on stderr.
+    #[arg(long, short = 'q', global = true)]
+    quiet: bool,
+    /// Indent JSON output.
+    #[arg(long, global = true)]
+    pretty: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build (or refresh) the index of a bundle.
+    Index {
+        /// The bundle folder.
+        bundle_path: PathBuf,
+        /// Writer threads (0: pick from the machine).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+    },
+    /// Run one tool with its JSON input exactly as an agent sends it; prints the contract JSON.
+    Call {
+        /// search_files, read_file, list_tree, get_file, read_related or expand_graph.
+        tool: String,
+        /// The tool input as JSON ('-' reads it from stdin) [default: {}].
+        input: Option<String>,
+    },
+    /// Search for candidate pages (search_files).
+    Search {
+        query: String,
+        /// file, graph or hybrid.
+        #[arg(long)]
+        mode: Option<String>,
+        /// all, path or metadata.
+        #[arg(long)]
+        scope: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        graph_depth: Option<u32>,
+        #[arg(long)]
+        graph_fanout: Option<u32>,
+        #[arg(long)]
+        okf_status: Option<String>,
+        #[arg(long)]
+        okf_trust_tier: Option<String>,
+        #[arg(long)]
+        okf_freshness: Option<String>,
+    },
+    /// Read a file by path or id (read_file).
+    Read {
+        /// A bundle path (e.g. pages/guide.md) or a fileId.
+        target: String,
+    },
+    /// List the direct children of a directory (list_tree).
+    Tree {
+        /// The directory [default: the root].
+        parent: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+    /// A file's metadata (get_file).
+    File {
+        /// A fileId or a bundle path.
+        target: String,
+    },
+    /// Pages related to a source page (read_related).
+    Related {
+        target: String,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+    /// Explore the relation graph from a source page (expand_graph).
+    Expand {
+        target: String,
+        #[arg(long)]
+        depth: Option<u32>,
+        #[arg(long)]
+        fanout: Option<u32>,
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+}
+
+/// Runs the command line and returns the exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("kbtools: {e:#}");
+            2
+        }
+    }
+}
+
+fn insert_some(map: &mut Map<String, Value>, key: &str, value: Option<impl Into<Value>>) {
+    if let Some(v) = value {
+        map.insert(key.to_string(), v.into());
+    }
+}
+
+fn run(cli: Cli) -> Result<i32> {
+    let source = cli.source;
+    match cli.command {
+        Command::Index {
+            bundle_path,
+            threads,
+        } => build_index(&bundle_path, threads, &source),
+        Command::Call {
+            tool,
+            input,
+        } => {
+            let text = match input.as_deref() {
+                None => "{}".to_string(),
+                Some("-") => {
+                    let mut s = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut s)
+                        .context("reading the tool input from stdin")?;
+                    s
+                }
+                Some(s) => s.to_string(),
+            };
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|e| anyhow!("the tool input is not valid JSON: {e}"))?;
+            answer(&source, &tool, &value)
+        }
+        Command::Search {
+            query,
+            mode,
+            scope,
+            limit,
+            cursor,
+            graph_depth,
+            graph_fanout,
+            okf_status,
+            okf_trust_tier,
+            okf_freshness,
+        } => {
+            let mut m = Map::new();
+            m.insert("query".into(), query.into());
+            insert_some(&mut m, "mode", mode);
+            insert_some(&mut m, "scope", scope);
+            insert_some(&mut m, "limit", limit);
+            insert_some(&mut m, "cursor", cursor);
+            insert_some(&mut m, "graphDepth", graph_depth);
+            insert_some(&mut m, "graphFanout", graph_fanout);
+            insert_some(&mut m, "okfStatus", okf_status);
+            insert_some(&mut m, "okfTrustTier", okf_trust_tier);
+            insert_some(&mut m, "okfFreshness", okf_freshness);
+            answer(&source, "search_files", &Value::Object(m))
+        }
+        Command::Read { target } => {
+            let input = if looks_like_id(&target) {
+                json!({ "fileId": target })
+            } else {
+                json!({ "path": target })
+            };
+            answer(&source, "read_file", &input)
+        }
+        Command::Tree {
+            parent,
+            limit,
+            cursor,
+        } => {
+            let mut m = Map::new();
+            insert_some(&mut m, "parentPath", parent);
+            insert_some(&mut m, "limit", limit);
+            insert_some(&mut m, "cursor", cursor);
+            answer(&source, "list_tree", &Value::Object(m))
+        }
+        Command::File { target } => answer(&source, "get_file", &json!({ "fileId": target })),
+        Command::Related {
+            target,
+            limit,
+            cursor,
+        } => {
+            let mut m = Map::new();
+            m.insert("fileId".into(), target.into());
+            insert_some(&mut m, "limit", limit);
+            insert_some(&mut m, "cursor", cursor);
+            answer(&source, "read_related", &Value::Object(m))
+        }
+        Command::Expand {
+            target,
+            depth,
+            fanout,
+            cursor,
+        } => {
+            let mut m = Map::new();
+            m.insert("fileId".into(), target.into());
+            insert_some(&mut m, "depth", depth);
+            insert_some(&mut m, "fanout", fanout);
+            insert_some(&mut m, "cursor", cursor);
+            answer(&source, "expand_graph", &Value::Object(m))
+        }
+    }
+}
+
+fn looks_like_id(target: &str) -> bool {
+    target.starts_with("source-file-") || target.starts_with("generated-")
+}
+
+fn progress_printer(quiet: bool) -> impl FnMut(&str) {
+    move |line: &str| {
+        if !quiet {
+            eprintln!("kbtools: {line}");
+        }
+    }
+}
+
+fn serve_options(source: &Source) -> Result<ServeOptions> {
+    let today = match &source.today {
+        Some(text) => kbtools::okf::parse_date(text)
+            .ok_or_else(|| anyhow!("--today {text:?} is not a YYYY-MM-DD date"))?,
+        None => kbtools::okf::utc_today(),
+    };
+    Ok(ServeOptions {
+        today,
+        read_limit: source.read_limit,
+    })
+}
+
+fn build_index(bundle: &Path, threads: usize, source: &Source) -> Result<i32> {
+    let index_dir = source
+        .index
+        .clone()
+        .unwrap_or_else(|| index::default_index_dir(bundle));
+    let options = BuildOptions {
+        knowledge_base_id: source.kb_id.clone(),
+        threads,
+    };
+    let mut progress = progress_printer(source.quiet);
+    let started = std::time::Instant::now();
+    let report = index::build(bundle, &index_dir, &options, &mut progress)?;
+    print_diagnostics(&report.diagnostics, source.quiet);
+    let m = &report.manifest;
+    let summary = json!({
+        "index": index_dir.display().to_string(),
+        "knowledgeBaseId": m.knowledge_base_id,
+        "knowledgeBaseName": m.knowledge_base_name,
+        "bundleKind": m.bundle_kind,
+        "activeContentRevision": m.active_content_revision,
+        "revisionChanged": report.revision_changed,
+        "counts": m.counts,
+        "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+    });
+    print_json(&summary, source.pretty)?;
+    Ok(0)
+}
+
+/// Shows up to 20 diagnostics and a count; the full list is in the index's diagnostics.json.
+fn print_diagnostics(diagnostics: &[kbtools::bundle::Diagnostic], quiet: bool) {
+    if quiet || diagnostics.is_empty() {
+        return;
+    }
+    for d in diagnostics.iter().take(20) {
+        eprintln!("kbtools: warning: {d}");
+    }
+    if diagnostics.len() > 20 {
+        eprintln!(
+            "kbtools: … and {} more diagnostics (all in the index's diagnostics.json)",
+            diagnostics.len() - 20
+        );
+    }
+    eprintln!("kbtools: {} diagnostics in all", diagnostics.len());
+}
+
+fn open(source: &Source) -> Result<KnowledgeBase> {
+    let options = serve_options(source)?;
+    let build_options = BuildOptions {
+        knowledge_base_id: source.kb_id.clone(),
+        threads: 0,
+    };
+    let mut progress = progress_printer(source.quiet);
+    let (bundle, index_dir) = match (&source.bundle, &source.index) {
+        (Some(bundle), index) => (
+            bundle.clone(),
+            index.clone().unwrap_or_else(|| index::default_index_dir(bundle)),
+        ),
+        (None, Some(index_dir)) => {
+            let manifest = index::read_manifest(index_dir)?
+                .ok_or_else(|| anyhow!("{}: no index here; run `kbtools index <BUNDLE> --index {}` first", index_dir.display(), index_dir.display()))?;
+            let root = PathBuf::from(&manifest.bundle_root);
+            if !root.is_dir() {
+                // The bundle moved away: answer from the index as built.
+                return Ok(KnowledgeBase::open(index_dir, None, options)?);
+            }
+            (root, index_dir.clone())
+        }
+        (None, None) => {
+            return Err(anyhow!(
+                "say which bundle to answer from: --bundle <DIR> (or --index <DIR>, or KBTOOLS_BUNDLE)"
+            ))
+        }
+    };
+    let (kb, report) = KnowledgeBase::open_or_build(&bundle, &index_dir, &build_options, options, &mut progress)?;
+    if let Some(report) = report {
+        print_diagnostics(&report.diagnostics, source.quiet);
+    }
+    Ok(kb)
+}
+
+fn answer(source: &Source, tool: &str, input: &Value) -> Result<i32> {
+    if !tools::TOOL_NAMES.contains(&tool) {
+        return Err(anyhow!(
+            "unknown tool {tool:?}; the tools are {}",
+            tools::TOOL_NAMES.join(", ")
+        ));
+    }
+    let kb = open(source)?;
+    match tools::call(&kb, tool, input) {
+        Ok(output) => {
+            print_json(&output, source.pretty)?;
+            Ok(0)
+        }
+        Err(error) => {
+            print_json(&error.envelope(&new_request_id()), source.pretty)?;
+            Ok(1)
+        }
+    }
+}
+
+fn print_json(value: &Value, pretty: bool) -> Result<()> {
+    let mut text = if pretty {
+        serde_json::to_string_pretty(value)?
+    } else {
+        serde_json::to_string(value)?
+    };
+    text.push('\n');
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        // A closed pipe (`kbtools … | head`) is not an error worth a message.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

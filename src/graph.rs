@@ -1,0 +1,109 @@
+//! The relation graph of source pages (petgraph), and the bounded walk shared by
+//! `expand_graph` and the `graphContext` of search results: breadth-first from a seed, at most
+//! `fanout` new relations per explored node, each target listed once at its shallowest depth
+//! (DECISIONS 11), relations taken in target-path order.
+
+use std::collections::HashSet;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use crate::index::catalog::{Catalog, CatalogRelation};
+
+/// One step of a walk: a relation from `from` to `to`, found at `depth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub from: u32,
+    pub to: u32,
+    pub relation: u32,
+    pub depth: u8,
+}
+
+/// Relations as a directed graph over catalog positions; edge weights are relation positions.
+pub struct RelationGraph {
+    graph: DiGraph<u32, u32>,
+    node_of: std::collections::HashMap<u32, NodeIndex>,
+}
+
+fn preference(rel: &CatalogRelation) -> u8 {
+    // `related` is preferred over `references` when both reach one target (as online).
+    match rel.relation_type.as_str() {
+        "related" => 0,
+        "references" => 1,
+        _ => 2,
+    }
+}
+
+impl RelationGraph {
+    pub fn new(catalog: &Catalog) -> Self {
+        let mut graph = DiGraph::new();
+        let mut node_of = std::collections::HashMap::new();
+        let mut node = |graph: &mut DiGraph<u32, u32>, pos: u32| {
+            *node_of.entry(pos).or_insert_with(|| graph.add_node(pos))
+        };
+        for (i, rel) in catalog.data.relations.iter().enumerate() {
+            let a = node(&mut graph, rel.from);
+            let b = node(&mut graph, rel.to);
+            graph.add_edge(a, b, i as u32);
+        }
+        RelationGraph { graph, node_of }
+    }
+
+    /// The relations of `page`, ordered by target path, then preferred type, then type.
+    pub fn ordered_relations<'c>(&self, catalog: &'c Catalog, page: u32) -> Vec<(u32, &'c CatalogRelation)> {
+        let Some(&node) = self.node_of.get(&page) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(u32, &CatalogRelation)> = self
+            .graph
+            .edges(node)
+            .map(|e| (*e.weight(), &catalog.data.relations[*e.weight() as usize]))
+            .collect();
+        out.sort_by(|a, b| {
+            let (fa, fb) = (catalog.file(a.1.to), catalog.file(b.1.to));
+            fa.path
+                .cmp(&fb.path)
+                .then(preference(a.1).cmp(&preference(b.1)))
+                .then(a.1.relation_type.cmp(&b.1.relation_type))
+                .then(a.0.cmp(&b.0))
+        });
+        out
+    }
+
+    /// Walks from `seed` up to `depth` (0–2) taking at most `fanout` new targets per node, and
+    /// at most `total` steps in all.
+    pub fn walk(&self, catalog: &Catalog, seed: u32, depth: u8, fanout: usize, total: usize) -> Vec<Step> {
+        let mut steps = Vec::new();
+        if depth == 0 || fanout == 0 || total == 0 {
+            return steps;
+        }
+        let mut visited = HashSet::from([seed]);
+        let mut frontier = vec![seed];
+        for d in 1..=depth {
+            let mut next = Vec::new();
+            for &node in &frontier {
+                let mut taken = 0;
+                for (relation, rel) in self.ordered_relations(catalog, node) {
+                    if taken == fanout {
+                        break;
+                    }
+                    if !visited.insert(rel.to) {
+                        continue;
+                    }
+                    steps.push(Step {
+                        from: node,
+                        to: rel.to,
+                        relation,
+                        depth: d,
+                    });
+                    next.push(rel.to);
+                    taken += 1;
+                    if steps.len() == total {
+                        return steps;
+                    }
+                }
+            }
+            frontier = next;
+        }
+        steps
+    }
+}

@@ -1,0 +1,340 @@
+//! The tantivy full-text index of source pages: schema, writing, and the lexical lanes of
+//! `search_files` (BM25 over weighted fields, the dictionary-word lane, exact path and title).
+
+use std::path::Path;
+
+use tantivy::collector::TopDocs;
+use tantivy::columnar::Column;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED,
+    STRING,
+};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
+
+use crate::analysis::{self, TEXT_ANALYZER, WORDS_ANALYZER};
+use crate::bundle::PageText;
+use crate::error::IndexError;
+
+/// Field weights of the lexical lane (title, headings, path, metadata, body).
+const LEXICAL_FIELDS: [(&str, f32); 5] = [
+    ("title", 3.0),
+    ("headings", 1.5),
+    ("path", 1.5),
+    ("meta", 1.2),
+    ("body", 1.0),
+];
+/// Field weights of the lexical lane with `scope=metadata` (no body).
+const METADATA_FIELDS: [(&str, f32); 3] = [("title", 3.0), ("path", 1.5), ("meta", 1.2)];
+/// Field weights of the dictionary-word lane.
+const WORD_FIELDS: [(&str, f32); 2] = [("title_w", 2.0), ("body_w", 1.0)];
+
+#[derive(Clone, Copy)]
+struct Fields {
+    doc: Field,
+    body: Field,
+    exact_path: Field,
+    exact_title: Field,
+}
+
+/// A hit of one lane: the catalog position, the lane score and where the document is.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneHit {
+    pub position: u32,
+    pub score: f32,
+    pub address: DocAddress,
+}
+
+/// What one source page contributes to the index.
+pub struct IndexedPage<'a> {
+    pub position: u32,
+    pub path: &'a str,
+    pub title: &'a str,
+    pub text: &'a PageText,
+}
+
+fn schema() -> Schema {
+    let mut builder = Schema::builder();
+    let positions = |stored: bool| {
+        let options = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(TEXT_ANALYZER)
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        );
+        if stored {
+            options.set_stored()
+        } else {
+            options
+        }
+    };
+    let words = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(WORDS_ANALYZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    builder.add_u64_field("doc", FAST | STORED);
+    builder.add_text_field("title", positions(false));
+    builder.add_text_field("headings", positions(false));
+    builder.add_text_field("path", positions(false));
+    builder.add_text_field("meta", positions(false));
+    builder.add_text_field("body", positions(true));
+    builder.add_text_field("title_w", words.clone());
+    builder.add_text_field("body_w", words);
+    builder.add_text_field("exact_path", STRING);
+    builder.add_text_field("exact_title", STRING);
+    builder.build()
+}
+
+fn field(schema: &Schema, name: &str) -> Result<Field, IndexError> {
+    schema
+        .get_field(name)
+        .map_err(|_| IndexError::Tantivy(format!("field `{name}` is missing")))
+}
+
+/// The exact-path keys of a page: its full path and its path without `pages/`, normalized.
+pub fn exact_path_keys(path: &str) -> Vec<String> {
+    let mut keys = vec![crate::text::exact_key(path)];
+    if let Some(rest) = path.strip_prefix("pages/") {
+        keys.push(crate::text::exact_key(rest));
+    }
+    keys
+}
+
+/// Writes the index of `pages` into `dir` (which must exist and be empty).
+pub fn write(dir: &Path, pages: &[IndexedPage<'_>], threads: usize) -> Result<(), IndexError> {
+    let schema = schema();
+    let index = Index::create_in_dir(dir, schema.clone())?;
+    analysis::register(&index);
+    let threads = threads.clamp(1, 8);
+    let mut writer = index.writer_with_num_threads::<TantivyDocument>(threads, threads * 96_000_000)?;
+    let f = |name| field(&schema, name);
+    let (doc, title, headings, path_f, meta, body, title_w, body_w, exact_path, exact_title) = (
+        f("doc")?,
+        f("title")?,
+        f("headings")?,
+        f("path")?,
+        f("meta")?,
+        f("body")?,
+        f("title_w")?,
+        f("body_w")?,
+        f("exact_path")?,
+        f("exact_title")?,
+    );
+    for page in pages {
+        let mut d = TantivyDocument::default();
+        d.add_u64(doc, u64::from(page.position));
+        d.add_text(title, page.title);
+        d.add_text(title_w, page.title);
+        for heading in &page.text.headings {
+            d.add_text(headings, heading);
+        }
+        let path_words = page.path.strip_prefix("pages/").unwrap_or(page.path).replace(['/', '_', '-', '.'], " ");
+        d.add_text(path_f, &path_words);
+        d.add_text(meta, &page.text.metadata);
+        d.add_text(body, &page.text.body);
+        d.add_text(body_w, &page.text.body);
+        for key in exact_path_keys(page.path) {
+            d.add_text(exact_path, &key);
+        }
+        d.add_text(exact_title, crate::text::exact_key(page.title));
+        writer.add_document(d)?;
+    }
+    writer.commit()?;
+    writer.wait_merging_threads()?;
+    Ok(())
+}
+
+/// An open index, ready for queries.
+pub struct SearchIndex {
+    reader: IndexReader,
+    schema: Schema,
+    fields: Fields,
+}
+
+impl SearchIndex {
+    pub fn open(dir: &Path) -> Result<Self, IndexError> {
+        let index = Index::open_in_dir(dir)?;
+        analysis::register(&index);
+        let schema = index.schema();
+        let fields = Fields {
+            doc: field(&schema, "doc")?,
+            body: field(&schema, "body")?,
+            exact_path: field(&schema, "exact_path")?,
+            exact_title: field(&schema, "exact_title")?,
+        };
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(SearchIndex {
+            reader,
+            schema,
+            fields,
+        })
+    }
+
+    pub fn searcher(&self) -> Searcher {
+        self.reader.searcher()
+    }
+
+    fn doc_columns(&self, searcher: &Searcher) -> Result<Vec<Column<u64>>, IndexError> {
+        searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| Ok(segment.fast_fields().u64("doc")?))
+            .collect()
+    }
+
+    fn run(
+        &self,
+        searcher: &Searcher,
+        query: &dyn Query,
+        limit: usize,
+    ) -> Result<Vec<LaneHit>, IndexError> {
+        let columns = self.doc_columns(searcher)?;
+        let top = searcher.search(query, &TopDocs::with_limit(limit.max(1)).order_by_score())?;
+        Ok(top
+            .into_iter()
+            .filter_map(|(score, address)| {
+                let position = columns
+                    .get(address.segment_ord as usize)?
+                    .first(address.doc_id)?;
+                Some(LaneHit {
+                    position: position as u32,
+                    score,
+                    address,
+                })
+            })
+            .collect())
+    }
+
+    fn field_query(&self, fields: &[(&str, f32)], terms: &[String]) -> Option<BooleanQuery> {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for (name, boost) in fields {
+            let Ok(field) = self.schema.get_field(name) else {
+                continue;
+            };
+            for term in terms {
+                let query = TermQuery::new(
+                    Term::from_field_text(field, term),
+                    IndexRecordOption::WithFreqs,
+                );
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(query), *boost))));
+            }
+        }
+        (!clauses.is_empty()).then(|| BooleanQuery::new(clauses))
+    }
+
+    /// The `lexical` lane: BM25 over the weighted fields with the `kb_text` analysis.
+    pub fn lexical(
+        &self,
+        searcher: &Searcher,
+        query_text: &str,
+        limit: usize,
+    ) -> Result<Vec<LaneHit>, IndexError> {
+        let terms = analysis::terms(&mut analysis::text_analyzer(), query_text);
+        match self.field_query(&LEXICAL_FIELDS, &terms) {
+            Some(query) => self.run(searcher, &query, limit),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The `lexical` lane with `scope=metadata`: title, path and metadata only.
+    pub fn metadata(
+        &self,
+        searcher: &Searcher,
+        query_text: &str,
+        limit: usize,
+    ) -> Result<Vec<LaneHit>, IndexError> {
+        let terms = analysis::terms(&mut analysis::text_analyzer(), query_text);
+        match self.field_query(&METADATA_FIELDS, &terms) {
+            Some(query) => self.run(searcher, &query, limit),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The `jieba` lane: BM25 over title and body with dictionary-word analysis.
+    pub fn words(
+        &self,
+        searcher: &Searcher,
+        query_text: &str,
+        limit: usize,
+    ) -> Result<Vec<LaneHit>, IndexError> {
+        let terms = analysis::terms(&mut analysis::words_analyzer(), query_text);
+        match self.field_query(&WORD_FIELDS, &terms) {
+            Some(query) => self.run(searcher, &query, limit),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn exact(&self, searcher: &Searcher, field: Field, key: &str) -> Result<Vec<LaneHit>, IndexError> {
+        let query = TermQuery::new(Term::from_field_text(field, key), IndexRecordOption::Basic);
+        self.run(searcher, &query, 1000)
+    }
+
+    /// The `exact_path` lane: pages whose path (with or without `pages/`) equals the query.
+    pub fn exact_path(&self, searcher: &Searcher, key: &str) -> Result<Vec<LaneHit>, IndexError> {
+        self.exact(searcher, self.fields.exact_path, key)
+    }
+
+    /// The `exact_title` lane: pages whose title equals the query.
+    pub fn exact_title(&self, searcher: &Searcher, key: &str) -> Result<Vec<LaneHit>, IndexError> {
+        self.exact(searcher, self.fields.exact_title, key)
+    }
+
+    /// A snippet generator for excerpts around the query's terms in the body.
+    pub fn excerpter(&self, searcher: &Searcher, query_text: &str) -> Option<Excerpter> {
+        let terms = analysis::terms(&mut analysis::text_analyzer(), query_text);
+        let query = self.field_query(&[("body", 1.0)], &terms)?;
+        let mut generator = SnippetGenerator::create(searcher, &query, self.fields.body).ok()?;
+        generator.set_max_num_chars(EXCERPT_WINDOW_BYTES);
+        Some(Excerpter {
+            generator,
+            body: self.fields.body,
+            doc: self.fields.doc,
+        })
+    }
+
+    /// Number of indexed pages.
+    pub fn num_docs(&self) -> u64 {
+        self.searcher().num_docs()
+    }
+}
+
+/// Bytes of body text around the best passage that an excerpt covers before trimming.
+const EXCERPT_WINDOW_BYTES: usize = 900;
+/// Characters an excerpt holds at most (DECISIONS 17 caps it at 1,200).
+pub const EXCERPT_MAX_CHARS: usize = 600;
+
+/// Makes `sourceExcerpt`s for the hits of one query.
+pub struct Excerpter {
+    generator: SnippetGenerator,
+    body: Field,
+    doc: Field,
+}
+
+impl Excerpter {
+    /// Plain text around the best-matching passage of the document at `address`; the start of
+    /// the body when no body term matched.
+    pub fn excerpt(&self, searcher: &Searcher, address: DocAddress) -> Option<String> {
+        let document: TantivyDocument = searcher.doc(address).ok()?;
+        let _ = self.doc;
+        let snippet = self.generator.snippet_from_doc(&document);
+        let text = if snippet.fragment().trim().is_empty() {
+            let body = document.get_first(self.body).and_then(|v| v.as_str()).unwrap_or("");
+            crate::text::truncate_chars(body, EXCERPT_MAX_CHARS).to_string()
+        } else {
+            snippet.fragment().to_string()
+        };
+        let text = crate::text::collapse_whitespace(&text);
+        let text = crate::text::truncate_chars(&text, EXCERPT_MAX_CHARS).to_string();
+        (!text.is_empty()).then_some(text)
+    }
+}
+
+/// A fresh `kb_text` analyzer (for callers that tokenize queries themselves).
+pub fn text_analyzer() -> TextAnalyzer {
+    analysis::text_analyzer()
+}

@@ -1,0 +1,24 @@
+//! kbtools: search and read an exported Focowiki knowledge-base bundle (or a plain Markdown
+//! folder) offline, answering the six agent tools — `search_files`, `read_file`, `list_tree`,
+//! `get_file`, `read_related`, `expand_graph` — with the output contracts of the online
+//! Developer OpenAPI.
+//!
+//! Data flows one way: [`bundle`] (walk, classify, frontmatter, records, diagnostics) →
+//! [`markdown`] → [`index`] (catalog, tantivy, manifest) → [`tools`]. The library never prints.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod analysis;
+pub mod bundle;
+pub mod cursor;
+pub mod error;
+pub mod graph;
+pub mod ids;
+pub mod index;
+pub mod markdown;
+pub mod okf;
+pub mod text;
+pub mod tools;
+
+pub use error::{ErrorCode, IndexError, ToolError};
+pub use index::{BuildOptions, KnowledgeBase, ServeOptions};

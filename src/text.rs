@@ -1,0 +1,117 @@
+//! Small text utilities shared by ingest, tools and search: Unicode normalization, the
+//! JavaScript `encodeURIComponent` used by `readActions`, and character-safe truncation.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// NFKC, trimmed, every whitespace run collapsed to one space (the API's query normalization).
+pub fn normalize_query_text(raw: &str) -> String {
+    let nfkc: String = raw.nfkc().collect();
+    nfkc.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The exact-match key used by the exact-path and exact-title lanes: normalized and lower-cased.
+pub fn exact_key(raw: &str) -> String {
+    normalize_query_text(raw).to_lowercase()
+}
+
+pub fn is_nfc(s: &str) -> bool {
+    unicode_normalization::is_nfc(s)
+}
+
+pub fn nfc(s: &str) -> String {
+    s.nfc().collect()
+}
+
+/// JavaScript `encodeURIComponent`: everything but `A–Z a–z 0–9 - _ . ! ~ * ' ( )` is
+/// percent-encoded as upper-case hex of its UTF-8 bytes.
+pub fn encode_uri_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 3);
+    for b in s.bytes() {
+        let keep = b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')');
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes `%XX` escapes once; invalid escapes are kept as written. Returns `None` when the
+/// decoded bytes are not UTF-8.
+pub fn percent_decode_once(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = |c: u8| (c as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The first `max_chars` characters of `s`.
+pub fn truncate_chars(s: &str, max_chars: usize) -> &str {
+    match s.char_indices().nth(max_chars) {
+        Some((byte, _)) => &s[..byte],
+        None => s,
+    }
+}
+
+/// Collapses every whitespace run to one space and trims.
+pub fn collapse_whitespace(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// True for the control characters the API rejects in paths: C0, DEL, C1, and the bidi
+/// controls U+202A–U+202E and U+2066–U+2069.
+pub fn is_forbidden_path_char(c: char) -> bool {
+    c.is_control() || ('\u{202A}'..='\u{202E}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// True for a CJK ideograph (the `han` bucket of the bundle format, §7.4).
+pub fn is_han(c: char) -> bool {
+    matches!(c as u32,
+        0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x323AF)
+}
+
+/// True for characters that form CJK text runs for tokenization: Han, kana and hangul.
+pub fn is_cjk(c: char) -> bool {
+    is_han(c)
+        || matches!(c as u32,
+            0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF65..=0xFF9F | 0x1100..=0x11FF
+            | 0x3130..=0x318F | 0xAC00..=0xD7AF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_uri_component_matches_javascript() {
+        assert_eq!(encode_uri_component("pages/guide.md"), "pages%2Fguide.md");
+        assert_eq!(encode_uri_component("a b(c)!~*'"), "a%20b(c)!~*'");
+        assert_eq!(encode_uri_component("指南"), "%E6%8C%87%E5%8D%97");
+    }
+
+    #[test]
+    fn percent_decode_keeps_bad_escapes() {
+        assert_eq!(percent_decode_once("%2e%2E/x").as_deref(), Some("../x"));
+        assert_eq!(percent_decode_once("%zz%4").as_deref(), Some("%zz%4"));
+        assert_eq!(percent_decode_once("a%").as_deref(), Some("a%"));
+    }
+
+    #[test]
+    fn query_normalization_is_nfkc_and_collapses_space() {
+        assert_eq!(normalize_query_text("  ＡＰＩ \t v2  "), "API v2");
+    }
+}

@@ -1,0 +1,127 @@
+//! `expand_graph` → `expandGraph`: a bounded breadth-first walk of the relation graph from one
+//! source page (depth 0–2, fanout 0–25 per explored node), each target listed once at its
+//! shallowest depth, with the per-file graph records that describe them.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{page_limit, require_revision, GeneratedFile, Input, RelatedFile};
+use crate::bundle::paths;
+use crate::cursor;
+use crate::error::{messages, ErrorCode, ToolError};
+use crate::index::KnowledgeBase;
+
+pub const NAME: &str = "expand_graph";
+const FIELDS: [&str; 5] = ["fileId", "depth", "fanout", "cursor", "limit"];
+pub const DEFAULT_DEPTH: i64 = 1;
+pub const MAX_DEPTH: i64 = 2;
+pub const DEFAULT_FANOUT: i64 = 10;
+pub const MAX_FANOUT: i64 = 25;
+pub const DEFAULT_LIMIT: u64 = 50;
+pub const MAX_LIMIT: u64 = 200;
+const MEANING: &str =
+    "Relationships connect readable source-backed files in the current knowledge-base version.";
+
+/// `GraphExpansionResponse`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Output {
+    pub active_content_revision: u64,
+    pub seed_file: GeneratedFile,
+    pub relationships: Vec<RelatedFile>,
+    pub graph_paths: Vec<String>,
+    pub next_cursor: Option<String>,
+    pub result_summary: ResultSummary,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultSummary {
+    pub relationship_count: u64,
+    pub has_more: bool,
+    pub depth: u8,
+    pub fanout: u64,
+    pub meaning: &'static str,
+}
+
+fn invalid(code: &str) -> ToolError {
+    ToolError::invalid_code(messages::EXPAND_INVALID, code)
+}
+
+/// The per-file graph paths of `pages`, de-duplicated in order, keeping only readable ones.
+pub fn graph_paths<'a>(kb: &KnowledgeBase, pages: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for page in pages {
+        let graph_path = paths::per_file_graph_path(page);
+        if kb.catalog.by_path(&graph_path).is_some() && !out.contains(&graph_path) {
+            out.push(graph_path);
+        }
+    }
+    out
+}
+
+pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
+    let input = Input::new(input, &FIELDS)?;
+    let seed_id = match input.trimmed("fileId") {
+        Ok(Some(id)) => id,
+        _ => return Err(invalid("GRAPH_EXPANSION_FILE_ID_REQUIRED")),
+    };
+    let depth = match input.integer("depth") {
+        Ok(None) => DEFAULT_DEPTH,
+        Ok(Some(d)) if (0..=MAX_DEPTH).contains(&d) => d,
+        _ => return Err(invalid("INVALID_GRAPH_EXPANSION_DEPTH")),
+    } as u8;
+    let fanout = match input.integer("fanout") {
+        Ok(None) => DEFAULT_FANOUT,
+        Ok(Some(f)) if (0..=MAX_FANOUT).contains(&f) => f,
+        _ => return Err(invalid("INVALID_GRAPH_EXPANSION_FANOUT")),
+    } as usize;
+    let limit = page_limit(&input, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let cursor_text = input.cursor()?;
+    let revision = require_revision(kb)?;
+    let seed = kb
+        .catalog
+        .by_id_or_path(seed_id)
+        .filter(|&p| kb.catalog.file(p).source_backed)
+        .ok_or_else(ToolError::not_found)?;
+    let seed_file = kb.catalog.file(seed);
+    if seed_file.size > kb.options.read_limit {
+        return Err(ToolError::new(ErrorCode::PayloadTooLarge, messages::PAYLOAD_TOO_LARGE));
+    }
+    let scope = json!({ "fileId": seed_file.file_id, "depth": depth, "fanout": fanout, "limit": limit });
+    let offset = match cursor_text {
+        Some(c) => cursor::decode(c, NAME, &scope, revision)? as usize,
+        None => 0,
+    };
+    let steps = kb.graph.walk(&kb.catalog, seed, depth, fanout, usize::MAX);
+    let start = offset.min(steps.len());
+    let end = (start + limit as usize).min(steps.len());
+    let page = &steps[start..end];
+    let relationships: Vec<RelatedFile> = page
+        .iter()
+        .map(|step| {
+            let rel = &kb.catalog.data.relations[step.relation as usize];
+            RelatedFile::new(kb, revision, rel, &rel.direction, step.depth)
+        })
+        .collect();
+    let graph_paths = graph_paths(
+        kb,
+        std::iter::once(seed_file.path.as_str())
+            .chain(relationships.iter().map(|r| r.path.as_str())),
+    );
+    let next_cursor = (end < steps.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
+    Ok(Output {
+        active_content_revision: revision,
+        seed_file: GeneratedFile::new(kb, revision, seed_file, seed_file.size),
+        result_summary: ResultSummary {
+            relationship_count: relationships.len() as u64,
+            has_more: next_cursor.is_some(),
+            depth,
+            fanout: fanout as u64,
+            meaning: MEANING,
+        },
+        relationships,
+        graph_paths,
+        next_cursor,
+    })
+}

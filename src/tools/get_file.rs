@@ -1,0 +1,38 @@
+//! `get_file` → `getFileById`: a file's metadata and read actions, `{file: GeneratedFile}`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{require_revision, GeneratedFile, Input};
+use crate::error::{messages, ErrorCode, ToolError};
+use crate::index::KnowledgeBase;
+
+const FIELDS: [&str; 1] = ["fileId"];
+
+/// `FileDetailResponse`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Output {
+    pub file: GeneratedFile,
+}
+
+/// The `fileId` input: a non-empty string (ids and paths are both accepted).
+pub fn file_id<'a>(input: &Input<'a>) -> Result<&'a str, ToolError> {
+    match input.trimmed("fileId") {
+        Ok(Some(id)) => Ok(id),
+        _ => Err(ToolError::invalid_field(messages::INPUT_INVALID, "fileId")),
+    }
+}
+
+pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
+    let input = Input::new(input, &FIELDS)?;
+    let id = file_id(&input)?;
+    let revision = require_revision(kb)?;
+    let position = kb.catalog.by_id_or_path(id).ok_or_else(ToolError::not_found)?;
+    let file = kb.catalog.file(position);
+    if file.size > kb.options.read_limit {
+        return Err(ToolError::new(ErrorCode::PayloadTooLarge, messages::PAYLOAD_TOO_LARGE));
+    }
+    Ok(Output {
+        file: GeneratedFile::new(kb, revision, file, file.size),
+    })
+}

@@ -1,0 +1,150 @@
+//! `list_tree` → `listKnowledgeBaseTree`: the direct children of a directory, files and
+//! directories interleaved in byte order of path (DECISIONS 9), paged by a cursor bound to the
+//! parent path, the limit and the revision.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{page_limit, read_actions, Input};
+use crate::bundle::paths;
+use crate::cursor;
+use crate::error::{messages, ToolError};
+use crate::ids::{self, ReadActions};
+use crate::index::catalog::TreeChild;
+use crate::index::KnowledgeBase;
+
+pub const NAME: &str = "list_tree";
+const FIELDS: [&str; 3] = ["parentPath", "cursor", "limit"];
+pub const DEFAULT_LIMIT: u64 = 100;
+pub const MAX_LIMIT: u64 = 500;
+
+/// `TreeResponse`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Output {
+    pub active_content_revision: Option<u64>,
+    pub items: Vec<TreeEntry>,
+    pub next_cursor: Option<String>,
+}
+
+/// `GeneratedTreeEntry`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeEntry {
+    pub active_content_revision: Option<u64>,
+    pub id: String,
+    pub file_id: Option<String>,
+    pub source_file_id: Option<String>,
+    pub directory_id: Option<String>,
+    pub parent_path: String,
+    pub name: String,
+    pub path: String,
+    pub sort_key: String,
+    pub entry_type: &'static str,
+    pub file_kind: Option<&'static str>,
+    pub direct_entry_count: u64,
+    pub direct_directory_count: u64,
+    pub direct_file_count: u64,
+    pub descendant_file_count: u64,
+    pub resource_revision: Option<u64>,
+    pub deletable: bool,
+    pub content_available: bool,
+    pub read_actions: Option<ReadActions>,
+}
+
+/// Validates `parentPath`: `""`, `null` and `"root"` mean the root.
+fn parent_path(input: &Input<'_>) -> Result<String, ToolError> {
+    let invalid = || ToolError::invalid_field(messages::TREE_PARENT_INVALID, "parentPath");
+    match input.string("parentPath").map_err(|_| invalid())? {
+        None | Some("") | Some("root") => Ok(String::new()),
+        Some(path) if paths::is_allowed_tree_parent(path) => Ok(path.to_string()),
+        Some(_) => Err(invalid()),
+    }
+}
+
+pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
+    let input = Input::new(input, &FIELDS)?;
+    let parent = parent_path(&input)?;
+    let limit = page_limit(&input, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let cursor_text = input.cursor()?;
+    let Some(revision) = kb.revision() else {
+        return Ok(Output {
+            active_content_revision: None,
+            items: Vec::new(),
+            next_cursor: None,
+        });
+    };
+    let scope = json!({ "parentPath": parent, "limit": limit });
+    let offset = match cursor_text {
+        Some(c) => cursor::decode(c, NAME, &scope, revision)?,
+        None => 0,
+    };
+    let children = kb.catalog.children(&parent);
+    let start = (offset as usize).min(children.len());
+    let end = (start + limit as usize).min(children.len());
+    let items = children[start..end]
+        .iter()
+        .map(|(path, child)| entry(kb, revision, &parent, path, child))
+        .collect();
+    let next_cursor = (end < children.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
+    Ok(Output {
+        active_content_revision: Some(revision),
+        items,
+        next_cursor,
+    })
+}
+
+fn entry(kb: &KnowledgeBase, revision: u64, parent: &str, path: &str, child: &TreeChild) -> TreeEntry {
+    let name = paths::name_of(path).to_string();
+    match child {
+        TreeChild::File(i) => {
+            let file = kb.catalog.file(*i);
+            TreeEntry {
+                active_content_revision: Some(revision),
+                id: file.file_id.clone(),
+                file_id: Some(file.file_id.clone()),
+                source_file_id: file.source_file_id().map(str::to_string),
+                directory_id: None,
+                parent_path: parent.to_string(),
+                name,
+                path: path.to_string(),
+                sort_key: format!("{path}:{}", file.file_id),
+                entry_type: "file",
+                file_kind: Some(file.tree_file_kind()),
+                direct_entry_count: 0,
+                direct_directory_count: 0,
+                direct_file_count: 0,
+                descendant_file_count: 0,
+                resource_revision: file.resource_revision,
+                deletable: file.source_backed,
+                content_available: true,
+                read_actions: Some(read_actions(kb, file)),
+            }
+        }
+        TreeChild::Directory(dir) => {
+            let info = kb.catalog.directory(dir).cloned().unwrap_or_default();
+            let id = ids::generated_directory_id(kb.kb_id(), dir);
+            TreeEntry {
+                active_content_revision: Some(revision),
+                sort_key: format!("{path}:{id}"),
+                id,
+                file_id: None,
+                source_file_id: None,
+                directory_id: None,
+                parent_path: parent.to_string(),
+                name,
+                path: path.to_string(),
+                entry_type: "directory",
+                file_kind: None,
+                direct_entry_count: info.direct_directories + info.direct_files,
+                direct_directory_count: info.direct_directories,
+                direct_file_count: info.direct_files,
+                descendant_file_count: info.descendant_source_files,
+                resource_revision: None,
+                deletable: false,
+                content_available: false,
+                read_actions: None,
+            }
+        }
+    }
+}

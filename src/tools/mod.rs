@@ -1,0 +1,299 @@
+//! The six tools. Each module holds its tool's input rules and output types, once; every front
+//! door (CLI, MCP, HTTP) calls [`call`] or a tool's `run` and serializes the same output.
+//! This module holds what the tools share: input parsing in the API's validation style, the
+//! `GeneratedFile` and `RelatedFile` shapes, and content reads.
+
+pub mod expand_graph;
+pub mod get_file;
+pub mod list_tree;
+pub mod read_file;
+pub mod read_related;
+pub mod search_files;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{messages, ErrorCode, ToolError};
+use crate::ids::ReadActions;
+use crate::index::catalog::{CatalogFile, CatalogRelation};
+use crate::index::KnowledgeBase;
+use crate::okf::OkfSignals;
+
+/// The tool names, in the order the seed lists them.
+pub const TOOL_NAMES: [&str; 6] = [
+    "search_files",
+    "read_file",
+    "list_tree",
+    "get_file",
+    "read_related",
+    "expand_graph",
+];
+
+/// Runs the tool `name` with its JSON input and returns its contract JSON output.
+pub fn call(kb: &KnowledgeBase, name: &str, input: &Value) -> Result<Value, ToolError> {
+    let output = match name {
+        "list_tree" => to_value(list_tree::run(kb, input)?),
+        "get_file" => to_value(get_file::run(kb, input)?),
+        "read_file" => to_value(read_file::run(kb, input)?),
+        "read_related" => to_value(read_related::run(kb, input)?),
+        "expand_graph" => to_value(expand_graph::run(kb, input)?),
+        "search_files" => to_value(search_files::run(kb, input)?),
+        other => {
+            return Err(ToolError::new(
+                ErrorCode::UnsupportedRoute,
+                format!("Unknown tool `{other}`. Tools: {}.", TOOL_NAMES.join(", ")),
+            ))
+        }
+    };
+    output.map_err(|e| ToolError::new(ErrorCode::InternalError, e.to_string()))
+}
+
+fn to_value<T: Serialize>(output: T) -> Result<Value, serde_json::Error> {
+    serde_json::to_value(output)
+}
+
+/// A tool's JSON input: an object whose keys are all known to the tool.
+pub struct Input<'a> {
+    map: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> Input<'a> {
+    /// Checks the input's shape: an object (or null, meaning no arguments) with known keys only
+    /// (DECISIONS 2).
+    pub fn new(value: &'a Value, known: &[&str]) -> Result<Self, ToolError> {
+        let map = match value {
+            Value::Null => None,
+            Value::Object(map) => Some(map),
+            _ => {
+                return Err(ToolError::invalid_field(
+                    "Tool input must be a JSON object.",
+                    "input",
+                ))
+            }
+        };
+        if let Some(map) = map {
+            if let Some(unknown) = map.keys().find(|k| !known.contains(&k.as_str())) {
+                return Err(ToolError::invalid_field(
+                    &format!(
+                        "Unknown input field `{}`. Accepted fields: {}.",
+                        crate::text::truncate_chars(unknown, 64),
+                        known.join(", ")
+                    ),
+                    unknown,
+                ));
+            }
+        }
+        Ok(Input { map })
+    }
+
+    /// The raw value of `key`; `null` counts as absent.
+    pub fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.and_then(|m| m.get(key)).filter(|v| !v.is_null())
+    }
+
+    /// A string field: absent → `None`; a non-string → `Err(())`.
+    pub fn string(&self, key: &str) -> Result<Option<&'a str>, ()> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(()),
+        }
+    }
+
+    /// A trimmed string field where empty counts as absent.
+    pub fn trimmed(&self, key: &str) -> Result<Option<&'a str>, ()> {
+        Ok(self.string(key)?.map(str::trim).filter(|s| !s.is_empty()))
+    }
+
+    /// An integer with JavaScript `Number` semantics: a JSON integer, an integral float, or a
+    /// string such as `" 5 "` or `"10.0"`. Absent or empty → `Ok(None)`.
+    pub fn integer(&self, key: &str) -> Result<Option<i64>, ()> {
+        let number = match self.get(key) {
+            None => return Ok(None),
+            Some(Value::Number(n)) => n.as_f64().ok_or(())?,
+            Some(Value::String(s)) => {
+                let t = s.trim();
+                if t.is_empty() {
+                    return Ok(None);
+                }
+                if !t.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E')) {
+                    return Err(());
+                }
+                t.parse::<f64>().map_err(|_| ())?
+            }
+            Some(_) => return Err(()),
+        };
+        const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+        if !number.is_finite() || number.fract() != 0.0 || number.abs() > MAX_SAFE {
+            return Err(());
+        }
+        Ok(Some(number as i64))
+    }
+
+    /// The `cursor` field: a string (empty counts as none).
+    pub fn cursor(&self) -> Result<Option<&'a str>, ToolError> {
+        match self.get("cursor") {
+            None => Ok(None),
+            Some(Value::String(s)) if s.is_empty() => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(ToolError::cursor_invalid()),
+        }
+    }
+}
+
+/// A `limit` in `1..=max` (default `default`), with the API's `{field: "limit"}` error.
+pub fn page_limit(input: &Input<'_>, default: u64, max: u64) -> Result<u64, ToolError> {
+    match input.integer("limit") {
+        Ok(None) => Ok(default),
+        Ok(Some(n)) if n >= 1 && (n as u64) <= max => Ok(n as u64),
+        _ => Err(ToolError::limit_invalid()),
+    }
+}
+
+/// `GeneratedFile` of the contract (`getFileById`, `read_file.file`, `seedFile`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GeneratedFile {
+    pub active_content_revision: u64,
+    pub file_id: String,
+    pub knowledge_base_id: String,
+    pub source_file_id: Option<String>,
+    pub path: String,
+    pub file_kind: String,
+    pub content_type: String,
+    pub size_bytes: u64,
+    pub okf_type: Option<String>,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub tags: Vec<String>,
+    pub frontmatter: Map<String, Value>,
+    pub okf_signals: OkfSignals,
+    pub deletable: bool,
+    pub content_available: bool,
+    pub read_actions: ReadActions,
+}
+
+/// `tags`: the string items of `frontmatter.tags` when it is an array.
+pub fn tags_of(frontmatter: &Map<String, Value>) -> Vec<String> {
+    match frontmatter.get("tags") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn str_field(frontmatter: &Map<String, Value>, key: &str) -> Option<String> {
+    frontmatter.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+pub fn read_actions(kb: &KnowledgeBase, file: &CatalogFile) -> ReadActions {
+    ReadActions::for_file(kb.kb_id(), &file.file_id, &file.path, file.source_backed)
+}
+
+impl GeneratedFile {
+    pub fn new(kb: &KnowledgeBase, revision: u64, file: &CatalogFile, size_bytes: u64) -> Self {
+        GeneratedFile {
+            active_content_revision: revision,
+            file_id: file.file_id.clone(),
+            knowledge_base_id: kb.kb_id().to_string(),
+            source_file_id: file.source_file_id().map(str::to_string),
+            path: file.path.clone(),
+            file_kind: file.detail_file_kind().to_string(),
+            content_type: file.content_type().to_string(),
+            size_bytes,
+            okf_type: str_field(&file.frontmatter, "type"),
+            title: file.title.clone(),
+            description: str_field(&file.frontmatter, "description"),
+            tags: tags_of(&file.frontmatter),
+            frontmatter: file.frontmatter.clone(),
+            okf_signals: OkfSignals::compute(&file.frontmatter, kb.options.today),
+            deletable: file.source_backed,
+            content_available: true,
+            read_actions: read_actions(kb, file),
+        }
+    }
+}
+
+/// `RelatedFile` of the contract (`read_related` items, `expand_graph` relationships, search
+/// `graphContext.relationships`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RelatedFile {
+    pub active_content_revision: u64,
+    pub file_id: String,
+    pub source_file_id: String,
+    pub path: String,
+    pub title: String,
+    pub relation_type: String,
+    pub direction: String,
+    pub from_file_id: String,
+    pub relationship_depth: u8,
+    pub reason: Option<String>,
+    pub content_available: bool,
+    pub read_actions: ReadActions,
+}
+
+impl RelatedFile {
+    pub fn new(
+        kb: &KnowledgeBase,
+        revision: u64,
+        relation: &CatalogRelation,
+        direction: &str,
+        depth: u8,
+    ) -> Self {
+        let from = kb.catalog.file(relation.from);
+        let target = kb.catalog.file(relation.to);
+        RelatedFile {
+            active_content_revision: revision,
+            file_id: target.file_id.clone(),
+            source_file_id: target.file_id.clone(),
+            path: target.path.clone(),
+            title: target.title.clone().unwrap_or_else(|| "Untitled".into()),
+            relation_type: relation.relation_type.clone(),
+            direction: direction.to_string(),
+            from_file_id: from.file_id.clone(),
+            relationship_depth: depth,
+            reason: relation.reason.clone(),
+            content_available: true,
+            read_actions: read_actions(kb, target),
+        }
+    }
+}
+
+/// The revision for tools that answer 404 when the knowledge base has no readable content.
+pub fn require_revision(kb: &KnowledgeBase) -> Result<u64, ToolError> {
+    kb.revision().ok_or_else(ToolError::not_found)
+}
+
+/// The text of a file, checked against the read limit; a path that resolves outside the bundle
+/// is not found.
+pub fn read_content(kb: &KnowledgeBase, file: &CatalogFile) -> Result<String, ToolError> {
+    if file.size > kb.options.read_limit {
+        return Err(ToolError::new(ErrorCode::PayloadTooLarge, messages::PAYLOAD_TOO_LARGE));
+    }
+    if let Some(content) = &file.virtual_content {
+        return Ok(content.clone());
+    }
+    let Some(relative) = &file.disk else {
+        return Err(ToolError::not_found());
+    };
+    let path = kb.bundle_root.join(relative);
+    let resolved = path.canonicalize().map_err(|_| ToolError::not_found())?;
+    if !resolved.starts_with(&kb.bundle_root) {
+        return Err(ToolError::not_found());
+    }
+    let metadata = std::fs::metadata(&resolved).map_err(|_| ToolError::not_found())?;
+    if metadata.len() > kb.options.read_limit {
+        return Err(ToolError::new(ErrorCode::PayloadTooLarge, messages::PAYLOAD_TOO_LARGE));
+    }
+    let bytes = std::fs::read(&resolved).map_err(|_| {
+        ToolError::new(ErrorCode::DatabaseRepositoryUnavailable, messages::DATA_UNAVAILABLE)
+    })?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}

@@ -1,0 +1,65 @@
+//! `read_file` → `getFileContentById` / `getFileContentByPath`: a file's bytes exactly
+//! (frontmatter included) with its metadata, `{file, content}`. Takes exactly one of `fileId`
+//! and `path`; a path must be a canonical bundle path (the security boundary).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{read_content, require_revision, GeneratedFile, Input};
+use crate::bundle::paths;
+use crate::error::{messages, ToolError};
+use crate::index::KnowledgeBase;
+
+const FIELDS: [&str; 2] = ["fileId", "path"];
+
+/// `FileContentResponse`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Output {
+    pub file: GeneratedFile,
+    pub content: String,
+}
+
+/// What to read.
+enum Target<'a> {
+    Id(&'a str),
+    Path(&'a str),
+}
+
+fn target<'a>(input: &Input<'a>) -> Result<Target<'a>, ToolError> {
+    let id = input
+        .trimmed("fileId")
+        .map_err(|_| ToolError::invalid_field(messages::INPUT_INVALID, "fileId"))?;
+    let path = input
+        .string("path")
+        .map_err(|_| ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"))?;
+    match (id, path) {
+        (Some(_), Some(_)) | (None, None) => Err(ToolError::invalid_field(
+            "Provide exactly one of fileId or path.",
+            "fileId",
+        )),
+        (Some(id), None) => Ok(Target::Id(id)),
+        (None, Some(path)) => {
+            if paths::check_canonical(path).is_err() || paths::classify(path).is_none() {
+                return Err(ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"));
+            }
+            Ok(Target::Path(path))
+        }
+    }
+}
+
+pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
+    let input = Input::new(input, &FIELDS)?;
+    let target = target(&input)?;
+    let revision = require_revision(kb)?;
+    let position = match target {
+        Target::Id(id) => kb.catalog.by_id_or_path(id),
+        Target::Path(path) => kb.catalog.by_path(path),
+    }
+    .ok_or_else(ToolError::not_found)?;
+    let file = kb.catalog.file(position);
+    let content = read_content(kb, file)?;
+    Ok(Output {
+        file: GeneratedFile::new(kb, revision, file, content.len() as u64),
+        content,
+    })
+}

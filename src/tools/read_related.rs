@@ -1,0 +1,93 @@
+//! `read_related` → `listRelatedFiles`: the pages related to one source page, one item per
+//! target (a `related` relation preferred over `references`, directions merged), in target-path
+//! order, paged by a cursor bound to the page, the limit and the revision.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::get_file::file_id;
+use super::{page_limit, require_revision, Input, RelatedFile};
+use crate::cursor;
+use crate::error::{messages, ErrorCode, ToolError};
+use crate::index::catalog::CatalogRelation;
+use crate::index::KnowledgeBase;
+
+pub const NAME: &str = "read_related";
+const FIELDS: [&str; 3] = ["fileId", "cursor", "limit"];
+pub const DEFAULT_LIMIT: u64 = 50;
+pub const MAX_LIMIT: u64 = 200;
+
+/// `RelatedFileListResponse`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Output {
+    pub active_content_revision: u64,
+    pub file_id: String,
+    pub source_file_id: String,
+    pub items: Vec<RelatedFile>,
+    pub next_cursor: Option<String>,
+}
+
+/// Merges the directions of several relations to one target.
+fn merge_direction(a: &str, b: &str) -> &'static str {
+    match (a, b) {
+        ("outgoing", "outgoing") => "outgoing",
+        ("incoming", "incoming") => "incoming",
+        _ => "bidirectional",
+    }
+}
+
+/// One item per target: the preferred relation and the merged direction.
+pub fn collapsed<'c>(kb: &'c KnowledgeBase, page: u32) -> Vec<(&'c CatalogRelation, &'static str)> {
+    let mut by_target: BTreeMap<&str, (&CatalogRelation, &'static str)> = BTreeMap::new();
+    for (_, rel) in kb.graph.ordered_relations(&kb.catalog, page) {
+        let path = kb.catalog.file(rel.to).path.as_str();
+        let direction: &'static str = match rel.direction.as_str() {
+            "outgoing" => "outgoing",
+            "incoming" => "incoming",
+            _ => "bidirectional",
+        };
+        by_target
+            .entry(path)
+            .and_modify(|(_, d)| *d = merge_direction(d, direction))
+            .or_insert((rel, direction));
+    }
+    by_target.into_values().collect()
+}
+
+pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
+    let input = Input::new(input, &FIELDS)?;
+    let requested = file_id(&input)?;
+    let limit = page_limit(&input, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let cursor_text = input.cursor()?;
+    let revision = require_revision(kb)?;
+    let position = kb
+        .catalog
+        .by_id_or_path(requested)
+        .ok_or_else(ToolError::not_found)?;
+    let page = kb.catalog.file(position);
+    if !page.source_backed {
+        return Err(ToolError::new(ErrorCode::Conflict, messages::RELATED_CONFLICT));
+    }
+    let scope = json!({ "fileId": page.file_id, "limit": limit });
+    let offset = match cursor_text {
+        Some(c) => cursor::decode(c, NAME, &scope, revision)? as usize,
+        None => 0,
+    };
+    let all = collapsed(kb, position);
+    let start = offset.min(all.len());
+    let end = (start + limit as usize).min(all.len());
+    let items = all[start..end]
+        .iter()
+        .map(|(rel, direction)| RelatedFile::new(kb, revision, rel, direction, 1))
+        .collect();
+    Ok(Output {
+        active_content_revision: revision,
+        file_id: requested.to_string(),
+        source_file_id: page.file_id.clone(),
+        items,
+        next_cursor: (end < all.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64)),
+    })
+}

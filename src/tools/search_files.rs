@@ -1,0 +1,810 @@
+//! `search_files` → `searchGeneratedFiles`: candidate source pages for a question. Lanes
+//! (DECISIONS 13): exact path, exact title, BM25 `lexical` over weighted fields, the `jieba`
+//! dictionary-word lane, and the `file_graph` lane (neighbours of the lexical candidates) when
+//! the mode is not `file`; fused by weighted reciprocal rank (k = 60), exact-path hits first,
+//! then exact-title hits. Results are candidates to read, never answer evidence.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use unicode_segmentation::UnicodeSegmentation;
+
+use super::{read_actions, tags_of, Input, RelatedFile};
+use crate::bundle::paths;
+use crate::cursor;
+use crate::error::{messages, ErrorCode, ToolError};
+use crate::ids::ReadActions;
+use crate::index::search_index::LaneHit;
+use crate::index::KnowledgeBase;
+use crate::okf::OkfSignals;
+
+pub const NAME: &str = "search_files";
+const FIELDS: [&str; 14] = [
+    "query",
+    "mode",
+    "graphDepth",
+    "graphFanout",
+    "rerank",
+    "cursor",
+    "limit",
+    "scope",
+    "fileKind",
+    "okfStatus",
+    "okfTrustTier",
+    "okfFreshness",
+    "rerankTopK",
+    "rerankScoreThreshold",
+];
+pub const DEFAULT_LIMIT: i64 = 10;
+pub const MAX_LIMIT: i64 = 50;
+const MAX_GRAPHEMES: usize = 512;
+const MAX_QUERY_BYTES: usize = 2048;
+/// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
+const LANE_DEPTH: usize = 1000;
+/// Lexical candidates that seed the graph lane.
+const GRAPH_SEEDS: usize = 20;
+/// Results a cursor can page through.
+const MAX_RESULTS: usize = 1000;
+const RRF_K: f64 = 60.0;
+
+const NO_MATCH_MESSAGE: &str = "No generated files matched this query. The knowledge base may still contain relevant data through different titles, paths, or metadata terms.";
+const NO_MATCH_ACTIONS: [&str; 5] = [
+    "Split the user question into shorter terms and search again.",
+    "Read index.md through the file content endpoint.",
+    "List the file tree and continue exploration from visible directories.",
+    "Try title, path, subject, product name, workflow, identifier, or shorter terms from the question.",
+    "Use graph or hybrid search mode when a direct file search does not find enough evidence.",
+];
+const SORT: [&str; 3] = ["relevance_desc", "logical_path_asc", "source_file_id_asc"];
+
+/// A retrieval lane (an `evidenceStatus` family).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Lane {
+    ExactPath,
+    ExactTitle,
+    Lexical,
+    Jieba,
+    FileGraph,
+}
+
+impl Lane {
+    pub fn family(self) -> &'static str {
+        match self {
+            Lane::ExactPath => "exact_path",
+            Lane::ExactTitle => "exact_title",
+            Lane::Lexical => "lexical",
+            Lane::Jieba => "jieba",
+            Lane::FileGraph => "file_graph",
+        }
+    }
+
+    fn weight(self) -> f64 {
+        match self {
+            Lane::ExactPath => 16.0,
+            Lane::ExactTitle => 12.0,
+            Lane::Lexical => 5.0,
+            Lane::Jieba => 4.0,
+            Lane::FileGraph => 3.0,
+        }
+    }
+
+    fn matched_field(self) -> &'static str {
+        match self {
+            Lane::ExactPath => "path",
+            Lane::ExactTitle => "title",
+            Lane::Lexical | Lane::Jieba => "content",
+            Lane::FileGraph => "graph_node",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Path,
+    Metadata,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    File,
+    Graph,
+    Hybrid,
+}
+
+/// A validated request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub query: String,
+    pub scope: Scope,
+    pub file_kind_all: bool,
+    pub mode: Mode,
+    pub graph_depth: u8,
+    pub graph_fanout: u64,
+    pub okf_status: Option<String>,
+    pub okf_trust_tier: Option<String>,
+    pub okf_freshness: Option<String>,
+    pub limit: u64,
+    pub rerank: bool,
+    pub rerank_top_k: Option<u64>,
+    pub rerank_score_threshold: Option<f64>,
+    pub cursor: Option<String>,
+}
+
+fn invalid(code: &str) -> ToolError {
+    ToolError::invalid_code(messages::SEARCH_INVALID, code)
+}
+
+fn is_rejected_query_char(c: char) -> bool {
+    matches!(c as u32, 0x00..=0x08 | 0x0A..=0x1F | 0x7F..=0x9F)
+}
+
+/// The query rules of §8.1, in order: raw control characters, NFKC + whitespace collapse,
+/// required, at least 2 grapheme clusters, at most 512 clusters and 2,048 UTF-8 bytes.
+pub fn normalize_query(raw: Option<&Value>) -> Result<String, ToolError> {
+    let raw = match raw {
+        None => return Err(invalid("FILE_SEARCH_QUERY_REQUIRED")),
+        Some(Value::String(s)) => s,
+        Some(_) => return Err(invalid("INVALID_FILE_SEARCH_QUERY")),
+    };
+    if raw.chars().any(is_rejected_query_char) {
+        return Err(invalid("INVALID_FILE_SEARCH_QUERY"));
+    }
+    let normalized = crate::text::normalize_query_text(raw);
+    if normalized.is_empty() {
+        return Err(invalid("FILE_SEARCH_QUERY_REQUIRED"));
+    }
+    let graphemes = normalized.graphemes(true).take(MAX_GRAPHEMES + 1).count();
+    if graphemes < 2 {
+        return Err(invalid("FILE_SEARCH_QUERY_TOO_SHORT"));
+    }
+    if graphemes > MAX_GRAPHEMES || normalized.len() > MAX_QUERY_BYTES {
+        return Err(invalid("FILE_SEARCH_QUERY_TOO_LONG"));
+    }
+    Ok(normalized)
+}
+
+fn enum_field<'a>(
+    input: &Input<'a>,
+    key: &str,
+    allowed: &[&'a str],
+    code: &str,
+) -> Result<Option<&'a str>, ToolError> {
+    match input.trimmed(key) {
+        Ok(None) => Ok(None),
+        Ok(Some(v)) => allowed
+            .iter()
+            .find(|a| **a == v)
+            .copied()
+            .map(Some)
+            .ok_or_else(|| invalid(code)),
+        Err(()) => Err(invalid(code)),
+    }
+}
+
+fn int_field(input: &Input<'_>, key: &str, default: i64, max: i64, min: i64, code: &str) -> Result<i64, ToolError> {
+    match input.integer(key) {
+        Ok(None) => Ok(default),
+        Ok(Some(n)) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(invalid(code)),
+    }
+}
+
+/// Validates a search input in the API's order; the first failure wins.
+pub fn validate(value: &Value) -> Result<Request, ToolError> {
+    let input = Input::new(value, &FIELDS)?;
+    let query = normalize_query(input.get("query"))?;
+    let scope = match enum_field(&input, "scope", &["all", "path", "metadata"], "INVALID_FILE_SEARCH_SCOPE")? {
+        Some("path") => Scope::Path,
+        Some("metadata") => Scope::Metadata,
+        _ => Scope::All,
+    };
+    let file_kind_all = enum_field(&input, "fileKind", &["all", "page"], "INVALID_FILE_SEARCH_KIND")? == Some("all");
+    let mode = match enum_field(&input, "mode", &["file", "graph", "hybrid"], "INVALID_FILE_SEARCH_MODE")? {
+        Some("file") => Mode::File,
+        Some("graph") => Mode::Graph,
+        _ => Mode::Hybrid,
+    };
+    let graph_depth = int_field(&input, "graphDepth", 1, 2, 0, "INVALID_FILE_SEARCH_GRAPH_DEPTH")? as u8;
+    let graph_fanout = int_field(&input, "graphFanout", 10, 25, 0, "INVALID_FILE_SEARCH_GRAPH_FANOUT")? as u64;
+    let okf_status = enum_field(&input, "okfStatus", &["draft", "stable", "deprecated"], "INVALID_FILE_SEARCH_OKF_STATUS")?;
+    let okf_trust_tier = enum_field(
+        &input,
+        "okfTrustTier",
+        &["unverified", "machine-confirmed", "human-reviewed"],
+        "INVALID_FILE_SEARCH_OKF_TRUST_TIER",
+    )?;
+    let okf_freshness = enum_field(&input, "okfFreshness", &["fresh", "stale"], "INVALID_FILE_SEARCH_OKF_FRESHNESS")?;
+    let limit = int_field(&input, "limit", DEFAULT_LIMIT, MAX_LIMIT, 1, "INVALID_FILE_SEARCH_LIMIT")? as u64;
+    let rerank_invalid = || invalid("INVALID_FILE_SEARCH_RERANK_CONTROLS");
+    let rerank = match input.get("rerank") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) if s.is_empty() => false,
+        Some(Value::String(s)) if s == "true" => true,
+        Some(Value::String(s)) if s == "false" => false,
+        Some(_) => return Err(rerank_invalid()),
+    };
+    let top_k = input.integer("rerankTopK").map_err(|_| rerank_invalid())?;
+    let rerank_top_k = match (rerank, top_k) {
+        (false, Some(_)) => return Err(rerank_invalid()),
+        (false, None) => None,
+        (true, None) => Some(limit.max(30)),
+        (true, Some(k)) if (1..=50).contains(&k) && k as u64 >= limit => Some(k as u64),
+        (true, Some(_)) => return Err(rerank_invalid()),
+    };
+    let threshold = match input.get("rerankScoreThreshold") {
+        None => None,
+        Some(Value::Number(n)) => Some(n.as_f64().ok_or_else(rerank_invalid)?),
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(Value::String(s)) => Some(s.trim().parse::<f64>().map_err(|_| rerank_invalid())?),
+        Some(_) => return Err(rerank_invalid()),
+    };
+    let rerank_score_threshold = match (rerank, threshold) {
+        (false, Some(_)) => return Err(rerank_invalid()),
+        (false, None) => None,
+        (true, None) => Some(0.35),
+        (true, Some(t)) if t.is_finite() && (0.0..=1.0).contains(&t) => Some(t),
+        (true, Some(_)) => return Err(rerank_invalid()),
+    };
+    let cursor = input.cursor()?.map(str::to_string);
+    Ok(Request {
+        query,
+        scope,
+        file_kind_all,
+        mode,
+        graph_depth,
+        graph_fanout,
+        okf_status: okf_status.map(str::to_string),
+        okf_trust_tier: okf_trust_tier.map(str::to_string),
+        okf_freshness: okf_freshness.map(str::to_string),
+        limit,
+        rerank,
+        rerank_top_k,
+        rerank_score_threshold,
+        cursor,
+    })
+}
+
+/// `FileSearchQueryContext`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryContext {
+    pub query: String,
+    pub normalized_query: String,
+    pub scope: &'static str,
+    pub file_kind: &'static str,
+    pub mode: &'static str,
+    pub graph_depth: u8,
+    pub graph_fanout: u64,
+    pub okf_status: Option<String>,
+    pub okf_trust_tier: Option<String>,
+    pub okf_freshness: Option<String>,
+    pub rerank: bool,
+    pub rerank_top_k: Option<u64>,
+    pub rerank_score_threshold: Option<f64>,
+    pub limit: u64,
+    pub cursor_provided: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub state: &'static str,
+    pub safe_code: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceStatus {
+    pub completed_families: Vec<&'static str>,
+    pub degraded_families: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphSummary {
+    pub available: bool,
+    pub indexed_document_count: u64,
+    pub indexed_relationship_count: u64,
+    pub depth: u8,
+    pub fanout: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultSummary {
+    pub result_count: u64,
+    pub has_more: bool,
+    pub sort: [&'static str; 3],
+    pub meaning: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphContext {
+    pub graph_ref: String,
+    pub depth: u8,
+    pub seed_source_file_id: String,
+    pub relationships: Vec<RelatedFile>,
+    pub graph_paths: Vec<String>,
+}
+
+/// `FileSearchResult`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResult {
+    pub active_content_revision: u64,
+    pub file_id: String,
+    pub knowledge_base_id: String,
+    pub source_file_id: Option<String>,
+    pub path: String,
+    pub file_kind: &'static str,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub tags: Vec<String>,
+    pub frontmatter: serde_json::Map<String, Value>,
+    pub okf_signals: OkfSignals,
+    pub matched_fields: Vec<&'static str>,
+    pub evidence_types: Vec<&'static str>,
+    pub source_excerpt: Option<String>,
+    pub score: f64,
+    pub content_available: bool,
+    pub read_actions: ReadActions,
+    pub match_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_context: Option<GraphContext>,
+}
+
+/// `FileSearchResponse`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Output {
+    pub active_content_revision: Option<u64>,
+    pub query: QueryContext,
+    pub items: Vec<SearchResult>,
+    pub next_cursor: Option<String>,
+    pub search_status: &'static str,
+    pub search_mode: &'static str,
+    pub semantic_status: Status,
+    pub evidence_status: EvidenceStatus,
+    pub reranker_status: Status,
+    pub graph_status: &'static str,
+    pub graph_summary: GraphSummary,
+    pub result_summary: ResultSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<Option<&'static str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_actions: Option<Vec<&'static str>>,
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::File => "file",
+        Mode::Graph => "graph",
+        Mode::Hybrid => "hybrid",
+    }
+}
+
+fn context(request: &Request) -> QueryContext {
+    QueryContext {
+        query: request.query.clone(),
+        normalized_query: request.query.clone(),
+        scope: match request.scope {
+            Scope::All => "all",
+            Scope::Path => "path",
+            Scope::Metadata => "metadata",
+        },
+        file_kind: if request.file_kind_all { "all" } else { "page" },
+        mode: mode_name(request.mode),
+        graph_depth: request.graph_depth,
+        graph_fanout: request.graph_fanout,
+        okf_status: request.okf_status.clone(),
+        okf_trust_tier: request.okf_trust_tier.clone(),
+        okf_freshness: request.okf_freshness.clone(),
+        rerank: request.rerank,
+        rerank_top_k: request.rerank_top_k,
+        rerank_score_threshold: request.rerank_score_threshold,
+        limit: request.limit,
+        cursor_provided: request.cursor.is_some(),
+    }
+}
+
+fn reranker_status(request: &Request) -> Status {
+    if request.rerank {
+        Status {
+            state: "not_configured",
+            safe_code: Some("RERANKER_NOT_CONFIGURED"),
+        }
+    } else {
+        Status {
+            state: "skipped",
+            safe_code: Some("RERANKER_DISABLED"),
+        }
+    }
+}
+
+/// The lanes a request runs (§8.4 lane plan, without vector lanes).
+fn plan(request: &Request) -> Vec<Lane> {
+    match request.scope {
+        Scope::Path => vec![Lane::ExactPath, Lane::ExactTitle],
+        Scope::Metadata => vec![Lane::Lexical],
+        Scope::All => {
+            let mut lanes = vec![Lane::ExactPath, Lane::ExactTitle];
+            if request.mode != Mode::Graph {
+                lanes.extend([Lane::Lexical, Lane::Jieba]);
+            }
+            if request.mode != Mode::File {
+                lanes.push(Lane::FileGraph);
+            }
+            lanes
+        }
+    }
+}
+
+/// The cursor scope: every input that shapes the result set, limit included (DECISIONS 10).
+fn cursor_scope(request: &Request) -> Value {
+    json!({
+        "query": request.query,
+        "scope": context(request).scope,
+        "fileKind": request.file_kind_all,
+        "mode": mode_name(request.mode),
+        "graphDepth": request.graph_depth,
+        "graphFanout": request.graph_fanout,
+        "okfStatus": request.okf_status,
+        "okfTrustTier": request.okf_trust_tier,
+        "okfFreshness": request.okf_freshness,
+        "limit": request.limit,
+        "rerank": request.rerank,
+        "rerankTopK": request.rerank_top_k,
+        "rerankScoreThreshold": request.rerank_score_threshold,
+    })
+}
+
+fn no_content_output(request: &Request) -> Output {
+    Output {
+        active_content_revision: None,
+        query: context(request),
+        items: Vec::new(),
+        next_cursor: None,
+        search_status: "no_candidates",
+        search_mode: mode_name(request.mode),
+        semantic_status: Status {
+            state: "unavailable",
+            safe_code: Some("SEMANTIC_ADOPTION_REQUIRED"),
+        },
+        evidence_status: EvidenceStatus {
+            completed_families: Vec::new(),
+            degraded_families: Vec::new(),
+        },
+        reranker_status: Status {
+            state: "skipped",
+            safe_code: Some(if request.rerank {
+                "RERANKER_RETRIEVAL_UNAVAILABLE"
+            } else {
+                "RERANKER_DISABLED"
+            }),
+        },
+        graph_status: if request.mode == Mode::File {
+            "disabled_for_file_mode"
+        } else {
+            "index_unavailable"
+        },
+        graph_summary: GraphSummary {
+            available: false,
+            indexed_document_count: 0,
+            indexed_relationship_count: 0,
+            depth: request.graph_depth,
+            fanout: request.graph_fanout,
+        },
+        result_summary: ResultSummary {
+            result_count: 0,
+            has_more: false,
+            sort: SORT,
+            meaning: "No current readable files matched the search.",
+        },
+        message: None,
+        next_actions: None,
+    }
+}
+
+/// A fused candidate.
+struct Candidate {
+    position: u32,
+    score: f64,
+    lanes: BTreeSet<Lane>,
+    /// Where the document sits in tantivy, from the first content lane that found it.
+    address: Option<tantivy::DocAddress>,
+}
+
+fn unavailable(e: crate::error::IndexError) -> ToolError {
+    ToolError::new(ErrorCode::SearchUnavailable, messages::SEARCH_UNAVAILABLE).with_detail("reason", e.to_string())
+}
+
+fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool {
+    if request.okf_status.is_none() && request.okf_trust_tier.is_none() && request.okf_freshness.is_none() {
+        return true;
+    }
+    let signals = OkfSignals::compute(&kb.catalog.file(position).frontmatter, kb.options.today);
+    if let Some(status) = &request.okf_status {
+        if signals.effective_status.as_ref() != Some(status) {
+            return false;
+        }
+    }
+    if let Some(tier) = &request.okf_trust_tier {
+        if signals.trust_tier.as_ref() != Some(tier) {
+            return false;
+        }
+    }
+    match request.okf_freshness.as_deref() {
+        Some("stale") => signals.is_stale == Some(true),
+        Some("fresh") => signals.is_stale == Some(false),
+        _ => true,
+    }
+}
+
+pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
+    let request = validate(input)?;
+    let Some(revision) = kb.revision() else {
+        return Ok(no_content_output(&request));
+    };
+    let scope = cursor_scope(&request);
+    let offset = match &request.cursor {
+        Some(c) => cursor::decode(c, NAME, &scope, revision)? as usize,
+        None => 0,
+    };
+    let lanes = plan(&request);
+    let searcher = kb.search.searcher();
+    let exact_key = crate::text::exact_key(&request.query);
+
+    let mut results: Vec<(Lane, Vec<LaneHit>)> = Vec::new();
+    for &lane in &lanes {
+        let hits = match lane {
+            Lane::ExactPath => kb.search.exact_path(&searcher, &exact_key),
+            Lane::ExactTitle => kb.search.exact_title(&searcher, &exact_key),
+            Lane::Lexical if request.scope == Scope::Metadata => {
+                kb.search.metadata(&searcher, &request.query, LANE_DEPTH)
+            }
+            Lane::Lexical => kb.search.lexical(&searcher, &request.query, LANE_DEPTH),
+            Lane::Jieba => kb.search.words(&searcher, &request.query, LANE_DEPTH),
+            Lane::FileGraph => Ok(Vec::new()),
+        }
+        .map_err(unavailable)?;
+        results.push((lane, hits));
+    }
+    if lanes.contains(&Lane::FileGraph) {
+        let seeds = match results.iter().find(|(l, _)| *l == Lane::Lexical) {
+            Some((_, hits)) => hits.iter().take(GRAPH_SEEDS).map(|h| h.position).collect::<Vec<_>>(),
+            None => kb
+                .search
+                .lexical(&searcher, &request.query, GRAPH_SEEDS)
+                .map_err(unavailable)?
+                .iter()
+                .map(|h| h.position)
+                .collect(),
+        };
+        let graph_hits = graph_lane(kb, &seeds, request.graph_depth, request.graph_fanout as usize);
+        if let Some(slot) = results.iter_mut().find(|(l, _)| *l == Lane::FileGraph) {
+            slot.1 = graph_hits;
+        }
+    }
+
+    // Weighted reciprocal-rank fusion, one entry per source page.
+    let mut fused: HashMap<u32, Candidate> = HashMap::new();
+    for (lane, hits) in &results {
+        for (rank, hit) in hits.iter().enumerate() {
+            if !kb.catalog.file(hit.position).source_backed {
+                continue;
+            }
+            let entry = fused.entry(hit.position).or_insert(Candidate {
+                position: hit.position,
+                score: 0.0,
+                lanes: BTreeSet::new(),
+                address: None,
+            });
+            if entry.lanes.insert(*lane) {
+                entry.score += lane.weight() / (RRF_K + rank as f64 + 1.0);
+            }
+            if entry.address.is_none() && matches!(lane, Lane::Lexical | Lane::Jieba) {
+                entry.address = Some(hit.address);
+            }
+        }
+    }
+    let mut candidates: Vec<Candidate> = fused
+        .into_values()
+        .filter(|c| passes_filters(kb, &request, c.position))
+        .collect();
+    let class = |c: &Candidate| {
+        if c.lanes.contains(&Lane::ExactPath) {
+            0
+        } else if c.lanes.contains(&Lane::ExactTitle) {
+            1
+        } else {
+            2
+        }
+    };
+    candidates.sort_by(|a, b| {
+        class(a)
+            .cmp(&class(b))
+            .then(b.score.total_cmp(&a.score))
+            .then_with(|| kb.catalog.file(a.position).path.cmp(&kb.catalog.file(b.position).path))
+            .then_with(|| kb.catalog.file(a.position).file_id.cmp(&kb.catalog.file(b.position).file_id))
+    });
+    candidates.truncate(MAX_RESULTS);
+
+    let start = offset.min(candidates.len());
+    let end = (start + request.limit as usize).min(candidates.len());
+    // Scores never increase down the list (DECISIONS 15): exact-priority hits are ranked first,
+    // and a later candidate shows at most the score of the one before it.
+    let mut ceiling = f64::INFINITY;
+    let mut shown_scores = Vec::with_capacity(end);
+    for c in &candidates[..end] {
+        ceiling = ceiling.min(c.score);
+        shown_scores.push(ceiling);
+    }
+    let excerpter = kb.search.excerpter(&searcher, &request.query);
+    let items: Vec<SearchResult> = candidates[start..end]
+        .iter()
+        .zip(&shown_scores[start..end])
+        .map(|(c, &score)| result(kb, &request, revision, c, score, excerpter.as_ref(), &searcher))
+        .collect();
+    let next_cursor = (end < candidates.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
+
+    let completed: Vec<&'static str> = {
+        let mut families: Vec<&'static str> = lanes.iter().map(|l| l.family()).collect();
+        families.sort_unstable();
+        families
+    };
+    let graph_available = request.mode != Mode::File;
+    let empty = items.is_empty();
+    Ok(Output {
+        active_content_revision: Some(revision),
+        query: context(&request),
+        next_cursor: next_cursor.clone(),
+        search_status: if empty { "no_candidates" } else { "ok" },
+        search_mode: mode_name(request.mode),
+        semantic_status: Status {
+            state: "unavailable",
+            safe_code: Some("SEMANTIC_SEARCH_UNAVAILABLE"),
+        },
+        evidence_status: EvidenceStatus {
+            completed_families: completed,
+            degraded_families: Vec::new(),
+        },
+        reranker_status: reranker_status(&request),
+        graph_status: if graph_available {
+            "available"
+        } else {
+            "disabled_for_file_mode"
+        },
+        graph_summary: GraphSummary {
+            available: graph_available,
+            indexed_document_count: if graph_available { kb.catalog.source_page_count() } else { 0 },
+            indexed_relationship_count: if graph_available { kb.catalog.distinct_relation_count() } else { 0 },
+            depth: request.graph_depth,
+            fanout: request.graph_fanout,
+        },
+        result_summary: ResultSummary {
+            result_count: items.len() as u64,
+            has_more: next_cursor.is_some(),
+            sort: SORT,
+            meaning: if empty {
+                "No current readable files matched the search."
+            } else {
+                "Results match the current readable knowledge base."
+            },
+        },
+        message: Some(if empty { Some(NO_MATCH_MESSAGE) } else { None }),
+        next_actions: Some(if empty { NO_MATCH_ACTIONS.to_vec() } else { Vec::new() }),
+        items,
+    })
+}
+
+/// The `file_graph` lane: pages related to the lexical seeds, scored by the reciprocal rank
+/// of the seeds that reach them and the depth at which they do.
+fn graph_lane(kb: &KnowledgeBase, seeds: &[u32], depth: u8, fanout: usize) -> Vec<LaneHit> {
+    let mut scores: HashMap<u32, f64> = HashMap::new();
+    for (rank, &seed) in seeds.iter().enumerate() {
+        for step in kb.graph.walk(&kb.catalog, seed, depth, fanout, usize::MAX) {
+            *scores.entry(step.to).or_default() += 1.0 / ((RRF_K + rank as f64 + 1.0) * f64::from(step.depth));
+        }
+    }
+    let mut hits: Vec<(u32, f64)> = scores.into_iter().collect();
+    hits.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| kb.catalog.file(a.0).path.cmp(&kb.catalog.file(b.0).path))
+    });
+    hits.into_iter()
+        .map(|(position, score)| LaneHit {
+            position,
+            score: score as f32,
+            address: tantivy::DocAddress::new(0, 0),
+        })
+        .collect()
+}
+
+fn match_type(lanes: &BTreeSet<Lane>) -> &'static str {
+    let file = lanes
+        .iter()
+        .any(|l| matches!(l, Lane::ExactPath | Lane::ExactTitle | Lane::Lexical | Lane::Jieba));
+    let graph = lanes.contains(&Lane::FileGraph);
+    match (file, graph) {
+        (true, true) => "hybrid",
+        (false, true) => "graph_neighbor",
+        _ => "file_direct",
+    }
+}
+
+fn result(
+    kb: &KnowledgeBase,
+    request: &Request,
+    revision: u64,
+    candidate: &Candidate,
+    score: f64,
+    excerpter: Option<&crate::index::search_index::Excerpter>,
+    searcher: &tantivy::Searcher,
+) -> SearchResult {
+    let file = kb.catalog.file(candidate.position);
+    let (matched_fields, evidence_types): (Vec<&'static str>, Vec<&'static str>) = if request.scope == Scope::Metadata {
+        (vec!["metadata"], vec!["metadata"])
+    } else {
+        let mut fields: Vec<&'static str> = candidate.lanes.iter().map(|l| l.matched_field()).collect();
+        fields.sort_unstable();
+        fields.dedup();
+        (fields.clone(), fields)
+    };
+    let source_excerpt = match (candidate.address, excerpter) {
+        (Some(address), Some(excerpter)) => excerpter.excerpt(searcher, address),
+        _ => None,
+    };
+    let graph_context = (request.mode != Mode::File).then(|| {
+        let steps = kb.graph.walk(
+            &kb.catalog,
+            candidate.position,
+            request.graph_depth,
+            request.graph_fanout as usize,
+            request.graph_fanout as usize,
+        );
+        let relationships: Vec<RelatedFile> = steps
+            .iter()
+            .map(|s| {
+                let rel = &kb.catalog.data.relations[s.relation as usize];
+                RelatedFile::new(kb, revision, rel, &rel.direction, s.depth)
+            })
+            .collect();
+        let graph_ref = paths::per_file_graph_path(&file.path);
+        let graph_paths = super::expand_graph::graph_paths(
+            kb,
+            std::iter::once(file.path.as_str()).chain(relationships.iter().map(|r| r.path.as_str())),
+        );
+        GraphContext {
+            graph_ref,
+            depth: request.graph_depth,
+            seed_source_file_id: file.file_id.clone(),
+            relationships,
+            graph_paths,
+        }
+    });
+    SearchResult {
+        active_content_revision: revision,
+        file_id: file.file_id.clone(),
+        knowledge_base_id: kb.kb_id().to_string(),
+        source_file_id: Some(file.file_id.clone()),
+        path: file.path.clone(),
+        file_kind: "page",
+        title: file.title.clone(),
+        description: file.frontmatter.get("description").and_then(Value::as_str).map(str::to_string),
+        tags: tags_of(&file.frontmatter),
+        frontmatter: file.frontmatter.clone(),
+        okf_signals: OkfSignals::compute(&file.frontmatter, kb.options.today),
+        matched_fields,
+        evidence_types,
+        source_excerpt,
+        score: (score * 1e9).round() / 1e9,
+        content_available: true,
+        read_actions: read_actions(kb, file),
+        match_type: match_type(&candidate.lanes),
+        graph_context,
+    }
+}
