@@ -115,7 +115,8 @@ fn word_tokens(text: &str) -> Vec<Token> {
                 let run_text = &text[s..e];
                 for word in jieba().cut_for_search(run_text, false) {
                     let mut chars = word.word.chars();
-                    let single_han = matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c));
+                    let single_han =
+                        matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c));
                     if single_han {
                         continue;
                     }
@@ -190,7 +191,9 @@ pub fn words_analyzer() -> TextAnalyzer {
 /// Registers both analyzers on a tantivy index.
 pub fn register(index: &tantivy::Index) {
     index.tokenizers().register(TEXT_ANALYZER, text_analyzer());
-    index.tokenizers().register(WORDS_ANALYZER, words_analyzer());
+    index
+        .tokenizers()
+        .register(WORDS_ANALYZER, words_analyzer());
 }
 
 /// The terms an analyzer makes of `text`, in order, without duplicates.
@@ -219,7 +222,10 @@ mod tests {
     fn mixed_runs_split_and_bigram() {
         let mut a = text_analyzer();
         assert_eq!(terms(&mut a, "OKF规范"), vec!["okf", "规范"]);
-        assert_eq!(terms(&mut a, "知识库的续费"), vec!["知识", "识库", "库的", "的续", "续费"]);
+        assert_eq!(
+            terms(&mut a, "知识库的续费"),
+            vec!["知识", "识库", "库的", "的续", "续费"]
+        );
         assert_eq!(terms(&mut a, "Running ＡＰＩ v2"), vec!["run", "api", "v2"]);
     }
 
@@ -228,7 +234,10 @@ mod tests {
         let mut a = words_analyzer();
         let t = terms(&mut a, "知识库的续费通知");
         assert!(t.contains(&"续费".to_string()), "{t:?}");
-        assert!(t.contains(&"知识库".to_string()) || t.contains(&"知识".to_string()), "{t:?}");
+        assert!(
+            t.contains(&"知识库".to_string()) || t.contains(&"知识".to_string()),
+            "{t:?}"
+        );
         assert!(!t.contains(&"的".to_string()));
     }
 

@@ -156,10 +156,7 @@ fn run(cli: Cli) -> Result<i32> {
             bundle_path,
             threads,
         } => build_index(&bundle_path, threads, &source),
-        Command::Call {
-            tool,
-            input,
-        } => {
+        Command::Call { tool, input } => {
             let text = match input.as_deref() {
                 None => "{}".to_string(),
                 Some("-") => {
@@ -326,11 +323,18 @@ fn open(source: &Source) -> Result<KnowledgeBase> {
     let (bundle, index_dir) = match (&source.bundle, &source.index) {
         (Some(bundle), index) => (
             bundle.clone(),
-            index.clone().unwrap_or_else(|| index::default_index_dir(bundle)),
+            index
+                .clone()
+                .unwrap_or_else(|| index::default_index_dir(bundle)),
         ),
         (None, Some(index_dir)) => {
-            let manifest = index::read_manifest(index_dir)?
-                .ok_or_else(|| anyhow!("{}: no index here; run `kbtools index <BUNDLE> --index {}` first", index_dir.display(), index_dir.display()))?;
+            let manifest = index::read_manifest(index_dir)?.ok_or_else(|| {
+                anyhow!(
+                    "{}: no index here; run `kbtools index <BUNDLE> --index {}` first",
+                    index_dir.display(),
+                    index_dir.display()
+                )
+            })?;
             let root = PathBuf::from(&manifest.bundle_root);
             if !root.is_dir() {
                 // The bundle moved away: answer from the index as built.
@@ -340,11 +344,12 @@ fn open(source: &Source) -> Result<KnowledgeBase> {
         }
         (None, None) => {
             return Err(anyhow!(
-                "say which bundle to answer from: --bundle <DIR> (or --index <DIR>, or KBTOOLS_BUNDLE)"
-            ))
+            "say which bundle to answer from: --bundle <DIR> (or --index <DIR>, or KBTOOLS_BUNDLE)"
+        ))
         }
     };
-    let (kb, report) = KnowledgeBase::open_or_build(&bundle, &index_dir, &build_options, options, &mut progress)?;
+    let (kb, report) =
+        KnowledgeBase::open_or_build(&bundle, &index_dir, &build_options, options, &mut progress)?;
     if let Some(report) = report {
         print_diagnostics(&report.diagnostics, source.quiet);
     }

@@ -67,7 +67,9 @@ pub fn decode(cursor: &str, tool: &str, scope: &Value, revision: u64) -> Result<
     if cursor.len() > MAX_CURSOR_LEN {
         return Err(ToolError::cursor_invalid());
     }
-    let (body, tag) = cursor.split_once('.').ok_or_else(ToolError::cursor_invalid)?;
+    let (body, tag) = cursor
+        .split_once('.')
+        .ok_or_else(ToolError::cursor_invalid)?;
     let json = URL_SAFE_NO_PAD
         .decode(body)
         .map_err(|_| ToolError::cursor_invalid())?;
@@ -77,7 +79,8 @@ pub fn decode(cursor: &str, tool: &str, scope: &Value, revision: u64) -> Result<
     if tag != mac(&json) {
         return Err(ToolError::cursor_invalid());
     }
-    let payload: Payload = serde_json::from_slice(&json).map_err(|_| ToolError::cursor_invalid())?;
+    let payload: Payload =
+        serde_json::from_slice(&json).map_err(|_| ToolError::cursor_invalid())?;
     if payload.v != VERSION
         || payload.t != tool
         || payload.s != scope_hash(tool, scope)
@@ -102,7 +105,13 @@ mod tests {
         assert_eq!(decode(&c, "list_tree", &scope, 3).unwrap(), 2);
         assert!(decode(&c, "list_tree", &scope, 4).is_err());
         assert!(decode(&c, "read_related", &scope, 3).is_err());
-        assert!(decode(&c, "list_tree", &json!({"parentPath": "pages", "limit": 3}), 3).is_err());
+        assert!(decode(
+            &c,
+            "list_tree",
+            &json!({"parentPath": "pages", "limit": 3}),
+            3
+        )
+        .is_err());
         let mut tampered = c.clone().into_bytes();
         tampered[3] ^= 1;
         assert!(decode(&String::from_utf8_lossy(&tampered), "list_tree", &scope, 3).is_err());

@@ -49,7 +49,11 @@ impl RelationGraph {
     }
 
     /// The relations of `page`, ordered by target path, then preferred type, then type.
-    pub fn ordered_relations<'c>(&self, catalog: &'c Catalog, page: u32) -> Vec<(u32, &'c CatalogRelation)> {
+    pub fn ordered_relations<'c>(
+        &self,
+        catalog: &'c Catalog,
+        page: u32,
+    ) -> Vec<(u32, &'c CatalogRelation)> {
         let Some(&node) = self.node_of.get(&page) else {
             return Vec::new();
         };
@@ -71,7 +75,14 @@ impl RelationGraph {
 
     /// Walks from `seed` up to `depth` (0–2) taking at most `fanout` new targets per node, and
     /// at most `total` steps in all.
-    pub fn walk(&self, catalog: &Catalog, seed: u32, depth: u8, fanout: usize, total: usize) -> Vec<Step> {
+    pub fn walk(
+        &self,
+        catalog: &Catalog,
+        seed: u32,
+        depth: u8,
+        fanout: usize,
+        total: usize,
+    ) -> Vec<Step> {
         let mut steps = Vec::new();
         if depth == 0 || fanout == 0 || total == 0 {
             return steps;

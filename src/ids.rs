@@ -15,13 +15,19 @@ fn namespace() -> Uuid {
 
 /// `knowledge-base-<uuid v5 of the knowledge-base name>`.
 pub fn knowledge_base_id(name: &str) -> String {
-    format!("knowledge-base-{}", Uuid::new_v5(&namespace(), name.as_bytes()))
+    format!(
+        "knowledge-base-{}",
+        Uuid::new_v5(&namespace(), name.as_bytes())
+    )
 }
 
 /// `source-file-<uuid v5 of "<kbId>:<path>">` for a source-backed page.
 pub fn source_file_id(kb_id: &str, path: &str) -> String {
     let name = format!("{kb_id}:{path}");
-    format!("source-file-{}", Uuid::new_v5(&namespace(), name.as_bytes()))
+    format!(
+        "source-file-{}",
+        Uuid::new_v5(&namespace(), name.as_bytes())
+    )
 }
 
 fn md5_hex(kb_id: &str, path: &str) -> String {

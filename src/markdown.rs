@@ -40,7 +40,9 @@ pub fn summarize(body: &str) -> MarkdownSummary {
             Event::End(TagEnd::Heading(_)) => {
                 if let Some((level, content)) = heading.take() {
                     let content = crate::text::collapse_whitespace(&content);
-                    if level == HeadingLevel::H1 && summary.first_h1.is_none() && !content.is_empty()
+                    if level == HeadingLevel::H1
+                        && summary.first_h1.is_none()
+                        && !content.is_empty()
                     {
                         summary.first_h1 = Some(content.clone());
                     }
@@ -54,14 +56,11 @@ pub fn summarize(body: &str) -> MarkdownSummary {
                 link_type,
                 dest_url,
                 ..
-            }) => {
-                if summary.links.len() < MAX_LINKS && !dest_url.is_empty() {
-                    summary.links.push(Link {
-                        destination: dest_url.to_string(),
-                        wiki: link_type == LinkType::WikiLink { has_pothole: true }
-                            || link_type == LinkType::WikiLink { has_pothole: false },
-                    });
-                }
+            }) if summary.links.len() < MAX_LINKS && !dest_url.is_empty() => {
+                summary.links.push(Link {
+                    destination: dest_url.to_string(),
+                    wiki: matches!(link_type, LinkType::WikiLink { .. }),
+                });
             }
             Event::Text(t) | Event::Code(t) => {
                 if let Some((_, content)) = heading.as_mut() {

@@ -36,7 +36,9 @@ pub fn parse_date(text: &str) -> Option<Date> {
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (JavaScript's `toISOString`).
 fn iso_instant(value: &Value) -> Option<(OffsetDateTime, String)> {
     let text = value.as_str()?.trim();
-    let instant = OffsetDateTime::parse(text, &Rfc3339).ok()?.to_offset(UtcOffset::UTC);
+    let instant = OffsetDateTime::parse(text, &Rfc3339)
+        .ok()?
+        .to_offset(UtcOffset::UTC);
     let rendered = format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
         instant.year(),
@@ -51,7 +53,9 @@ fn iso_instant(value: &Value) -> Option<(OffsetDateTime, String)> {
 }
 
 fn non_empty_str(value: Option<&Value>) -> Option<&str> {
-    value.and_then(Value::as_str).filter(|s| !s.trim().is_empty())
+    value
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
 }
 
 fn trust(frontmatter: &Map<String, Value>) -> (Option<String>, Option<String>) {
@@ -78,7 +82,11 @@ fn trust(frontmatter: &Map<String, Value>) -> (Option<String>, Option<String>) {
             latest = Some(at);
         }
     }
-    let tier = if human { "human-reviewed" } else { "machine-confirmed" };
+    let tier = if human {
+        "human-reviewed"
+    } else {
+        "machine-confirmed"
+    };
     (Some(tier.into()), latest.map(|(_, s)| s))
 }
 
@@ -182,7 +190,10 @@ mod tests {
         }));
         assert_eq!(s.effective_status.as_deref(), Some("draft"));
         assert_eq!(s.trust_tier.as_deref(), Some("human-reviewed"));
-        assert_eq!(s.latest_verified_at.as_deref(), Some("2026-01-02T02:04:05.000Z"));
+        assert_eq!(
+            s.latest_verified_at.as_deref(),
+            Some("2026-01-02T02:04:05.000Z")
+        );
         assert_eq!(s.is_stale, Some(true));
         assert_eq!(s.generated_at.as_deref(), Some("2026-07-13T00:00:00.000Z"));
         assert_eq!(s.generated_at_source.as_deref(), Some("generated"));

@@ -28,7 +28,10 @@ pub fn encode_uri_component(s: &str) -> String {
     let mut out = String::with_capacity(s.len() * 3);
     for b in s.bytes() {
         let keep = b.is_ascii_alphanumeric()
-            || matches!(b, b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')');
+            || matches!(
+                b,
+                b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')'
+            );
         if keep {
             out.push(b as char);
         } else {
@@ -75,7 +78,9 @@ pub fn collapse_whitespace(s: &str) -> String {
 /// True for the control characters the API rejects in paths: C0, DEL, C1, and the bidi
 /// controls U+202A–U+202E and U+2066–U+2069.
 pub fn is_forbidden_path_char(c: char) -> bool {
-    c.is_control() || ('\u{202A}'..='\u{202E}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
+    c.is_control()
+        || ('\u{202A}'..='\u{202E}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
 /// True for a CJK ideograph (the `han` bucket of the bundle format, §7.4).

@@ -34,7 +34,11 @@ pub fn locate(text: &str) -> Option<Frontmatter<'_>> {
             .map_or(text.len(), |i| line_start + i);
         let line = text[line_start..line_end].trim_end_matches('\r').trim_end();
         if line == "---" || line == "..." {
-            let body_start = if line_end < text.len() { line_end + 1 } else { line_end };
+            let body_start = if line_end < text.len() {
+                line_end + 1
+            } else {
+                line_end
+            };
             return Some(Frontmatter {
                 yaml: &text[yaml_start..line_start],
                 body_start,
@@ -71,10 +75,11 @@ pub fn parse(block: &Frontmatter<'_>) -> Result<Map<String, Value>, FrontmatterE
     if block.yaml.trim().is_empty() {
         return Ok(Map::new());
     }
-    let value: serde_yaml::Value = serde_yaml::from_str(block.yaml).map_err(|e| FrontmatterError {
-        line: e.location().map(|l| block.first_line + l.line() - 1),
-        message: e.to_string(),
-    })?;
+    let value: serde_yaml::Value =
+        serde_yaml::from_str(block.yaml).map_err(|e| FrontmatterError {
+            line: e.location().map(|l| block.first_line + l.line() - 1),
+            message: e.to_string(),
+        })?;
     match yaml_to_json(value, 0) {
         Value::Object(map) => Ok(map),
         Value::Null => Ok(Map::new()),

@@ -449,7 +449,14 @@ fn strings_of(value: Option<&Value>) -> Vec<String> {
 fn page_text(r: &ReadFile) -> PageText {
     let summary = r.summary.clone().unwrap_or_default();
     let mut metadata = String::new();
-    for key in ["description", "tags", "subjects", "keywords", "aliases", "type"] {
+    for key in [
+        "description",
+        "tags",
+        "subjects",
+        "keywords",
+        "aliases",
+        "type",
+    ] {
         for s in strings_of(r.frontmatter.get(key)) {
             metadata.push_str(&s);
             metadata.push('\n');
@@ -463,7 +470,11 @@ fn page_text(r: &ReadFile) -> PageText {
     }
     let mut body = summary.plain_text;
     if body.len() > MAX_INDEXED_TEXT {
-        body.truncate(crate::text::truncate_chars(&body, MAX_INDEXED_TEXT).len().min(MAX_INDEXED_TEXT));
+        body.truncate(
+            crate::text::truncate_chars(&body, MAX_INDEXED_TEXT)
+                .len()
+                .min(MAX_INDEXED_TEXT),
+        );
         while !body.is_char_boundary(body.len()) {
             body.pop();
         }
@@ -499,7 +510,11 @@ fn metadata_values_text(value: &Value) -> String {
 
 fn to_file(r: ReadFile, source_backed: bool, title: String) -> IngestedFile {
     let text = (source_backed && r.summary.is_some()).then(|| page_text(&r));
-    let frontmatter = if source_backed { r.frontmatter } else { Map::new() };
+    let frontmatter = if source_backed {
+        r.frontmatter
+    } else {
+        Map::new()
+    };
     IngestedFile {
         path: r.path,
         disk: Some(r.disk),
@@ -516,7 +531,10 @@ fn to_file(r: ReadFile, source_backed: bool, title: String) -> IngestedFile {
 }
 
 /// Walks the `_index/pages` routers from the root router, reading every packet they name.
-fn routed_packets(by_path: &HashMap<&str, &ReadFile>, diagnostics: &mut Vec<Diagnostic>) -> Vec<String> {
+fn routed_packets(
+    by_path: &HashMap<&str, &ReadFile>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<String> {
     let mut packets = Vec::new();
     let mut seen_routers = BTreeSet::new();
     let mut queue = vec!["_index/pages/index.json".to_string()];
@@ -547,7 +565,10 @@ fn routed_packets(by_path: &HashMap<&str, &ReadFile>, diagnostics: &mut Vec<Diag
     packets
 }
 
-fn assemble_bundle(read: Vec<ReadFile>, diagnostics: &mut Vec<Diagnostic>) -> (Vec<IngestedFile>, Vec<Relation>) {
+fn assemble_bundle(
+    read: Vec<ReadFile>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Vec<IngestedFile>, Vec<Relation>) {
     let by_path: HashMap<&str, &ReadFile> = read.iter().map(|r| (r.path.as_str(), r)).collect();
 
     // Document records: through the routers first, then any packet the routers missed.
@@ -594,7 +615,11 @@ fn assemble_bundle(read: Vec<ReadFile>, diagnostics: &mut Vec<Diagnostic>) -> (V
     for r in read.iter().filter(|r| r.class == PathClass::PerFileGraph) {
         let Some(json) = &r.json else { continue };
         let Some(page) = json.get("path").and_then(Value::as_str) else {
-            diagnostics.push(Diagnostic::new(r.path.clone(), None, "`path` is missing".into()));
+            diagnostics.push(Diagnostic::new(
+                r.path.clone(),
+                None,
+                "`path` is missing".into(),
+            ));
             continue;
         };
         graph_of.insert(page.to_string(), r.path.clone());
@@ -618,7 +643,9 @@ fn assemble_bundle(read: Vec<ReadFile>, diagnostics: &mut Vec<Diagnostic>) -> (V
     for r in read {
         let record = records.get(&r.path);
         let source_backed = match r.class {
-            PathClass::Page | PathClass::PageNavigation => record.is_some() || r.class == PathClass::Page,
+            PathClass::Page | PathClass::PageNavigation => {
+                record.is_some() || r.class == PathClass::Page
+            }
             _ => false,
         };
         if source_backed && record.is_none() {
@@ -652,7 +679,10 @@ fn assemble_bundle(read: Vec<ReadFile>, diagnostics: &mut Vec<Diagnostic>) -> (V
                 diagnostics.push(Diagnostic::new(
                     graph_of.get(page).cloned().unwrap_or_default(),
                     None,
-                    format!("relation to {}, which is not a readable page; skipped", rel.to),
+                    format!(
+                        "relation to {}, which is not a readable page; skipped",
+                        rel.to
+                    ),
                 ));
                 continue;
             }
@@ -687,14 +717,20 @@ pub(crate) fn flip_direction(direction: &str) -> &str {
     }
 }
 
-fn assemble_plain(read: Vec<ReadFile>, diagnostics: &mut Vec<Diagnostic>) -> (Vec<IngestedFile>, Vec<Relation>) {
+fn assemble_plain(
+    read: Vec<ReadFile>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Vec<IngestedFile>, Vec<Relation>) {
     let mut files = Vec::with_capacity(read.len());
     let mut links = HashMap::new();
     for r in read {
         let title = resolve_title(None, &r);
         links.insert(
             r.path.clone(),
-            r.summary.as_ref().map(|s| s.links.clone()).unwrap_or_default(),
+            r.summary
+                .as_ref()
+                .map(|s| s.links.clone())
+                .unwrap_or_default(),
         );
         files.push(to_file(r, true, title));
     }
@@ -746,7 +782,11 @@ fn add_virtual_graphs(files: &mut Vec<IngestedFile>, relations: &[Relation]) {
 }
 
 /// A per-file graph record in the bundle format (bundle-format.md §1.15).
-fn render_per_file_graph(page: &str, titles: &HashMap<String, String>, rels: &[&Relation]) -> String {
+fn render_per_file_graph(
+    page: &str,
+    titles: &HashMap<String, String>,
+    rels: &[&Relation],
+) -> String {
     let dir = paths::parent_of(page);
     let scope = dir.strip_prefix("pages").unwrap_or(dir);
     let relationships: Vec<Value> = rels
@@ -759,13 +799,20 @@ fn render_per_file_graph(page: &str, titles: &HashMap<String, String>, rels: &[&
                 Value::from(titles.get(&rel.to).cloned().unwrap_or_default()),
             );
             item.insert("direction".into(), Value::from(rel.direction.clone()));
-            item.insert("relationType".into(), Value::from(rel.relation_type.clone()));
+            item.insert(
+                "relationType".into(),
+                Value::from(rel.relation_type.clone()),
+            );
             item.insert("weight".into(), Value::from(1));
             item.insert(
                 "reason".into(),
                 rel.reason.clone().map_or(Value::Null, Value::from),
             );
-            let evidence_path = if rel.direction == "incoming" { &rel.to } else { &rel.from };
+            let evidence_path = if rel.direction == "incoming" {
+                &rel.to
+            } else {
+                &rel.from
+            };
             item.insert(
                 "evidence".into(),
                 serde_json::json!([{ "path": evidence_path }]),

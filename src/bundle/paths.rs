@@ -183,7 +183,7 @@ fn is_navigation_name(name: &str) -> bool {
 }
 
 /// `<stem>-part-NNNN.json` → `<stem>`; `<stem>.json` → `<stem>` when `allow_single`.
-fn strip_part_suffix<'a>(name: &'a str, allow_single: bool) -> Option<&'a str> {
+fn strip_part_suffix(name: &str, allow_single: bool) -> Option<&str> {
     let stem = name.strip_suffix(".json")?;
     if let Some(idx) = stem.rfind("-part-") {
         let digits = &stem[idx + 6..];
@@ -327,7 +327,10 @@ mod tests {
     fn classifies_bundle_paths() {
         assert_eq!(classify("index.md"), Some(PathClass::RootIndex));
         assert_eq!(classify("pages/a/b.md"), Some(PathClass::Page));
-        assert_eq!(classify("pages/a/index.md"), Some(PathClass::PageNavigation));
+        assert_eq!(
+            classify("pages/a/index.md"),
+            Some(PathClass::PageNavigation)
+        );
         assert_eq!(
             classify("pages/index-directory-leaf-22b72063-c6fa.md"),
             Some(PathClass::PageNavigation)
@@ -344,7 +347,10 @@ mod tests {
             classify("_index/terms/han/han-terms-part-0001.json"),
             Some(PathClass::TermPostings)
         );
-        assert_eq!(classify("_graph/by-file/en/a.json"), Some(PathClass::PerFileGraph));
+        assert_eq!(
+            classify("_graph/by-file/en/a.json"),
+            Some(PathClass::PerFileGraph)
+        );
         assert_eq!(classify("_graph/by-file/index.json"), None);
         assert_eq!(classify("schema.md"), None);
         assert_eq!(classify("pages/a.txt"), None);
@@ -354,9 +360,18 @@ mod tests {
     #[test]
     fn rejects_non_canonical_paths() {
         for bad in [
-            "", "/etc/passwd", "pages/../x.md", "pages\\x.md", "pages//x.md", "pages/./x.md",
-            "pages/%2e%2e/x.md", "pages/%252e%252e/x.md", "C:/x.md", "pages/x\u{0}.md",
-            " pages/x.md", "pages/%2F.md",
+            "",
+            "/etc/passwd",
+            "pages/../x.md",
+            "pages\\x.md",
+            "pages//x.md",
+            "pages/./x.md",
+            "pages/%2e%2e/x.md",
+            "pages/%252e%252e/x.md",
+            "C:/x.md",
+            "pages/x\u{0}.md",
+            " pages/x.md",
+            "pages/%2F.md",
         ] {
             assert!(check_canonical(bad).is_err(), "{bad:?} should be rejected");
         }
@@ -366,7 +381,10 @@ mod tests {
 
     #[test]
     fn graph_path_of_page() {
-        assert_eq!(per_file_graph_path("pages/guides/install.md"), "_graph/by-file/guides/install.json");
+        assert_eq!(
+            per_file_graph_path("pages/guides/install.md"),
+            "_graph/by-file/guides/install.json"
+        );
         assert_eq!(per_file_graph_path("pages/X.MD"), "_graph/by-file/X.json");
     }
 }

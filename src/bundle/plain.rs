@@ -50,10 +50,18 @@ impl<'a> Resolver<'a> {
             resolver.exact.insert(path, path);
             resolver.folded.entry(fold(path)).or_default().push(path);
             if let Some(title) = &file.title {
-                resolver.by_title.entry(exact_key(title)).or_default().push(path);
+                resolver
+                    .by_title
+                    .entry(exact_key(title))
+                    .or_default()
+                    .push(path);
             }
             let stem = strip_md(paths::name_of(path));
-            resolver.by_stem.entry(exact_key(stem)).or_default().push(path);
+            resolver
+                .by_stem
+                .entry(exact_key(stem))
+                .or_default()
+                .push(path);
         }
         resolver
     }
@@ -102,7 +110,8 @@ impl<'a> Resolver<'a> {
     /// A title or file stem, when exactly one page has it.
     fn by_name(&self, name: &str) -> Option<&'a str> {
         let key = exact_key(name);
-        Self::unique(self.by_title.get(&key)).or_else(|| Self::unique(self.by_stem.get(&exact_key(strip_md(name)))))
+        Self::unique(self.by_title.get(&key))
+            .or_else(|| Self::unique(self.by_stem.get(&exact_key(strip_md(name)))))
     }
 }
 
@@ -125,7 +134,10 @@ fn has_scheme(target: &str) -> bool {
 
 /// The path part of a Markdown link destination, or `None` for URLs, anchors and non-Markdown.
 fn link_path(destination: &str) -> Option<String> {
-    let d = destination.trim().trim_start_matches('<').trim_end_matches('>');
+    let d = destination
+        .trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>');
     if d.is_empty() || d.starts_with('#') || d.starts_with("//") || has_scheme(d) {
         return None;
     }
@@ -174,7 +186,12 @@ pub fn derive_relations(
         let from = file.path.as_str();
         for link in links.get(from).map(Vec::as_slice).unwrap_or_default() {
             let target = if link.wiki {
-                let name = link.destination.split(['#', '|']).next().unwrap_or("").trim();
+                let name = link
+                    .destination
+                    .split(['#', '|'])
+                    .next()
+                    .unwrap_or("")
+                    .trim();
                 if name.is_empty() {
                     continue;
                 }
@@ -183,7 +200,9 @@ pub fn derive_relations(
                     .or_else(|| resolver.page(&format!("pages/{name}.md")))
                     .or_else(|| resolver.by_name(name))
             } else {
-                let Some(path) = link_path(&link.destination) else { continue };
+                let Some(path) = link_path(&link.destination) else {
+                    continue;
+                };
                 resolver.relative(from, &path)
             };
             match target {

@@ -142,7 +142,10 @@ pub struct LocalRelationship {
 
 /// Extracts the `key` array of `value` and deserializes each item on its own: the good items,
 /// and one message per bad item.
-pub fn typed_items<T: for<'de> Deserialize<'de>>(value: &Value, key: &str) -> (Vec<T>, Vec<String>) {
+pub fn typed_items<T: for<'de> Deserialize<'de>>(
+    value: &Value,
+    key: &str,
+) -> (Vec<T>, Vec<String>) {
     let mut good = Vec::new();
     let mut bad = Vec::new();
     match value.get(key) {
@@ -181,7 +184,8 @@ mod tests {
 
     #[test]
     fn lone_surrogates_become_replacement_characters() {
-        let v = parse_json(r#"{"a":"x\ud83d","b":"\ud83d\ude00","c":"\\ud83d","d":"\udc00y"}"#).unwrap();
+        let v = parse_json(r#"{"a":"x\ud83d","b":"\ud83d\ude00","c":"\\ud83d","d":"\udc00y"}"#)
+            .unwrap();
         assert_eq!(v["a"], "x\u{fffd}");
         assert_eq!(v["b"], "😀");
         assert_eq!(v["c"], "\\ud83d");

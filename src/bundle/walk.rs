@@ -72,7 +72,10 @@ pub fn walk(root: &Path) -> Walk {
         if entry.depth() == 0 {
             continue;
         }
-        let relative_os = entry.path().strip_prefix(&canonical_root).unwrap_or(entry.path());
+        let relative_os = entry
+            .path()
+            .strip_prefix(&canonical_root)
+            .unwrap_or(entry.path());
         let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
             out.diagnostics.push(Diagnostic::new(
                 relative_os.to_string_lossy().into_owned(),

@@ -154,13 +154,19 @@ impl Catalog {
                     .entry(up.clone())
                     .or_default()
                     .push((dir.clone(), TreeChild::Directory(dir.clone())));
-                directories.entry(up.clone()).or_default().direct_directories += 1;
+                directories
+                    .entry(up.clone())
+                    .or_default()
+                    .direct_directories += 1;
                 dir = up;
             }
             if file.source_backed {
                 let mut dir = parent;
                 loop {
-                    directories.entry(dir.clone()).or_default().descendant_source_files += 1;
+                    directories
+                        .entry(dir.clone())
+                        .or_default()
+                        .descendant_source_files += 1;
                     if dir.is_empty() {
                         break;
                     }
@@ -219,7 +225,10 @@ impl Catalog {
     }
 
     pub fn children(&self, dir: &str) -> &[(String, TreeChild)] {
-        self.children.get(dir).map(Vec::as_slice).unwrap_or_default()
+        self.children
+            .get(dir)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
     }
 
     pub fn directory(&self, dir: &str) -> Option<&DirectoryInfo> {
@@ -230,7 +239,11 @@ impl Catalog {
     pub fn relations_of(&self, page: u32) -> Vec<&CatalogRelation> {
         self.relations_of
             .get(&page)
-            .map(|list| list.iter().map(|&r| &self.data.relations[r as usize]).collect())
+            .map(|list| {
+                list.iter()
+                    .map(|&r| &self.data.relations[r as usize])
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

@@ -103,7 +103,10 @@ pub fn read_manifest(index_dir: &Path) -> Result<Option<Manifest>, IndexError> {
     };
     let path = generation.join("manifest.json");
     let value: serde_json::Value = read_json(&path)?;
-    let found = value.get("formatVersion").and_then(|v| v.as_u64()).unwrap_or(0);
+    let found = value
+        .get("formatVersion")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0);
     if found != INDEX_FORMAT_VERSION {
         return Err(IndexError::FormatVersion {
             path: index_dir.display().to_string(),
@@ -126,13 +129,22 @@ pub fn default_index_dir(bundle_root: &Path) -> PathBuf {
         .unwrap_or_else(|_| bundle_root.to_path_buf());
     let mut hasher = Sha256::new();
     hasher.update(canonical.to_string_lossy().as_bytes());
-    let hash: String = hasher.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hash: String = hasher.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let name: String = canonical
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "bundle".into())
         .chars()
-        .map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(48)
         .collect();
     let base = dirs::cache_dir().unwrap_or_else(std::env::temp_dir);
@@ -170,7 +182,10 @@ pub fn build(
         .clone()
         .unwrap_or_else(|| ids::knowledge_base_id(&ingested.name));
     let (revision, revision_changed) = match &previous {
-        Some((m, _)) if m.content_fingerprint == ingested.content_fingerprint && m.knowledge_base_id == kb_id => {
+        Some((m, _))
+            if m.content_fingerprint == ingested.content_fingerprint
+                && m.knowledge_base_id == kb_id =>
+        {
             (m.active_content_revision, false)
         }
         Some((m, _)) => (m.active_content_revision + 1, true),
@@ -194,10 +209,12 @@ pub fn build(
         } else {
             ids::generated_file_id(&kb_id, &f.path)
         };
-        let resource_revision = f.source_backed.then(|| match previous_pages.get(f.path.as_str()) {
-            Some((sha, Some(rev))) if *sha == f.sha256 => *rev,
-            _ => revision,
-        });
+        let resource_revision =
+            f.source_backed
+                .then(|| match previous_pages.get(f.path.as_str()) {
+                    Some((sha, Some(rev))) if *sha == f.sha256 => *rev,
+                    _ => revision,
+                });
         if let Some(text) = f.text {
             texts.push((i as u32, text));
         }
@@ -243,7 +260,10 @@ pub fn build(
     };
 
     // Write the new generation beside the live one, then swap.
-    let generation_name = format!("gen-{revision}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let generation_name = format!(
+        "gen-{revision}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
     let tmp = index_dir.join(format!("{generation_name}.tmp"));
     let search_dir = tmp.join("search");
     std::fs::create_dir_all(&search_dir).map_err(|e| IndexError::io(&search_dir, e))?;
@@ -261,7 +281,9 @@ pub fn build(
         })
         .collect();
     let threads = if options.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4)
     } else {
         options.threads
     };
@@ -299,7 +321,10 @@ pub fn build(
     std::fs::rename(&current_tmp, index_dir.join("CURRENT"))
         .map_err(|e| IndexError::io(index_dir.join("CURRENT"), e))?;
     remove_old_generations(index_dir, &generation_name);
-    progress(&format!("index ready at {} (revision {revision})", live.display()));
+    progress(&format!(
+        "index ready at {} (revision {revision})",
+        live.display()
+    ));
     Ok(BuildReport {
         manifest,
         diagnostics: ingested.diagnostics,

@@ -108,7 +108,8 @@ pub fn write(dir: &Path, pages: &[IndexedPage<'_>], threads: usize) -> Result<()
     let index = Index::create_in_dir(dir, schema.clone())?;
     analysis::register(&index);
     let threads = threads.clamp(1, 8);
-    let mut writer = index.writer_with_num_threads::<TantivyDocument>(threads, threads * 96_000_000)?;
+    let mut writer =
+        index.writer_with_num_threads::<TantivyDocument>(threads, threads * 96_000_000)?;
     let f = |name| field(&schema, name);
     let (doc, title, headings, path_f, meta, body, title_w, body_w, exact_path, exact_title) = (
         f("doc")?,
@@ -130,7 +131,11 @@ pub fn write(dir: &Path, pages: &[IndexedPage<'_>], threads: usize) -> Result<()
         for heading in &page.text.headings {
             d.add_text(headings, heading);
         }
-        let path_words = page.path.strip_prefix("pages/").unwrap_or(page.path).replace(['/', '_', '-', '.'], " ");
+        let path_words = page
+            .path
+            .strip_prefix("pages/")
+            .unwrap_or(page.path)
+            .replace(['/', '_', '-', '.'], " ");
         d.add_text(path_f, &path_words);
         d.add_text(meta, &page.text.metadata);
         d.add_text(body, &page.text.body);
@@ -221,7 +226,10 @@ impl SearchIndex {
                     Term::from_field_text(field, term),
                     IndexRecordOption::WithFreqs,
                 );
-                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(query), *boost))));
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(query), *boost)),
+                ));
             }
         }
         (!clauses.is_empty()).then(|| BooleanQuery::new(clauses))
@@ -269,7 +277,12 @@ impl SearchIndex {
         }
     }
 
-    fn exact(&self, searcher: &Searcher, field: Field, key: &str) -> Result<Vec<LaneHit>, IndexError> {
+    fn exact(
+        &self,
+        searcher: &Searcher,
+        field: Field,
+        key: &str,
+    ) -> Result<Vec<LaneHit>, IndexError> {
         let query = TermQuery::new(Term::from_field_text(field, key), IndexRecordOption::Basic);
         self.run(searcher, &query, 1000)
     }
@@ -323,7 +336,10 @@ impl Excerpter {
         let _ = self.doc;
         let snippet = self.generator.snippet_from_doc(&document);
         let text = if snippet.fragment().trim().is_empty() {
-            let body = document.get_first(self.body).and_then(|v| v.as_str()).unwrap_or("");
+            let body = document
+                .get_first(self.body)
+                .and_then(|v| v.as_str())
+                .unwrap_or("");
             crate::text::truncate_chars(body, EXCERPT_MAX_CHARS).to_string()
         } else {
             snippet.fragment().to_string()

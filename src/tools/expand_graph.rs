@@ -86,9 +86,13 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         .ok_or_else(ToolError::not_found)?;
     let seed_file = kb.catalog.file(seed);
     if seed_file.size > kb.options.read_limit {
-        return Err(ToolError::new(ErrorCode::PayloadTooLarge, messages::PAYLOAD_TOO_LARGE));
+        return Err(ToolError::new(
+            ErrorCode::PayloadTooLarge,
+            messages::PAYLOAD_TOO_LARGE,
+        ));
     }
-    let scope = json!({ "fileId": seed_file.file_id, "depth": depth, "fanout": fanout, "limit": limit });
+    let scope =
+        json!({ "fileId": seed_file.file_id, "depth": depth, "fanout": fanout, "limit": limit });
     let offset = match cursor_text {
         Some(c) => cursor::decode(c, NAME, &scope, revision)? as usize,
         None => 0,
@@ -109,7 +113,8 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         std::iter::once(seed_file.path.as_str())
             .chain(relationships.iter().map(|r| r.path.as_str())),
     );
-    let next_cursor = (end < steps.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
+    let next_cursor =
+        (end < steps.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
     Ok(Output {
         active_content_revision: revision,
         seed_file: GeneratedFile::new(kb, revision, seed_file, seed_file.size),

@@ -27,10 +27,16 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let input = Input::new(input, &FIELDS)?;
     let id = file_id(&input)?;
     let revision = require_revision(kb)?;
-    let position = kb.catalog.by_id_or_path(id).ok_or_else(ToolError::not_found)?;
+    let position = kb
+        .catalog
+        .by_id_or_path(id)
+        .ok_or_else(ToolError::not_found)?;
     let file = kb.catalog.file(position);
     if file.size > kb.options.read_limit {
-        return Err(ToolError::new(ErrorCode::PayloadTooLarge, messages::PAYLOAD_TOO_LARGE));
+        return Err(ToolError::new(
+            ErrorCode::PayloadTooLarge,
+            messages::PAYLOAD_TOO_LARGE,
+        ));
     }
     Ok(Output {
         file: GeneratedFile::new(kb, revision, file, file.size),

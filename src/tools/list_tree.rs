@@ -86,7 +86,8 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         .iter()
         .map(|(path, child)| entry(kb, revision, &parent, path, child))
         .collect();
-    let next_cursor = (end < children.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
+    let next_cursor =
+        (end < children.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
     Ok(Output {
         active_content_revision: Some(revision),
         items,
@@ -94,7 +95,13 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     })
 }
 
-fn entry(kb: &KnowledgeBase, revision: u64, parent: &str, path: &str, child: &TreeChild) -> TreeEntry {
+fn entry(
+    kb: &KnowledgeBase,
+    revision: u64,
+    parent: &str,
+    path: &str,
+    child: &TreeChild,
+) -> TreeEntry {
     let name = paths::name_of(path).to_string();
     match child {
         TreeChild::File(i) => {

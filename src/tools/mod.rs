@@ -52,6 +52,10 @@ fn to_value<T: Serialize>(output: T) -> Result<Value, serde_json::Error> {
     serde_json::to_value(output)
 }
 
+/// An input field holds a value of the wrong type or form (each tool maps it to its own error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrongType;
+
 /// A tool's JSON input: an object whose keys are all known to the tool.
 pub struct Input<'a> {
     map: Option<&'a Map<String, Value>>,
@@ -91,41 +95,44 @@ impl<'a> Input<'a> {
         self.map.and_then(|m| m.get(key)).filter(|v| !v.is_null())
     }
 
-    /// A string field: absent → `None`; a non-string → `Err(())`.
-    pub fn string(&self, key: &str) -> Result<Option<&'a str>, ()> {
+    /// A string field: absent → `None`; a non-string → `Err(WrongType)`.
+    pub fn string(&self, key: &str) -> Result<Option<&'a str>, WrongType> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(()),
+            Some(_) => Err(WrongType),
         }
     }
 
     /// A trimmed string field where empty counts as absent.
-    pub fn trimmed(&self, key: &str) -> Result<Option<&'a str>, ()> {
+    pub fn trimmed(&self, key: &str) -> Result<Option<&'a str>, WrongType> {
         Ok(self.string(key)?.map(str::trim).filter(|s| !s.is_empty()))
     }
 
     /// An integer with JavaScript `Number` semantics: a JSON integer, an integral float, or a
     /// string such as `" 5 "` or `"10.0"`. Absent or empty → `Ok(None)`.
-    pub fn integer(&self, key: &str) -> Result<Option<i64>, ()> {
+    pub fn integer(&self, key: &str) -> Result<Option<i64>, WrongType> {
         let number = match self.get(key) {
             None => return Ok(None),
-            Some(Value::Number(n)) => n.as_f64().ok_or(())?,
+            Some(Value::Number(n)) => n.as_f64().ok_or(WrongType)?,
             Some(Value::String(s)) => {
                 let t = s.trim();
                 if t.is_empty() {
                     return Ok(None);
                 }
-                if !t.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E')) {
-                    return Err(());
+                if !t
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'))
+                {
+                    return Err(WrongType);
                 }
-                t.parse::<f64>().map_err(|_| ())?
+                t.parse::<f64>().map_err(|_| WrongType)?
             }
-            Some(_) => return Err(()),
+            Some(_) => return Err(WrongType),
         };
         const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
         if !number.is_finite() || number.fract() != 0.0 || number.abs() > MAX_SAFE {
-            return Err(());
+            return Err(WrongType);
         }
         Ok(Some(number as i64))
     }
@@ -186,7 +193,10 @@ pub fn tags_of(frontmatter: &Map<String, Value>) -> Vec<String> {
 }
 
 fn str_field(frontmatter: &Map<String, Value>, key: &str) -> Option<String> {
-    frontmatter.get(key).and_then(Value::as_str).map(str::to_string)
+    frontmatter
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 pub fn read_actions(kb: &KnowledgeBase, file: &CatalogFile) -> ReadActions {
@@ -272,7 +282,10 @@ pub fn require_revision(kb: &KnowledgeBase) -> Result<u64, ToolError> {
 /// is not found.
 pub fn read_content(kb: &KnowledgeBase, file: &CatalogFile) -> Result<String, ToolError> {
     if file.size > kb.options.read_limit {
-        return Err(ToolError::new(ErrorCode::PayloadTooLarge, messages::PAYLOAD_TOO_LARGE));
+        return Err(ToolError::new(
+            ErrorCode::PayloadTooLarge,
+            messages::PAYLOAD_TOO_LARGE,
+        ));
     }
     if let Some(content) = &file.virtual_content {
         return Ok(content.clone());
@@ -287,10 +300,16 @@ pub fn read_content(kb: &KnowledgeBase, file: &CatalogFile) -> Result<String, To
     }
     let metadata = std::fs::metadata(&resolved).map_err(|_| ToolError::not_found())?;
     if metadata.len() > kb.options.read_limit {
-        return Err(ToolError::new(ErrorCode::PayloadTooLarge, messages::PAYLOAD_TOO_LARGE));
+        return Err(ToolError::new(
+            ErrorCode::PayloadTooLarge,
+            messages::PAYLOAD_TOO_LARGE,
+        ));
     }
     let bytes = std::fs::read(&resolved).map_err(|_| {
-        ToolError::new(ErrorCode::DatabaseRepositoryUnavailable, messages::DATA_UNAVAILABLE)
+        ToolError::new(
+            ErrorCode::DatabaseRepositoryUnavailable,
+            messages::DATA_UNAVAILABLE,
+        )
     })?;
     Ok(match String::from_utf8(bytes) {
         Ok(text) => text,

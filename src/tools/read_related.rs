@@ -40,7 +40,7 @@ fn merge_direction(a: &str, b: &str) -> &'static str {
 }
 
 /// One item per target: the preferred relation and the merged direction.
-pub fn collapsed<'c>(kb: &'c KnowledgeBase, page: u32) -> Vec<(&'c CatalogRelation, &'static str)> {
+pub fn collapsed(kb: &KnowledgeBase, page: u32) -> Vec<(&CatalogRelation, &'static str)> {
     let mut by_target: BTreeMap<&str, (&CatalogRelation, &'static str)> = BTreeMap::new();
     for (_, rel) in kb.graph.ordered_relations(&kb.catalog, page) {
         let path = kb.catalog.file(rel.to).path.as_str();
@@ -69,7 +69,10 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         .ok_or_else(ToolError::not_found)?;
     let page = kb.catalog.file(position);
     if !page.source_backed {
-        return Err(ToolError::new(ErrorCode::Conflict, messages::RELATED_CONFLICT));
+        return Err(ToolError::new(
+            ErrorCode::Conflict,
+            messages::RELATED_CONFLICT,
+        ));
     }
     let scope = json!({ "fileId": page.file_id, "limit": limit });
     let offset = match cursor_text {

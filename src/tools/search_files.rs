@@ -179,11 +179,18 @@ fn enum_field<'a>(
             .copied()
             .map(Some)
             .ok_or_else(|| invalid(code)),
-        Err(()) => Err(invalid(code)),
+        Err(_) => Err(invalid(code)),
     }
 }
 
-fn int_field(input: &Input<'_>, key: &str, default: i64, max: i64, min: i64, code: &str) -> Result<i64, ToolError> {
+fn int_field(
+    input: &Input<'_>,
+    key: &str,
+    default: i64,
+    max: i64,
+    min: i64,
+    code: &str,
+) -> Result<i64, ToolError> {
     match input.integer(key) {
         Ok(None) => Ok(default),
         Ok(Some(n)) if (min..=max).contains(&n) => Ok(n),
@@ -195,28 +202,74 @@ fn int_field(input: &Input<'_>, key: &str, default: i64, max: i64, min: i64, cod
 pub fn validate(value: &Value) -> Result<Request, ToolError> {
     let input = Input::new(value, &FIELDS)?;
     let query = normalize_query(input.get("query"))?;
-    let scope = match enum_field(&input, "scope", &["all", "path", "metadata"], "INVALID_FILE_SEARCH_SCOPE")? {
+    let scope = match enum_field(
+        &input,
+        "scope",
+        &["all", "path", "metadata"],
+        "INVALID_FILE_SEARCH_SCOPE",
+    )? {
         Some("path") => Scope::Path,
         Some("metadata") => Scope::Metadata,
         _ => Scope::All,
     };
-    let file_kind_all = enum_field(&input, "fileKind", &["all", "page"], "INVALID_FILE_SEARCH_KIND")? == Some("all");
-    let mode = match enum_field(&input, "mode", &["file", "graph", "hybrid"], "INVALID_FILE_SEARCH_MODE")? {
+    let file_kind_all = enum_field(
+        &input,
+        "fileKind",
+        &["all", "page"],
+        "INVALID_FILE_SEARCH_KIND",
+    )? == Some("all");
+    let mode = match enum_field(
+        &input,
+        "mode",
+        &["file", "graph", "hybrid"],
+        "INVALID_FILE_SEARCH_MODE",
+    )? {
         Some("file") => Mode::File,
         Some("graph") => Mode::Graph,
         _ => Mode::Hybrid,
     };
-    let graph_depth = int_field(&input, "graphDepth", 1, 2, 0, "INVALID_FILE_SEARCH_GRAPH_DEPTH")? as u8;
-    let graph_fanout = int_field(&input, "graphFanout", 10, 25, 0, "INVALID_FILE_SEARCH_GRAPH_FANOUT")? as u64;
-    let okf_status = enum_field(&input, "okfStatus", &["draft", "stable", "deprecated"], "INVALID_FILE_SEARCH_OKF_STATUS")?;
+    let graph_depth = int_field(
+        &input,
+        "graphDepth",
+        1,
+        2,
+        0,
+        "INVALID_FILE_SEARCH_GRAPH_DEPTH",
+    )? as u8;
+    let graph_fanout = int_field(
+        &input,
+        "graphFanout",
+        10,
+        25,
+        0,
+        "INVALID_FILE_SEARCH_GRAPH_FANOUT",
+    )? as u64;
+    let okf_status = enum_field(
+        &input,
+        "okfStatus",
+        &["draft", "stable", "deprecated"],
+        "INVALID_FILE_SEARCH_OKF_STATUS",
+    )?;
     let okf_trust_tier = enum_field(
         &input,
         "okfTrustTier",
         &["unverified", "machine-confirmed", "human-reviewed"],
         "INVALID_FILE_SEARCH_OKF_TRUST_TIER",
     )?;
-    let okf_freshness = enum_field(&input, "okfFreshness", &["fresh", "stale"], "INVALID_FILE_SEARCH_OKF_FRESHNESS")?;
-    let limit = int_field(&input, "limit", DEFAULT_LIMIT, MAX_LIMIT, 1, "INVALID_FILE_SEARCH_LIMIT")? as u64;
+    let okf_freshness = enum_field(
+        &input,
+        "okfFreshness",
+        &["fresh", "stale"],
+        "INVALID_FILE_SEARCH_OKF_FRESHNESS",
+    )?;
+    let limit = int_field(
+        &input,
+        "limit",
+        DEFAULT_LIMIT,
+        MAX_LIMIT,
+        1,
+        "INVALID_FILE_SEARCH_LIMIT",
+    )? as u64;
     let rerank_invalid = || invalid("INVALID_FILE_SEARCH_RERANK_CONTROLS");
     let rerank = match input.get("rerank") {
         None => false,
@@ -519,11 +572,15 @@ struct Candidate {
 }
 
 fn unavailable(e: crate::error::IndexError) -> ToolError {
-    ToolError::new(ErrorCode::SearchUnavailable, messages::SEARCH_UNAVAILABLE).with_detail("reason", e.to_string())
+    ToolError::new(ErrorCode::SearchUnavailable, messages::SEARCH_UNAVAILABLE)
+        .with_detail("reason", e.to_string())
 }
 
 fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool {
-    if request.okf_status.is_none() && request.okf_trust_tier.is_none() && request.okf_freshness.is_none() {
+    if request.okf_status.is_none()
+        && request.okf_trust_tier.is_none()
+        && request.okf_freshness.is_none()
+    {
         return true;
     }
     let signals = OkfSignals::compute(&kb.catalog.file(position).frontmatter, kb.options.today);
@@ -575,7 +632,11 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     }
     if lanes.contains(&Lane::FileGraph) {
         let seeds = match results.iter().find(|(l, _)| *l == Lane::Lexical) {
-            Some((_, hits)) => hits.iter().take(GRAPH_SEEDS).map(|h| h.position).collect::<Vec<_>>(),
+            Some((_, hits)) => hits
+                .iter()
+                .take(GRAPH_SEEDS)
+                .map(|h| h.position)
+                .collect::<Vec<_>>(),
             None => kb
                 .search
                 .lexical(&searcher, &request.query, GRAPH_SEEDS)
@@ -584,7 +645,12 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
                 .map(|h| h.position)
                 .collect(),
         };
-        let graph_hits = graph_lane(kb, &seeds, request.graph_depth, request.graph_fanout as usize);
+        let graph_hits = graph_lane(
+            kb,
+            &seeds,
+            request.graph_depth,
+            request.graph_fanout as usize,
+        );
         if let Some(slot) = results.iter_mut().find(|(l, _)| *l == Lane::FileGraph) {
             slot.1 = graph_hits;
         }
@@ -628,8 +694,18 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         class(a)
             .cmp(&class(b))
             .then(b.score.total_cmp(&a.score))
-            .then_with(|| kb.catalog.file(a.position).path.cmp(&kb.catalog.file(b.position).path))
-            .then_with(|| kb.catalog.file(a.position).file_id.cmp(&kb.catalog.file(b.position).file_id))
+            .then_with(|| {
+                kb.catalog
+                    .file(a.position)
+                    .path
+                    .cmp(&kb.catalog.file(b.position).path)
+            })
+            .then_with(|| {
+                kb.catalog
+                    .file(a.position)
+                    .file_id
+                    .cmp(&kb.catalog.file(b.position).file_id)
+            })
     });
     candidates.truncate(MAX_RESULTS);
 
@@ -647,9 +723,20 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let items: Vec<SearchResult> = candidates[start..end]
         .iter()
         .zip(&shown_scores[start..end])
-        .map(|(c, &score)| result(kb, &request, revision, c, score, excerpter.as_ref(), &searcher))
+        .map(|(c, &score)| {
+            result(
+                kb,
+                &request,
+                revision,
+                c,
+                score,
+                excerpter.as_ref(),
+                &searcher,
+            )
+        })
         .collect();
-    let next_cursor = (end < candidates.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
+    let next_cursor =
+        (end < candidates.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
 
     let completed: Vec<&'static str> = {
         let mut families: Vec<&'static str> = lanes.iter().map(|l| l.family()).collect();
@@ -680,8 +767,16 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         },
         graph_summary: GraphSummary {
             available: graph_available,
-            indexed_document_count: if graph_available { kb.catalog.source_page_count() } else { 0 },
-            indexed_relationship_count: if graph_available { kb.catalog.distinct_relation_count() } else { 0 },
+            indexed_document_count: if graph_available {
+                kb.catalog.source_page_count()
+            } else {
+                0
+            },
+            indexed_relationship_count: if graph_available {
+                kb.catalog.distinct_relation_count()
+            } else {
+                0
+            },
             depth: request.graph_depth,
             fanout: request.graph_fanout,
         },
@@ -696,7 +791,11 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
             },
         },
         message: Some(if empty { Some(NO_MATCH_MESSAGE) } else { None }),
-        next_actions: Some(if empty { NO_MATCH_ACTIONS.to_vec() } else { Vec::new() }),
+        next_actions: Some(if empty {
+            NO_MATCH_ACTIONS.to_vec()
+        } else {
+            Vec::new()
+        }),
         items,
     })
 }
@@ -707,7 +806,8 @@ fn graph_lane(kb: &KnowledgeBase, seeds: &[u32], depth: u8, fanout: usize) -> Ve
     let mut scores: HashMap<u32, f64> = HashMap::new();
     for (rank, &seed) in seeds.iter().enumerate() {
         for step in kb.graph.walk(&kb.catalog, seed, depth, fanout, usize::MAX) {
-            *scores.entry(step.to).or_default() += 1.0 / ((RRF_K + rank as f64 + 1.0) * f64::from(step.depth));
+            *scores.entry(step.to).or_default() +=
+                1.0 / ((RRF_K + rank as f64 + 1.0) * f64::from(step.depth));
         }
     }
     let mut hits: Vec<(u32, f64)> = scores.into_iter().collect();
@@ -725,9 +825,12 @@ fn graph_lane(kb: &KnowledgeBase, seeds: &[u32], depth: u8, fanout: usize) -> Ve
 }
 
 fn match_type(lanes: &BTreeSet<Lane>) -> &'static str {
-    let file = lanes
-        .iter()
-        .any(|l| matches!(l, Lane::ExactPath | Lane::ExactTitle | Lane::Lexical | Lane::Jieba));
+    let file = lanes.iter().any(|l| {
+        matches!(
+            l,
+            Lane::ExactPath | Lane::ExactTitle | Lane::Lexical | Lane::Jieba
+        )
+    });
     let graph = lanes.contains(&Lane::FileGraph);
     match (file, graph) {
         (true, true) => "hybrid",
@@ -746,14 +849,16 @@ fn result(
     searcher: &tantivy::Searcher,
 ) -> SearchResult {
     let file = kb.catalog.file(candidate.position);
-    let (matched_fields, evidence_types): (Vec<&'static str>, Vec<&'static str>) = if request.scope == Scope::Metadata {
-        (vec!["metadata"], vec!["metadata"])
-    } else {
-        let mut fields: Vec<&'static str> = candidate.lanes.iter().map(|l| l.matched_field()).collect();
-        fields.sort_unstable();
-        fields.dedup();
-        (fields.clone(), fields)
-    };
+    let (matched_fields, evidence_types): (Vec<&'static str>, Vec<&'static str>) =
+        if request.scope == Scope::Metadata {
+            (vec!["metadata"], vec!["metadata"])
+        } else {
+            let mut fields: Vec<&'static str> =
+                candidate.lanes.iter().map(|l| l.matched_field()).collect();
+            fields.sort_unstable();
+            fields.dedup();
+            (fields.clone(), fields)
+        };
     let source_excerpt = match (candidate.address, excerpter) {
         (Some(address), Some(excerpter)) => excerpter.excerpt(searcher, address),
         _ => None,
@@ -776,7 +881,8 @@ fn result(
         let graph_ref = paths::per_file_graph_path(&file.path);
         let graph_paths = super::expand_graph::graph_paths(
             kb,
-            std::iter::once(file.path.as_str()).chain(relationships.iter().map(|r| r.path.as_str())),
+            std::iter::once(file.path.as_str())
+                .chain(relationships.iter().map(|r| r.path.as_str())),
         );
         GraphContext {
             graph_ref,
@@ -794,7 +900,11 @@ fn result(
         path: file.path.clone(),
         file_kind: "page",
         title: file.title.clone(),
-        description: file.frontmatter.get("description").and_then(Value::as_str).map(str::to_string),
+        description: file
+            .frontmatter
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         tags: tags_of(&file.frontmatter),
         frontmatter: file.frontmatter.clone(),
         okf_signals: OkfSignals::compute(&file.frontmatter, kb.options.today),

@@ -1,0 +1,145 @@
+//! Shared test helpers: build a fixture's index in a temporary folder, call tools, and validate
+//! outputs against the vendored contract schemas (`tests/contract/six-tools.schema.json`).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
+use kbtools::ToolError;
+use serde_json::Value;
+
+/// "Today" for every test, so OKF freshness is reproducible.
+pub const TODAY: &str = "2026-09-01";
+
+pub fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    manifest_dir().join("fixtures").join(name)
+}
+
+/// `../shared/bundles/<name>` when it exists (it does on developer machines and in CI; a fresh
+/// clone without it skips the tests that need it).
+pub fn shared_bundle(name: &str) -> Option<PathBuf> {
+    let path = manifest_dir()
+        .join("..")
+        .join("shared")
+        .join("bundles")
+        .join(name);
+    path.is_dir().then_some(path)
+}
+
+pub fn serve_options() -> ServeOptions {
+    ServeOptions {
+        today: kbtools::okf::parse_date(TODAY).unwrap(),
+        read_limit: 10 * 1024 * 1024,
+    }
+}
+
+/// A knowledge base opened from a fresh index in a temporary folder.
+pub struct Opened {
+    pub kb: KnowledgeBase,
+    pub index_dir: tempfile::TempDir,
+    pub report: index::BuildReport,
+}
+
+pub fn open_bundle(bundle: &Path) -> Opened {
+    let index_dir = tempfile::tempdir().unwrap();
+    let report = index::build(
+        bundle,
+        index_dir.path(),
+        &BuildOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let kb = KnowledgeBase::open(index_dir.path(), Some(bundle), serve_options()).unwrap();
+    Opened {
+        kb,
+        index_dir,
+        report,
+    }
+}
+
+pub fn open_fixture(name: &str) -> Opened {
+    open_bundle(&fixture(name))
+}
+
+pub fn call(kb: &KnowledgeBase, tool: &str, input: Value) -> Result<Value, ToolError> {
+    kbtools::tools::call(kb, tool, &input)
+}
+
+/// The operationId whose schemas a tool's output must satisfy.
+pub fn operation_of(tool: &str, input: &Value) -> &'static str {
+    match tool {
+        "list_tree" => "listKnowledgeBaseTree",
+        "get_file" => "getFileById",
+        "read_file" if input.get("path").is_some() => "getFileContentByPath",
+        "read_file" => "getFileContentById",
+        "read_related" => "listRelatedFiles",
+        "expand_graph" => "expandGraph",
+        "search_files" => "searchGeneratedFiles",
+        other => panic!("no operation for tool {other}"),
+    }
+}
+
+fn schema_doc() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let text =
+            std::fs::read_to_string(manifest_dir().join("tests/contract/six-tools.schema.json"))
+                .unwrap();
+        serde_json::from_str(&text).unwrap()
+    })
+}
+
+/// The response schema of `operation` (status 200) or its error schema for `status`.
+pub fn schema_for(operation: &str, status: u16) -> Value {
+    let op = &schema_doc()[operation];
+    assert!(op.is_object(), "unknown operation {operation}");
+    let schema = if status == 200 {
+        &op["response"]["schema"]
+    } else {
+        // Statuses the spec does not declare for this operation use the shared Error schema.
+        let errors = op["errors"].as_object().unwrap();
+        errors
+            .get(&status.to_string())
+            .or_else(|| errors.values().next())
+            .map(|e| &e["schema"])
+            .unwrap()
+    };
+    assert!(schema.is_object(), "no schema for {operation} {status}");
+    schema.clone()
+}
+
+/// Validates `instance` against a schema, returning every violation.
+pub fn violations(schema: &Value, instance: &Value) -> Vec<String> {
+    let validator = jsonschema::validator_for(schema).expect("schema compiles");
+    validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect()
+}
+
+/// Calls a tool and checks its output (success or error envelope) against the contract schema;
+/// returns the output, or the error.
+pub fn checked_call(kb: &KnowledgeBase, tool: &str, input: Value) -> Result<Value, ToolError> {
+    let operation = operation_of(tool, &input);
+    let result = call(kb, tool, input.clone());
+    let (status, instance) = match &result {
+        Ok(output) => (200, output.clone()),
+        Err(error) => (
+            error.http_status(),
+            error.envelope("req-00000000-0000-4000-8000-000000000000"),
+        ),
+    };
+    let problems = violations(&schema_for(operation, status), &instance);
+    assert!(
+        problems.is_empty(),
+        "{tool} {input} → {status} violates {operation}:\n{}\n{}",
+        problems.join("\n"),
+        serde_json::to_string_pretty(&instance).unwrap()
+    );
+    result
+}
