@@ -200,7 +200,7 @@ impl SearchIndex {
     ) -> Result<Vec<LaneHit>, IndexError> {
         let columns = self.doc_columns(searcher)?;
         let top = searcher.search(query, &TopDocs::with_limit(limit.max(1)).order_by_score())?;
-        Ok(top
+        let mut hits: Vec<LaneHit> = top
             .into_iter()
             .filter_map(|(score, address)| {
                 let position = columns
@@ -212,7 +212,11 @@ impl SearchIndex {
                     address,
                 })
             })
-            .collect())
+            .collect();
+        // Equal scores rank by catalog position (path order), not by where tantivy's writer
+        // threads happened to put the documents: ranks feed the fusion, outputs stay stable.
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.position.cmp(&b.position)));
+        Ok(hits)
     }
 
     fn field_query(&self, fields: &[(&str, f32)], terms: &[String]) -> Option<BooleanQuery> {
