@@ -108,7 +108,7 @@ enum Command {
     },
     /// A file's metadata (get_file).
     File {
-        /// A fileId or a bundle path.
+        /// A fileId or a bundle path (get_file accepts either).
         target: String,
     },
     /// Pages related to a source page (read_related).

@@ -16,21 +16,77 @@ use serde_json::{json, Value};
 fn cases() -> Vec<(&'static str, &'static str, Value)> {
     vec![
         ("list_tree_root", "list_tree", json!({ "parentPath": "" })),
-        ("list_tree_pages_en_page1", "list_tree", json!({ "parentPath": "pages/en", "limit": 3 })),
-        ("get_file_source_page", "get_file", json!({ "fileId": "pages/en/guide/open-knowledge-format.md" })),
+        (
+            "list_tree_pages_en_page1",
+            "list_tree",
+            json!({ "parentPath": "pages/en", "limit": 3 }),
+        ),
+        (
+            "get_file_source_page",
+            "get_file",
+            json!({ "fileId": "pages/en/guide/open-knowledge-format.md" }),
+        ),
         ("get_file_log", "get_file", json!({ "fileId": "log.md" })),
-        ("read_file_page", "read_file", json!({ "path": "pages/en/agent-integration/own-agent-client/tools-design.md" })),
-        ("read_file_graph_record", "read_file", json!({ "path": "_graph/by-file/en/README.json" })),
-        ("read_related", "read_related", json!({ "fileId": "pages/en/README.md", "limit": 3 })),
-        ("expand_graph_depth2", "expand_graph", json!({ "fileId": "pages/en/README.md", "depth": 2, "fanout": 3 })),
-        ("search_hybrid_en", "search_files", json!({ "query": "How do agents read related files through the graph?", "limit": 3 })),
-        ("search_file_zh", "search_files", json!({ "query": "知识库 图谱 关系", "mode": "file", "limit": 3 })),
-        ("search_exact_title", "search_files", json!({ "query": "Tools Design", "mode": "file", "limit": 2 })),
-        ("search_no_candidates", "search_files", json!({ "query": "zqxj vvkw", "mode": "file" })),
-        ("error_path_traversal", "read_file", json!({ "path": "pages/../../etc/passwd" })),
-        ("error_query_too_short", "search_files", json!({ "query": "a" })),
-        ("error_related_conflict", "read_related", json!({ "fileId": "index.md" })),
-        ("error_not_found", "get_file", json!({ "fileId": "source-file-00000000-0000-5000-8000-000000000000" })),
+        (
+            "read_file_page",
+            "read_file",
+            json!({ "path": "pages/en/agent-integration/own-agent-client/tools-design.md" }),
+        ),
+        (
+            "read_file_graph_record",
+            "read_file",
+            json!({ "path": "_graph/by-file/en/README.json" }),
+        ),
+        (
+            "read_related",
+            "read_related",
+            json!({ "fileId": "pages/en/README.md", "limit": 3 }),
+        ),
+        (
+            "expand_graph_depth2",
+            "expand_graph",
+            json!({ "fileId": "pages/en/README.md", "depth": 2, "fanout": 3 }),
+        ),
+        (
+            "search_hybrid_en",
+            "search_files",
+            json!({ "query": "How do agents read related files through the graph?", "limit": 3 }),
+        ),
+        (
+            "search_file_zh",
+            "search_files",
+            json!({ "query": "知识库 图谱 关系", "mode": "file", "limit": 3 }),
+        ),
+        (
+            "search_exact_title",
+            "search_files",
+            json!({ "query": "Tools Design", "mode": "file", "limit": 2 }),
+        ),
+        (
+            "search_no_candidates",
+            "search_files",
+            json!({ "query": "zqxj vvkw", "mode": "file" }),
+        ),
+        (
+            "error_path_traversal",
+            "read_file",
+            json!({ "path": "pages/../../etc/passwd" }),
+        ),
+        (
+            "error_query_too_short",
+            "search_files",
+            json!({ "query": "a" }),
+        ),
+        (
+            "error_related_conflict",
+            "read_related",
+            json!({ "fileId": "index.md" }),
+        ),
+        (
+            "error_not_found",
+            "get_file",
+            json!({ "fileId": "source-file-00000000-0000-5000-8000-000000000000" }),
+        ),
     ]
 }
 
@@ -57,8 +113,12 @@ fn outputs_match_golden_files() {
             std::fs::write(&path, &actual).unwrap();
             continue;
         }
-        let expected = std::fs::read_to_string(&path)
-            .unwrap_or_else(|_| panic!("{} is missing: run KBTOOLS_UPDATE_GOLDEN=1 cargo test --test golden", path.display()));
+        let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+            panic!(
+                "{} is missing: run KBTOOLS_UPDATE_GOLDEN=1 cargo test --test golden",
+                path.display()
+            )
+        });
         if expected != actual {
             mismatches.push(name);
         }
@@ -72,10 +132,26 @@ fn outputs_match_golden_files() {
 #[test]
 fn second_page_follows_the_cursor_of_the_first() {
     let opened = open_fixture("focowiki-docs");
-    let first = checked_call(&opened.kb, "list_tree", json!({ "parentPath": "pages/en", "limit": 3 })).unwrap();
-    let cursor = first["nextCursor"].as_str().expect("a second page").to_string();
-    let second = checked_call(&opened.kb, "list_tree", json!({ "parentPath": "pages/en", "limit": 3, "cursor": cursor })).unwrap();
+    let first = checked_call(
+        &opened.kb,
+        "list_tree",
+        json!({ "parentPath": "pages/en", "limit": 3 }),
+    )
+    .unwrap();
+    let cursor = first["nextCursor"]
+        .as_str()
+        .expect("a second page")
+        .to_string();
+    let second = checked_call(
+        &opened.kb,
+        "list_tree",
+        json!({ "parentPath": "pages/en", "limit": 3, "cursor": cursor }),
+    )
+    .unwrap();
     let last_first = first["items"][2]["path"].as_str().unwrap().to_string();
     let first_second = second["items"][0]["path"].as_str().unwrap().to_string();
-    assert!(last_first < first_second, "{last_first} then {first_second}");
+    assert!(
+        last_first < first_second,
+        "{last_first} then {first_second}"
+    );
 }

@@ -126,6 +126,7 @@ struct ReadFile {
     raw_frontmatter: Option<String>,
     summary: Option<markdown::MarkdownSummary>,
     json: Option<Value>,
+    json_title: Option<String>,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -231,7 +232,8 @@ fn check_format_version(root: &Path) -> Result<(), IndexError> {
 }
 
 fn ends_with_md(name: &str) -> bool {
-    name.len() > 3 && name[name.len() - 3..].eq_ignore_ascii_case(".md")
+    // Bytes, not `str` slicing: a file name may end inside a multi-byte character (`x😀`).
+    name.len() > 3 && name.as_bytes()[name.len() - 3..].eq_ignore_ascii_case(b".md")
 }
 
 fn logical_path(
@@ -309,6 +311,7 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
         raw_frontmatter: None,
         summary: None,
         json: None,
+        json_title: None,
         diagnostics: Vec::new(),
     };
     let (bytes, sha) = match read_bytes(file) {
@@ -353,8 +356,22 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
         }
     };
     if out.path.ends_with(".json") {
-        match records::parse_json(&text) {
-            Ok(value) => out.json = Some(value),
+        // Only the records ingest reads are kept as JSON trees; of the others (term postings
+        // can be megabytes) only the syntax is checked and the title taken.
+        let keep = matches!(
+            class,
+            PathClass::DocumentPacket | PathClass::PageDirectoryRouter | PathClass::PerFileGraph
+        );
+        let parsed = if keep {
+            records::parse_json(&text).map(Some)
+        } else {
+            records::parse_title(&text).map(|title| {
+                out.json_title = title;
+                None
+            })
+        };
+        match parsed {
+            Ok(value) => out.json = value,
             Err(e) => out.diagnostics.push(Diagnostic::new(
                 file.relative.clone(),
                 None,
@@ -423,6 +440,7 @@ fn resolve_title(record_title: Option<&str>, r: &ReadFile) -> String {
         .map(str::to_string)
         .or_else(|| string_field(&r.frontmatter, "title"))
         .or_else(|| r.summary.as_ref().and_then(|s| s.first_h1.clone()))
+        .or_else(|| r.json_title.clone())
         .or_else(|| {
             r.json
                 .as_ref()

@@ -97,6 +97,28 @@ pub fn parse_json(text: &str) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
+/// Checks a JSON document's syntax and returns its top-level `title` string, without building
+/// a tree of the rest.
+pub fn parse_title(text: &str) -> Result<Option<String>, String> {
+    #[derive(Deserialize)]
+    struct Titled {
+        #[serde(default)]
+        title: Option<Value>,
+    }
+    if nesting_depth_exceeds(text, MAX_JSON_DEPTH) {
+        return Err(format!("JSON nests deeper than {MAX_JSON_DEPTH} levels"));
+    }
+    let text = sanitize_lone_surrogates(text);
+    match serde_json::from_str::<Titled>(&text) {
+        Ok(t) => Ok(t.title.and_then(|v| v.as_str().map(str::to_string))),
+        // Valid JSON that is not an object has no title.
+        Err(e) if e.is_data() => serde_json::from_str::<serde::de::IgnoredAny>(&text)
+            .map(|_| None)
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// The `formatVersion` of a record, if it is an integer.
 pub fn format_version(value: &Value) -> Option<u64> {
     value.get("formatVersion").and_then(Value::as_u64)

@@ -33,7 +33,10 @@ pub const INDEX_FORMAT_VERSION: u64 = 1;
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
+    /// Files listed in the tree (bundle files plus listed virtual relation records).
     pub files: u64,
+    /// Relation records kbtools renders itself (listed or not).
+    pub virtual_files: u64,
     pub source_pages: u64,
     pub relations: u64,
     pub diagnostics: u64,
@@ -122,6 +125,13 @@ pub fn read_manifest(index_dir: &Path) -> Result<Option<Manifest>, IndexError> {
         })
 }
 
+/// The `activeContentRevision` a live manifest records, whatever its format version.
+fn last_revision(index_dir: &Path) -> Option<u64> {
+    let path = current_generation(index_dir)?.join("manifest.json");
+    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    value.get("activeContentRevision")?.as_u64()
+}
+
 /// The default index folder of a bundle: `<cache>/kbtools/<folder name>-<hash of its path>`.
 pub fn default_index_dir(bundle_root: &Path) -> PathBuf {
     let canonical = bundle_root
@@ -189,7 +199,9 @@ pub fn build(
             (m.active_content_revision, false)
         }
         Some((m, _)) => (m.active_content_revision + 1, true),
-        None => (1, true),
+        // An index of another format (or a damaged one) still tells the last revision, so that
+        // cursors issued against it are refused after the rebuild.
+        None => (last_revision(index_dir).map_or(1, |r| r + 1), true),
     };
     let previous_pages: HashMap<&str, (&str, Option<u64>)> = previous
         .as_ref()
@@ -304,7 +316,8 @@ pub fn build(
         content_fingerprint: ingested.content_fingerprint,
         stat_fingerprint: ingested.stat_fingerprint,
         counts: Counts {
-            files: data.files.len() as u64,
+            files: data.files.iter().filter(|f| f.listed).count() as u64,
+            virtual_files: data.files.iter().filter(|f| f.disk.is_none()).count() as u64,
             source_pages: data.files.iter().filter(|f| f.source_backed).count() as u64,
             relations: data.relations.len() as u64,
             diagnostics: ingested.diagnostics.len() as u64,

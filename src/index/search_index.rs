@@ -215,7 +215,11 @@ impl SearchIndex {
             .collect();
         // Equal scores rank by catalog position (path order), not by where tantivy's writer
         // threads happened to put the documents: ranks feed the fusion, outputs stay stable.
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.position.cmp(&b.position)));
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.position.cmp(&b.position))
+        });
         Ok(hits)
     }
 

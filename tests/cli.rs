@@ -1,0 +1,632 @@
+//! Black-box tests of the `kbtools` binary: `index` and `call` over the fixture bundle, exit
+//! codes (0 success, 1 tool error with the envelope on stdout, 2 usage / index problems with a
+//! message on stderr), determinism, automatic rebuilds and revisions, and the friendly
+//! subcommands (`search`, `read`, `tree`, `file`, `related`, `expand`) against `call`.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+const FIXTURE: &str = "fixtures/focowiki-docs";
+const PAGE: &str = "pages/en/README.md";
+
+/// What one run of the binary gave.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// The stdout as JSON (exactly one JSON document and a newline).
+    fn json(&self) -> Value {
+        assert!(
+            self.stdout.ends_with('\n'),
+            "stdout does not end with a newline: {:?}",
+            self.stdout
+        );
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Asserts the exit code, showing both streams when it differs.
+    fn expect(self, code: i32) -> Self {
+        assert_eq!(
+            self.code, code,
+            "exit code {} (expected {code})\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Whether this run built (or rebuilt) an index: the build's progress lines on stderr.
+    fn built(&self) -> bool {
+        self.stderr.contains("index ready")
+    }
+}
+
+fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kbtools"));
+    cmd.args(args)
+        .current_dir(common::manifest_dir())
+        .env_remove("KBTOOLS_BUNDLE")
+        .env_remove("KBTOOLS_INDEX")
+        .env("KBTOOLS_TODAY", common::TODAY);
+    cmd
+}
+
+fn finish(output: std::process::Output) -> Run {
+    Run {
+        code: output.status.code().expect("exited normally"),
+        stdout: String::from_utf8(output.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(output.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+fn kbtools(args: &[&str]) -> Run {
+    finish(command(args).output().unwrap())
+}
+
+fn kbtools_with_stdin(args: &[&str], stdin: &str) -> Run {
+    let mut child = command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    finish(child.wait_with_output().unwrap())
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 temp path")
+}
+
+/// `kbtools call <tool> <input> --bundle <bundle> --index <index>`.
+fn call(bundle: &str, index: &Path, tool: &str, input: &Value) -> Run {
+    kbtools(&[
+        "call",
+        tool,
+        &input.to_string(),
+        "--bundle",
+        bundle,
+        "--index",
+        s(index),
+    ])
+}
+
+/// `kbtools index <bundle> --index <index>`, which must succeed; returns its summary.
+fn index(bundle: &str, index: &Path) -> Value {
+    kbtools(&["index", bundle, "--index", s(index)])
+        .expect(0)
+        .json()
+}
+
+/// Checks a tool's output (success or error envelope) against its contract schema.
+fn assert_valid(tool: &str, input: &Value, output: &Value, status: u16) {
+    let operation = common::operation_of(tool, input);
+    let problems = common::violations(&common::schema_for(operation, status), output);
+    assert!(
+        problems.is_empty(),
+        "{tool} {input} → {status} violates {operation}:\n{}\n{output}",
+        problems.join("\n")
+    );
+}
+
+/// `req-` and a lower-case UUID version 4 (RFC 4122 variant).
+fn is_request_id(id: &str) -> bool {
+    let Some(uuid) = id.strip_prefix("req-") else {
+        return false;
+    };
+    let b = uuid.as_bytes();
+    let groups_ok = uuid.split('-').map(str::len).collect::<Vec<_>>() == [8, 4, 4, 4, 12];
+    let hex_ok = uuid
+        .bytes()
+        .all(|c| c == b'-' || c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
+    groups_ok && hex_ok && b[14] == b'4' && matches!(b[19], b'8' | b'9' | b'a' | b'b')
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A writable copy of the fixture bundle in a temporary folder.
+fn copied_fixture(tmp: &Path) -> PathBuf {
+    let bundle = tmp.join("focowiki-docs");
+    copy_dir(&common::fixture("focowiki-docs"), &bundle);
+    bundle
+}
+
+fn revision(output: &Value) -> u64 {
+    output["activeContentRevision"]
+        .as_u64()
+        .or_else(|| output["file"]["activeContentRevision"].as_u64())
+        .unwrap_or_else(|| panic!("no activeContentRevision in {output}"))
+}
+
+/// The tree entry of `name` among the children of `parent`.
+fn tree_entry(bundle: &str, index: &Path, parent: &str, name: &str) -> Value {
+    let out = call(
+        bundle,
+        index,
+        "list_tree",
+        &json!({ "parentPath": parent, "limit": 500 }),
+    )
+    .expect(0)
+    .json();
+    out["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("{parent}/{name} is not listed"))
+        .clone()
+}
+
+#[test]
+fn index_prints_a_json_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("index");
+    let run = kbtools(&["index", FIXTURE, "--index", s(&dir)]).expect(0);
+    let summary = run.json();
+    let id = summary["knowledgeBaseId"].as_str().unwrap();
+    assert!(id.starts_with("knowledge-base-"), "{id}");
+    assert_eq!(summary["knowledgeBaseName"], "Focowiki Docs");
+    assert_eq!(summary["activeContentRevision"], 1);
+    assert_eq!(summary["revisionChanged"], true);
+    assert_eq!(summary["counts"]["sourcePages"], 36);
+    assert!(summary["counts"]["files"].as_u64().unwrap() >= 271);
+    assert!(summary["counts"]["relations"].as_u64().unwrap() > 0);
+    assert_eq!(summary["counts"]["diagnostics"], 0);
+    assert!(run.built(), "no progress on stderr: {}", run.stderr);
+    assert!(dir.join("CURRENT").is_file());
+
+    // The same bundle gives the same knowledge-base id in any index folder.
+    let again = index(FIXTURE, &tmp.path().join("other"));
+    assert_eq!(again["knowledgeBaseId"], summary["knowledgeBaseId"]);
+}
+
+#[test]
+fn call_builds_a_fresh_index_first_and_answers_the_same_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fresh");
+    let input = json!({ "query": "knowledge base" });
+    let first = call(FIXTURE, &dir, "search_files", &input).expect(0);
+    // Progress goes to stderr, the contract JSON alone to stdout.
+    assert!(
+        first.built(),
+        "no build progress on stderr: {}",
+        first.stderr
+    );
+    assert!(!first.stdout.contains("kbtools:"));
+    let out = first.json();
+    assert_valid("search_files", &input, &out, 200);
+    assert!(!out["items"].as_array().unwrap().is_empty());
+
+    let second = call(FIXTURE, &dir, "search_files", &input).expect(0);
+    assert!(
+        !second.built(),
+        "rebuilt an unchanged bundle: {}",
+        second.stderr
+    );
+    assert_eq!(first.stdout, second.stdout, "same call, different bytes");
+
+    // The literal input of the brief, passed as the command line spells it.
+    let third = kbtools(&[
+        "call",
+        "search_files",
+        r#"{"query":"knowledge base"}"#,
+        "--bundle",
+        FIXTURE,
+        "--index",
+        s(&dir),
+    ])
+    .expect(0);
+    assert_eq!(first.stdout, third.stdout);
+}
+
+#[test]
+fn call_after_index_and_with_only_the_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("index");
+    index(FIXTURE, &dir);
+    let input = json!({ "path": "index.md" });
+    let with_bundle = call(FIXTURE, &dir, "read_file", &input).expect(0);
+    assert!(!with_bundle.built(), "{}", with_bundle.stderr);
+    // Without --bundle the index names its bundle.
+    let index_only =
+        kbtools(&["call", "read_file", &input.to_string(), "--index", s(&dir)]).expect(0);
+    assert_eq!(with_bundle.stdout, index_only.stdout);
+}
+
+#[test]
+fn read_file_returns_the_bytes_on_disk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("index");
+    for path in ["index.md", PAGE, "_index/pages/index.json", "log.md"] {
+        let input = json!({ "path": path });
+        let out = call(FIXTURE, &dir, "read_file", &input).expect(0).json();
+        assert_valid("read_file", &input, &out, 200);
+        let bytes = std::fs::read(common::fixture("focowiki-docs").join(path)).unwrap();
+        assert!(
+            out["content"].as_str().unwrap().as_bytes() == bytes.as_slice(),
+            "content of {path} differs from the file"
+        );
+        assert_eq!(out["file"]["sizeBytes"].as_u64(), Some(bytes.len() as u64));
+    }
+    // The input can come from stdin.
+    let from_stdin = kbtools_with_stdin(
+        &[
+            "call",
+            "read_file",
+            "-",
+            "--bundle",
+            FIXTURE,
+            "--index",
+            s(&dir),
+        ],
+        r#"{"path":"index.md"}"#,
+    )
+    .expect(0);
+    let direct = call(FIXTURE, &dir, "read_file", &json!({ "path": "index.md" })).expect(0);
+    assert_eq!(from_stdin.stdout, direct.stdout);
+}
+
+#[test]
+fn a_tool_error_prints_the_envelope_and_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("index");
+    index(FIXTURE, &dir);
+    let cases = [
+        ("read_file", json!({ "path": "pages/missing.md" }), 404),
+        ("get_file", json!({ "fileId": "source-file-nope" }), 404),
+        ("read_related", json!({ "fileId": "index.md" }), 409),
+        ("list_tree", json!({ "limit": 0 }), 422),
+        (
+            "search_files",
+            json!({ "query": "ok", "mode": "vector" }),
+            422,
+        ),
+    ];
+    let mut ids = std::collections::BTreeSet::new();
+    for (tool, input, status) in cases {
+        let run = call(FIXTURE, &dir, tool, &input).expect(1);
+        let out = run.json();
+        assert_valid(tool, &input, &out, status);
+        let error = &out["error"];
+        assert_eq!(error["httpStatus"], status, "{tool} {input}");
+        assert!(error["code"].is_string() && error["message"].is_string());
+        if let Some(details) = error.get("details") {
+            assert!(details.is_object());
+        }
+        let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["error", "requestId"]);
+        let request_id = out["requestId"].as_str().unwrap();
+        assert!(is_request_id(request_id), "requestId {request_id}");
+        assert!(ids.insert(request_id.to_string()), "requestId reused");
+    }
+    let missing = call(
+        FIXTURE,
+        &dir,
+        "read_file",
+        &json!({ "path": "pages/missing.md" }),
+    )
+    .expect(1)
+    .json();
+    assert_eq!(missing["error"]["code"], "NOT_FOUND");
+}
+
+#[test]
+fn usage_errors_exit_2_with_a_message_on_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("index");
+    let dir = s(&dir);
+    let cases: [(&[&str], &str); 5] = [
+        (&["frobnicate"], "frobnicate"),
+        (
+            &[
+                "call",
+                "no_such_tool",
+                "{}",
+                "--bundle",
+                FIXTURE,
+                "--index",
+                dir,
+            ],
+            "unknown tool",
+        ),
+        (
+            &[
+                "call",
+                "search_files",
+                "{not json",
+                "--bundle",
+                FIXTURE,
+                "--index",
+                dir,
+            ],
+            "not valid JSON",
+        ),
+        (&["call"], "TOOL"),
+        (&["search", "--bundle", FIXTURE, "--index", dir], "QUERY"),
+    ];
+    for (args, needle) in cases {
+        let run = kbtools(args).expect(2);
+        assert!(
+            run.stderr.contains(needle),
+            "{args:?}: stderr lacks {needle:?}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "{args:?}: stdout {}", run.stdout);
+    }
+    // Usage errors are caught before any index is built.
+    assert!(!Path::new(dir).exists());
+}
+
+#[test]
+fn an_index_of_an_unknown_format_version_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("index");
+    index(FIXTURE, &dir);
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    let manifest_path = dir.join(current.trim()).join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    assert_eq!(manifest["formatVersion"], 1);
+    manifest["formatVersion"] = json!(999);
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+
+    let input = json!({ "query": "knowledge base" }).to_string();
+    let with_bundle = [
+        "call",
+        "search_files",
+        &input,
+        "--bundle",
+        FIXTURE,
+        "--index",
+        s(&dir),
+    ];
+    let index_only = ["call", "search_files", &input, "--index", s(&dir)];
+    for args in [&with_bundle[..], &index_only[..]] {
+        let run = kbtools(args).expect(2);
+        assert!(
+            run.stderr.contains("kbtools index"),
+            "{args:?}: the message does not say to run `kbtools index`: {}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("999"), "{}", run.stderr);
+        assert!(run.stdout.is_empty());
+    }
+    // `kbtools index` replaces it.
+    index(FIXTURE, &dir);
+    kbtools(&with_bundle).expect(0);
+}
+
+#[test]
+fn a_changed_page_is_reindexed_with_a_new_revision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = copied_fixture(tmp.path());
+    let bundle = s(&bundle);
+    let dir = tmp.path().join("index");
+    assert_eq!(index(bundle, &dir)["activeContentRevision"], 1);
+    let read = json!({ "path": PAGE });
+    let before = call(bundle, &dir, "read_file", &read).expect(0);
+    assert!(!before.built());
+    assert_eq!(revision(&before.json()), 1);
+
+    // Append text to a page: the next call rebuilds on its own and the revision moves on.
+    let page = Path::new(bundle).join(PAGE);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&page)
+        .unwrap();
+    file.write_all(b"\n\nA paragraph added after the export.\n")
+        .unwrap();
+    drop(file);
+    let after = call(bundle, &dir, "read_file", &read).expect(0);
+    assert!(after.built(), "no rebuild after a change: {}", after.stderr);
+    let out = after.json();
+    assert_valid("read_file", &read, &out, 200);
+    assert_eq!(revision(&out), 2);
+    assert_eq!(
+        out["content"].as_str().unwrap().as_bytes(),
+        std::fs::read(&page).unwrap().as_slice()
+    );
+    // The changed page has the new resource revision, an unchanged one keeps the old.
+    assert_eq!(
+        tree_entry(bundle, &dir, "pages/en", "README.md")["resourceRevision"],
+        2
+    );
+    assert_eq!(
+        tree_entry(bundle, &dir, "pages/en/guide", "file-first-graph.md")["resourceRevision"],
+        1
+    );
+
+    // Re-indexing the unchanged bundle keeps the revision; calls do not rebuild.
+    let summary = index(bundle, &dir);
+    assert_eq!(summary["activeContentRevision"], 2);
+    assert_eq!(summary["revisionChanged"], false);
+    let again = call(bundle, &dir, "read_file", &read).expect(0);
+    assert!(!again.built(), "{}", again.stderr);
+    assert_eq!(revision(&again.json()), 2);
+    assert_eq!(after.stdout, again.stdout);
+}
+
+#[test]
+fn a_touched_page_is_reindexed_but_keeps_the_revision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = copied_fixture(tmp.path());
+    let bundle = s(&bundle);
+    let dir = tmp.path().join("index");
+    index(bundle, &dir);
+    let input = json!({ "fileId": PAGE });
+    let before = call(bundle, &dir, "get_file", &input).expect(0);
+
+    let page = Path::new(bundle).join(PAGE);
+    let file = std::fs::OpenOptions::new().write(true).open(&page).unwrap();
+    let mtime = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+    file.set_modified(mtime).unwrap();
+    drop(file);
+
+    let after = call(bundle, &dir, "get_file", &input).expect(0);
+    assert!(after.built(), "no rebuild after a touch: {}", after.stderr);
+    assert_eq!(revision(&after.json()), 1);
+    assert_eq!(before.stdout, after.stdout);
+}
+
+#[test]
+fn friendly_subcommands_answer_like_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("index");
+    index(FIXTURE, &dir);
+    let page_id = call(FIXTURE, &dir, "get_file", &json!({ "fileId": PAGE }))
+        .expect(0)
+        .json()["file"]["fileId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(page_id.starts_with("source-file-"));
+    let first_tree_page = call(
+        FIXTURE,
+        &dir,
+        "list_tree",
+        &json!({ "parentPath": "pages", "limit": 2 }),
+    )
+    .expect(0)
+    .json();
+    let tree_cursor = first_tree_page["nextCursor"].as_str().unwrap().to_string();
+
+    let cases: Vec<(Vec<&str>, &str, Value)> = vec![
+        (
+            vec!["search", "knowledge base"],
+            "search_files",
+            json!({ "query": "knowledge base" }),
+        ),
+        (
+            vec![
+                "search",
+                "knowledge base",
+                "--mode",
+                "file",
+                "--scope",
+                "path",
+                "--limit",
+                "3",
+            ],
+            "search_files",
+            json!({ "query": "knowledge base", "mode": "file", "scope": "path", "limit": 3 }),
+        ),
+        (
+            vec![
+                "search",
+                "graph",
+                "--graph-depth",
+                "2",
+                "--graph-fanout",
+                "3",
+            ],
+            "search_files",
+            json!({ "query": "graph", "graphDepth": 2, "graphFanout": 3 }),
+        ),
+        (
+            vec!["read", "index.md"],
+            "read_file",
+            json!({ "path": "index.md" }),
+        ),
+        (
+            vec!["read", &page_id],
+            "read_file",
+            json!({ "fileId": page_id }),
+        ),
+        (vec!["tree"], "list_tree", json!({})),
+        (
+            vec!["tree", "pages", "--limit", "2"],
+            "list_tree",
+            json!({ "parentPath": "pages", "limit": 2 }),
+        ),
+        (
+            vec!["tree", "pages", "--limit", "2", "--cursor", &tree_cursor],
+            "list_tree",
+            json!({ "parentPath": "pages", "limit": 2, "cursor": tree_cursor }),
+        ),
+        (
+            vec!["file", &page_id],
+            "get_file",
+            json!({ "fileId": page_id }),
+        ),
+        (vec!["file", PAGE], "get_file", json!({ "fileId": PAGE })),
+        (
+            vec!["related", PAGE, "--limit", "2"],
+            "read_related",
+            json!({ "fileId": PAGE, "limit": 2 }),
+        ),
+        (
+            vec!["related", &page_id],
+            "read_related",
+            json!({ "fileId": page_id }),
+        ),
+        (
+            vec!["expand", &page_id, "--depth", "2", "--fanout", "3"],
+            "expand_graph",
+            json!({ "fileId": page_id, "depth": 2, "fanout": 3 }),
+        ),
+        (
+            vec!["read", "pages/missing.md"],
+            "read_file",
+            json!({ "path": "pages/missing.md" }),
+        ),
+    ];
+    for (mut args, tool, input) in cases {
+        args.extend(["--bundle", FIXTURE, "--index", s(&dir)]);
+        let friendly = kbtools(&args);
+        let via_call = call(FIXTURE, &dir, tool, &input);
+        assert_eq!(
+            friendly.code, via_call.code,
+            "{args:?}: exit code {} vs call's {}\n{}",
+            friendly.code, via_call.code, friendly.stderr
+        );
+        let (a, b) = (friendly.json(), via_call.json());
+        if friendly.code == 0 {
+            assert_valid(tool, &input, &a, 200);
+            assert_eq!(
+                friendly.stdout, via_call.stdout,
+                "{args:?} vs call {tool} {input}"
+            );
+        } else {
+            // Error envelopes differ only in their request ids.
+            assert_eq!(a["error"], b["error"], "{args:?}");
+        }
+    }
+}
+
+#[test]
+fn request_id_check_accepts_only_v4() {
+    assert!(is_request_id("req-bd0fb793-a215-4d68-93c1-f6607344067a"));
+    assert!(!is_request_id("req-bd0fb793-a215-1d68-93c1-f6607344067a"));
+    assert!(!is_request_id("req-bd0fb793-a215-4d68-73c1-f6607344067a"));
+    assert!(!is_request_id("bd0fb793-a215-4d68-93c1-f6607344067a"));
+    assert!(!is_request_id("req-BD0FB793-A215-4D68-93C1-F6607344067A"));
+}
