@@ -761,7 +761,7 @@ fn assemble_plain(
 /// when the page has relations, readable but unlisted when it has none (so every `graphRef`
 /// opens, DECISIONS 20–21).
 fn add_virtual_graphs(files: &mut Vec<IngestedFile>, relations: &[Relation]) {
-    let existing: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
+    let mut existing: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
     let titles: HashMap<String, String> = files
         .iter()
         .filter(|f| f.source_backed)
@@ -774,7 +774,9 @@ fn add_virtual_graphs(files: &mut Vec<IngestedFile>, relations: &[Relation]) {
     let mut added = Vec::new();
     for file in files.iter().filter(|f| f.source_backed) {
         let graph_path = paths::per_file_graph_path(&file.path);
-        if existing.contains(&graph_path) || paths::check_canonical(&graph_path).is_err() {
+        // `insert` is false for a record on disk or one already rendered for a page whose path
+        // differs only in the case of `.md` (both map to one record path).
+        if paths::check_canonical(&graph_path).is_err() || !existing.insert(graph_path.clone()) {
             continue;
         }
         let rels = by_page.get(file.path.as_str()).cloned().unwrap_or_default();

@@ -155,7 +155,8 @@ impl PathClass {
 const BUCKETS: [&str; 6] = ["latin", "han", "kana", "hangul", "number", "other"];
 
 fn ends_with_md(name: &str) -> bool {
-    name.len() > 3 && name[name.len() - 3..].eq_ignore_ascii_case(".md")
+    // Bytes, not `str` slicing: a name may end inside a multi-byte character (`é..`, `x😀`).
+    name.len() > 3 && name.as_bytes()[name.len() - 3..].eq_ignore_ascii_case(b".md")
 }
 
 /// `index-<leaf>.md` with `<leaf>` = `[A-Za-z0-9]([A-Za-z0-9._-]{0,238}[A-Za-z0-9])?`, not `map-…`.

@@ -30,7 +30,7 @@ fn fold(path: &str) -> String {
 }
 
 fn strip_md(path: &str) -> &str {
-    if path.len() > 3 && path[path.len() - 3..].eq_ignore_ascii_case(".md") {
+    if path.len() > 3 && path.as_bytes()[path.len() - 3..].eq_ignore_ascii_case(b".md") {
         &path[..path.len() - 3]
     } else {
         path

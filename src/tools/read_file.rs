@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{read_content, require_revision, GeneratedFile, Input};
-use crate::bundle::paths;
+use crate::bundle::paths::{self, PathClass};
 use crate::error::{messages, ToolError};
 use crate::index::KnowledgeBase;
 
@@ -39,7 +39,7 @@ fn target<'a>(input: &Input<'a>) -> Result<Target<'a>, ToolError> {
         )),
         (Some(id), None) => Ok(Target::Id(id)),
         (None, Some(path)) => {
-            if paths::check_canonical(path).is_err() || paths::classify(path).is_none() {
+            if paths::check_canonical(path).is_err() {
                 return Err(ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"));
             }
             Ok(Target::Path(path))
@@ -47,9 +47,24 @@ fn target<'a>(input: &Input<'a>) -> Result<Target<'a>, ToolError> {
     }
 }
 
+/// True when `path` is exactly the path of a per-file graph record kbtools renders itself. A
+/// plain-folder page named `index.md` gets `_graph/by-file/**/index.json`, which the bundle path
+/// table does not allow; it must still open, since it is that page's `graphRef` (DECISIONS 21).
+fn is_virtual_graph(kb: &KnowledgeBase, path: &str) -> bool {
+    kb.catalog.by_path(path).is_some_and(|i| {
+        let file = kb.catalog.file(i);
+        file.path == path && file.class == PathClass::PerFileGraph && file.virtual_content.is_some()
+    })
+}
+
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let input = Input::new(input, &FIELDS)?;
     let target = target(&input)?;
+    if let Target::Path(path) = target {
+        if paths::classify(path).is_none() && !is_virtual_graph(kb, path) {
+            return Err(ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"));
+        }
+    }
     let revision = require_revision(kb)?;
     let position = match target {
         Target::Id(id) => kb.catalog.by_id_or_path(id),
