@@ -265,6 +265,7 @@ fn serve_options(source: &Source) -> Result<ServeOptions> {
     Ok(ServeOptions {
         today,
         read_limit: source.read_limit,
+        ..ServeOptions::default()
     })
 }
 

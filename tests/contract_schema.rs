@@ -153,3 +153,48 @@ fn schema_check_rejects_extra_and_missing_keys() {
         "a missing key must be rejected"
     );
 }
+
+#[test]
+fn a_search_past_its_deadline_is_a_timeout_not_an_empty_success() {
+    let mut opened = open_fixture("focowiki-docs");
+    opened.kb.options.search_deadline = std::time::Duration::ZERO;
+    let error = checked_call(
+        &opened.kb,
+        "search_files",
+        json!({ "query": "knowledge base" }),
+    )
+    .unwrap_err();
+    assert_eq!(error.code.as_str(), "SEARCH_TIMEOUT");
+    assert_eq!(error.http_status(), 504);
+}
+
+#[test]
+fn typed_params_run_the_same_validation_as_json() {
+    use kbtools::tools::{read_file, search_files};
+    let opened = open_fixture("focowiki-docs");
+    let kb = &opened.kb;
+    let typed = search_files::run_params(
+        kb,
+        &search_files::Params {
+            query: "knowledge base".into(),
+            limit: Some(3),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let json_out = checked_call(
+        kb,
+        "search_files",
+        json!({ "query": "knowledge base", "limit": 3 }),
+    )
+    .unwrap();
+    assert_eq!(serde_json::to_value(typed).unwrap(), json_out);
+    let both = read_file::Params {
+        file_id: Some("x".into()),
+        path: Some("index.md".into()),
+    };
+    assert_eq!(
+        read_file::run_params(kb, &both).unwrap_err().code.as_str(),
+        "VALIDATION_ERROR"
+    );
+}

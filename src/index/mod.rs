@@ -404,6 +404,9 @@ pub struct ServeOptions {
     pub today: time::Date,
     /// Reads above this many bytes get 413 (DECISIONS 12).
     pub read_limit: u64,
+    /// A search still running after this answers 504 `SEARCH_TIMEOUT` (the online default is
+    /// 3 s), never a partial or empty success.
+    pub search_deadline: std::time::Duration,
 }
 
 impl Default for ServeOptions {
@@ -411,6 +414,7 @@ impl Default for ServeOptions {
         ServeOptions {
             today: crate::okf::utc_today(),
             read_limit: 10 * 1024 * 1024,
+            search_deadline: std::time::Duration::from_secs(3),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! source page (depth 0–2, fanout 0–25 per explored node), each target listed once at its
 //! shallowest depth, with the per-file graph records that describe them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{page_limit, require_revision, GeneratedFile, Input, RelatedFile};
@@ -58,6 +58,31 @@ pub fn graph_paths<'a>(kb: &KnowledgeBase, pages: impl Iterator<Item = &'a str>)
         }
     }
     out
+}
+
+/// The tool input (`expand_graph {fileId, depth, fanout, cursor}`; `limit` as the API takes
+/// it), for Rust callers and schemas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Params {
+    /// The seed: a source page's fileId (or path).
+    pub file_id: String,
+    /// 0–2 (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u8>,
+    /// New relations per explored page, 0–25 (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Page size, 1–200 (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// Runs the tool with typed parameters (the same validation as JSON input).
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {

@@ -1,6 +1,6 @@
 //! `get_file` → `getFileById`: a file's metadata and read actions, `{file: GeneratedFile}`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{require_revision, GeneratedFile, Input};
@@ -21,6 +21,19 @@ pub fn file_id<'a>(input: &Input<'a>) -> Result<&'a str, ToolError> {
         Ok(Some(id)) => Ok(id),
         _ => Err(ToolError::invalid_field(messages::INPUT_INVALID, "fileId")),
     }
+}
+
+/// The tool input (`get_file {fileId}`), for Rust callers and schemas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Params {
+    /// A fileId (or a bundle path).
+    pub file_id: String,
+}
+
+/// Runs the tool with typed parameters (the same validation as JSON input).
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {

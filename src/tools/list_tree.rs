@@ -2,7 +2,7 @@
 //! directories interleaved in byte order of path (DECISIONS 9), paged by a cursor bound to the
 //! parent path, the limit and the revision.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{page_limit, read_actions, Input};
@@ -60,6 +60,26 @@ fn parent_path(input: &Input<'_>) -> Result<String, ToolError> {
         Some(path) if paths::is_allowed_tree_parent(path) => Ok(path.to_string()),
         Some(_) => Err(invalid()),
     }
+}
+
+/// The tool input (`list_tree {parentPath, cursor, limit}`), for Rust callers and schemas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Params {
+    /// Directory to list; `""`, `"root"` or absent is the bundle root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_path: Option<String>,
+    /// `nextCursor` of the previous page, with the same parentPath and limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Page size, 1–500 (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// Runs the tool with typed parameters (the same validation as JSON input).
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {

@@ -2,7 +2,7 @@
 //! (frontmatter included) with its metadata, `{file, content}`. Takes exactly one of `fileId`
 //! and `path`; a path must be a canonical bundle path (the security boundary).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{read_content, require_revision, GeneratedFile, Input};
@@ -55,6 +55,23 @@ fn is_virtual_graph(kb: &KnowledgeBase, path: &str) -> bool {
         let file = kb.catalog.file(i);
         file.path == path && file.class == PathClass::PerFileGraph && file.virtual_content.is_some()
     })
+}
+
+/// The tool input (`read_file {fileId | path}`, exactly one), for Rust callers and schemas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Params {
+    /// A fileId from the tree, search, file detail, related files or graph expansion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_id: Option<String>,
+    /// A bundle path such as `pages/guide.md` or a `graphRef`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Runs the tool with typed parameters (the same validation as JSON input).
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -601,6 +601,55 @@ fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool 
     }
 }
 
+/// The tool input, for Rust callers and schemas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Params {
+    /// The user's full question, 2–512 characters.
+    pub query: String,
+    /// `file`, `graph` or `hybrid` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// 0–2 (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_depth: Option<u8>,
+    /// 0–25 (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_fanout: Option<u64>,
+    /// Ask for a reranker (none runs offline; the status says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// 1–50 (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// `all` (default), `path` or `metadata`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// `page` (default) or `all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_kind: Option<String>,
+    /// `draft`, `stable` or `deprecated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub okf_status: Option<String>,
+    /// `unverified`, `machine-confirmed` or `human-reviewed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub okf_trust_tier: Option<String>,
+    /// `fresh` or `stale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub okf_freshness: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank_top_k: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank_score_threshold: Option<f64>,
+}
+
+/// Runs the tool with typed parameters (the same validation as JSON input).
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
+}
+
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let request = validate(input)?;
     let Some(revision) = kb.revision() else {
@@ -610,6 +659,17 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let offset = match &request.cursor {
         Some(c) => cursor::decode(c, NAME, &scope, revision)? as usize,
         None => 0,
+    };
+    let started = std::time::Instant::now();
+    let check_deadline = || {
+        if started.elapsed() > kb.options.search_deadline {
+            Err(ToolError::new(
+                ErrorCode::SearchTimeout,
+                messages::SEARCH_TIMEOUT,
+            ))
+        } else {
+            Ok(())
+        }
     };
     let lanes = plan(&request);
     let searcher = kb.search.searcher();
@@ -629,6 +689,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         }
         .map_err(unavailable)?;
         results.push((lane, hits));
+        check_deadline()?;
     }
     if lanes.contains(&Lane::FileGraph) {
         let seeds = match results.iter().find(|(l, _)| *l == Lane::Lexical) {
@@ -719,6 +780,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         ceiling = ceiling.min(c.score);
         shown_scores.push(ceiling);
     }
+    check_deadline()?;
     let excerpter = kb.search.excerpter(&searcher, &request.query);
     let items: Vec<SearchResult> = candidates[start..end]
         .iter()

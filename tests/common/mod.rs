@@ -34,7 +34,7 @@ pub fn shared_bundle(name: &str) -> Option<PathBuf> {
 pub fn serve_options() -> ServeOptions {
     ServeOptions {
         today: kbtools::okf::parse_date(TODAY).unwrap(),
-        read_limit: 10 * 1024 * 1024,
+        ..ServeOptions::default()
     }
 }
 
