@@ -721,7 +721,8 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let mut fused: HashMap<u32, Candidate> = HashMap::new();
     for (lane, hits) in &results {
         for (rank, hit) in hits.iter().enumerate() {
-            if !kb.catalog.file(hit.position).source_backed {
+            let known = (hit.position as usize) < kb.catalog.files().len();
+            if !known || !kb.catalog.file(hit.position).source_backed {
                 continue;
             }
             let entry = fused.entry(hit.position).or_insert(Candidate {
