@@ -209,6 +209,27 @@ pub fn terms(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     out
 }
 
+/// Adjacent token pairs (by position) an analyzer makes of `text`, without duplicates: the
+/// proximity terms of the lexical lane (for CJK bigrams a pair is a trigram).
+pub fn adjacent_pairs(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(String, String)> {
+    let mut tokens: Vec<(usize, String)> = Vec::new();
+    let mut stream = analyzer.token_stream(text);
+    while stream.advance() {
+        let t = stream.token();
+        tokens.push((t.position, t.text.clone()));
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    for pair in tokens.windows(2) {
+        if pair[1].0 == pair[0].0 + 1 {
+            let p = (pair[0].1.clone(), pair[1].1.clone());
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 /// True when the text has any CJK character (the words lane only adds value then).
 pub fn has_cjk(text: &str) -> bool {
     text.chars().any(is_cjk)

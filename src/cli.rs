@@ -119,6 +119,21 @@ enum Command {
         #[arg(long)]
         cursor: Option<String>,
     },
+    /// Measure search quality against relevance judgments (BEIR queries.jsonl + qrels TSV).
+    Eval {
+        /// queries.jsonl ({"_id", "text"} per line).
+        #[arg(long)]
+        queries: PathBuf,
+        /// qrels TSV (query-id, corpus-id, score); corpus-id <id> is page pages/<id>.md.
+        #[arg(long)]
+        qrels: PathBuf,
+        /// Modes to evaluate (repeatable) [default: file, graph, hybrid].
+        #[arg(long)]
+        mode: Vec<String>,
+        /// Print a JSON report instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Explore the relation graph from a source page (expand_graph).
     Expand {
         target: String,
@@ -197,6 +212,12 @@ fn run(cli: Cli) -> Result<i32> {
             insert_some(&mut m, "okfFreshness", okf_freshness);
             answer(&source, "search_files", &Value::Object(m))
         }
+        Command::Eval {
+            queries,
+            qrels,
+            mode,
+            json,
+        } => evaluate(&source, &queries, &qrels, mode, json),
         Command::Read { target } => {
             let input = if looks_like_id(&target) {
                 json!({ "fileId": target })
@@ -242,6 +263,76 @@ fn run(cli: Cli) -> Result<i32> {
             answer(&source, "expand_graph", &Value::Object(m))
         }
     }
+}
+
+fn evaluate(
+    source: &Source,
+    queries: &Path,
+    qrels: &Path,
+    modes: Vec<String>,
+    as_json: bool,
+) -> Result<i32> {
+    let queries = kbtools::eval::load_queries(queries).map_err(|e| anyhow!(e))?;
+    let qrels = kbtools::eval::load_qrels(qrels).map_err(|e| anyhow!(e))?;
+    let modes = if modes.is_empty() {
+        vec![
+            "file".to_string(),
+            "graph".to_string(),
+            "hybrid".to_string(),
+        ]
+    } else {
+        modes
+    };
+    for mode in &modes {
+        if !["file", "graph", "hybrid"].contains(&mode.as_str()) {
+            return Err(anyhow!("--mode {mode:?}: expected file, graph or hybrid"));
+        }
+    }
+    let kb = open(source)?;
+    let mut report = Map::new();
+    for mode in &modes {
+        let metrics = kbtools::eval::evaluate(&kb, &queries, &qrels, mode);
+        report.insert(mode.clone(), serde_json::to_value(metrics)?);
+    }
+    if as_json {
+        let value = json!({
+            "knowledgeBaseName": kb.manifest.knowledge_base_name,
+            "activeContentRevision": kb.manifest.active_content_revision,
+            "modes": report,
+        });
+        print_json(&value, source.pretty)?;
+    } else {
+        println!(
+            "{} (revision {})",
+            kb.manifest.knowledge_base_name, kb.manifest.active_content_revision
+        );
+        println!(
+            "{:<8} {:>8} {:>10} {:>11} {:>8} {:>8} {:>7} {:>10}",
+            "mode",
+            "nDCG@10",
+            "Recall@10",
+            "Recall@100",
+            "MRR@10",
+            "queries",
+            "failed",
+            "median ms"
+        );
+        for (mode, m) in &report {
+            let f = |k: &str| m[k].as_f64().unwrap_or(0.0);
+            println!(
+                "{:<8} {:>8.4} {:>10.4} {:>11.4} {:>8.4} {:>8} {:>7} {:>10.2}",
+                mode,
+                f("ndcgAt10"),
+                f("recallAt10"),
+                f("recallAt100"),
+                f("mrrAt10"),
+                m["queries"],
+                m["failed"],
+                f("medianQueryMs")
+            );
+        }
+    }
+    Ok(0)
 }
 
 fn looks_like_id(target: &str) -> bool {

@@ -12,6 +12,7 @@ pub mod analysis;
 pub mod bundle;
 pub mod cursor;
 pub mod error;
+pub mod eval;
 pub mod graph;
 pub mod ids;
 pub mod index;

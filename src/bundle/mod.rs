@@ -452,37 +452,12 @@ fn resolve_title(record_title: Option<&str>, r: &ReadFile) -> String {
         .unwrap_or_else(|| "Untitled".to_string())
 }
 
-fn strings_of(value: Option<&Value>) -> Vec<String> {
-    match value {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 fn page_text(r: &ReadFile) -> PageText {
     let summary = r.summary.clone().unwrap_or_default();
-    let mut metadata = String::new();
-    for key in [
-        "description",
-        "tags",
-        "subjects",
-        "keywords",
-        "aliases",
-        "type",
-    ] {
-        for s in strings_of(r.frontmatter.get(key)) {
-            metadata.push_str(&s);
-            metadata.push('\n');
-        }
-    }
-    if !r.frontmatter.is_empty() {
-        metadata.push_str(&metadata_values_text(&Value::Object(r.frontmatter.clone())));
-    }
+    // Every frontmatter value but the title (which the title field and the H1 already hold).
+    let mut frontmatter = r.frontmatter.clone();
+    frontmatter.remove("title");
+    let mut metadata = metadata_values_text(&Value::Object(frontmatter));
     if let Some(raw) = &r.raw_frontmatter {
         metadata.push_str(raw);
     }

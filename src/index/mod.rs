@@ -10,6 +10,7 @@
 //! gen-<n>/manifest.json, catalog.json, diagnostics.json, search/ (tantivy)
 //! ```
 
+pub mod bm25;
 pub mod catalog;
 pub mod search_index;
 
@@ -27,7 +28,7 @@ use catalog::{Catalog, CatalogData, CatalogFile, CatalogRelation};
 use search_index::{IndexedPage, SearchIndex};
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
-pub const INDEX_FORMAT_VERSION: u64 = 1;
+pub const INDEX_FORMAT_VERSION: u64 = 2;
 
 /// Counts recorded in the manifest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -36,6 +37,7 @@ pub struct Counts {
     /// Files listed in the tree (bundle files plus listed virtual relation records).
     pub files: u64,
     /// Relation records kbtools renders itself (listed or not).
+    #[serde(default)]
     pub virtual_files: u64,
     pub source_pages: u64,
     pub relations: u64,
@@ -476,7 +478,11 @@ impl KnowledgeBase {
         options: ServeOptions,
         progress: &mut dyn FnMut(&str),
     ) -> Result<(Self, Option<BuildReport>), IndexError> {
-        let manifest = read_manifest(index_dir)?;
+        // A damaged index is rebuilt (never served); one of another format version is refused.
+        let manifest = match read_manifest(index_dir) {
+            Err(IndexError::Corrupt { .. }) => None,
+            other => other?,
+        };
         let fresh = match &manifest {
             Some(m) => {
                 let walked = bundle::walk::walk(bundle_root);

@@ -14,22 +14,27 @@ use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
+use super::bm25;
 use crate::analysis::{self, TEXT_ANALYZER, WORDS_ANALYZER};
 use crate::bundle::PageText;
 use crate::error::IndexError;
 
-/// Field weights of the lexical lane (title, headings, path, metadata, body).
-const LEXICAL_FIELDS: [(&str, f32); 5] = [
-    ("title", 3.0),
-    ("headings", 1.5),
-    ("path", 1.5),
-    ("meta", 1.2),
-    ("body", 1.0),
-];
-/// Field weights of the lexical lane with `scope=metadata` (no body).
-const METADATA_FIELDS: [(&str, f32); 3] = [("title", 3.0), ("path", 1.5), ("meta", 1.2)];
-/// Field weights of the dictionary-word lane.
-const WORD_FIELDS: [(&str, f32); 2] = [("title_w", 2.0), ("body_w", 1.0)];
+/// Field weights of the `lexical` lane. The body holds the title (the page's H1) and the
+/// headings already, so the other fields only nudge; tuned on the SciFact train split and the
+/// CMRC 2018 trial split (`kbtools eval`), where separate title and heading weights hurt.
+const LEXICAL_FIELDS: [(&str, f32); 4] =
+    [("body", 1.0), ("title", 0.2), ("meta", 0.3), ("path", 0.2)];
+/// Field weights of the `lexical` lane with `scope=metadata` (no body).
+const METADATA_FIELDS: [(&str, f32); 3] = [("title", 1.0), ("path", 0.5), ("meta", 1.0)];
+/// Field weights of the `jieba` lane: dictionary words of the body, with the body's character
+/// bigrams so that a word the dictionary splits differently still matches.
+const WORD_FIELDS: [(&str, f32); 2] = [("body_w", 0.5), ("body", 1.0)];
+/// BM25 parameters (the classic defaults; the train splits are flat around them).
+const BM25: bm25::FieldParams = bm25::FieldParams {
+    weight: 1.0,
+    k1: 1.2,
+    b: 0.75,
+};
 
 #[derive(Clone, Copy)]
 struct Fields {
@@ -76,11 +81,9 @@ fn schema() -> Schema {
     );
     builder.add_u64_field("doc", FAST | STORED);
     builder.add_text_field("title", positions(false));
-    builder.add_text_field("headings", positions(false));
     builder.add_text_field("path", positions(false));
     builder.add_text_field("meta", positions(false));
     builder.add_text_field("body", positions(true));
-    builder.add_text_field("title_w", words.clone());
     builder.add_text_field("body_w", words);
     builder.add_text_field("exact_path", STRING);
     builder.add_text_field("exact_title", STRING);
@@ -111,14 +114,12 @@ pub fn write(dir: &Path, pages: &[IndexedPage<'_>], threads: usize) -> Result<()
     let mut writer =
         index.writer_with_num_threads::<TantivyDocument>(threads, threads * 96_000_000)?;
     let f = |name| field(&schema, name);
-    let (doc, title, headings, path_f, meta, body, title_w, body_w, exact_path, exact_title) = (
+    let (doc, title, path_f, meta, body, body_w, exact_path, exact_title) = (
         f("doc")?,
         f("title")?,
-        f("headings")?,
         f("path")?,
         f("meta")?,
         f("body")?,
-        f("title_w")?,
         f("body_w")?,
         f("exact_path")?,
         f("exact_title")?,
@@ -127,10 +128,6 @@ pub fn write(dir: &Path, pages: &[IndexedPage<'_>], threads: usize) -> Result<()
         let mut d = TantivyDocument::default();
         d.add_u64(doc, u64::from(page.position));
         d.add_text(title, page.title);
-        d.add_text(title_w, page.title);
-        for heading in &page.text.headings {
-            d.add_text(headings, heading);
-        }
         let path_words = page
             .path
             .strip_prefix("pages/")
@@ -198,8 +195,18 @@ impl SearchIndex {
         query: &dyn Query,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        let columns = self.doc_columns(searcher)?;
         let top = searcher.search(query, &TopDocs::with_limit(limit.max(1)).order_by_score())?;
+        self.hits(searcher, top)
+    }
+
+    /// Maps scored addresses to catalog positions. Equal scores rank by catalog position (path
+    /// order), not by where the writer threads put the documents: ranks feed the fusion.
+    fn hits(
+        &self,
+        searcher: &Searcher,
+        top: Vec<(f32, DocAddress)>,
+    ) -> Result<Vec<LaneHit>, IndexError> {
+        let columns = self.doc_columns(searcher)?;
         let mut hits: Vec<LaneHit> = top
             .into_iter()
             .filter_map(|(score, address)| {
@@ -213,8 +220,6 @@ impl SearchIndex {
                 })
             })
             .collect();
-        // Equal scores rank by catalog position (path order), not by where tantivy's writer
-        // threads happened to put the documents: ranks feed the fusion, outputs stay stable.
         hits.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
@@ -223,13 +228,26 @@ impl SearchIndex {
         Ok(hits)
     }
 
-    fn field_query(&self, fields: &[(&str, f32)], terms: &[String]) -> Option<BooleanQuery> {
+    /// A disjunction of the query's terms over weighted fields; each field is queried with the
+    /// terms of its own analyzer (`*_w` fields: dictionary words; the others: `kb_text`).
+    fn field_query(&self, fields: &[(&str, f32)], query_text: &str) -> Option<BooleanQuery> {
+        let mut text_terms: Option<Vec<String>> = None;
+        let mut word_terms: Option<Vec<String>> = None;
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for (name, boost) in fields {
             let Ok(field) = self.schema.get_field(name) else {
                 continue;
             };
-            for term in terms {
+            let terms = if name.ends_with("_w") {
+                word_terms.get_or_insert_with(|| {
+                    analysis::terms(&mut analysis::words_analyzer(), query_text)
+                })
+            } else {
+                text_terms.get_or_insert_with(|| {
+                    analysis::terms(&mut analysis::text_analyzer(), query_text)
+                })
+            };
+            for term in terms.iter() {
                 let query = TermQuery::new(
                     Term::from_field_text(field, term),
                     IndexRecordOption::WithFreqs,
@@ -243,6 +261,41 @@ impl SearchIndex {
         (!clauses.is_empty()).then(|| BooleanQuery::new(clauses))
     }
 
+    fn lane(
+        &self,
+        searcher: &Searcher,
+        fields: &[(&str, f32)],
+        query_text: &str,
+        limit: usize,
+    ) -> Result<Vec<LaneHit>, IndexError> {
+        let text_terms = analysis::terms(&mut analysis::text_analyzer(), query_text);
+        let word_terms = if fields.iter().any(|(name, _)| name.ends_with("_w")) {
+            analysis::terms(&mut analysis::words_analyzer(), query_text)
+        } else {
+            Vec::new()
+        };
+        let mut queries = Vec::new();
+        for (name, weight) in fields {
+            let Ok(field) = self.schema.get_field(name) else {
+                continue;
+            };
+            queries.push(bm25::FieldQuery {
+                field,
+                params: bm25::FieldParams {
+                    weight: *weight,
+                    ..BM25
+                },
+                terms: if name.ends_with("_w") {
+                    &word_terms
+                } else {
+                    &text_terms
+                },
+            });
+        }
+        let top = bm25::top_docs(searcher, &queries, limit)?;
+        self.hits(searcher, top)
+    }
+
     /// The `lexical` lane: BM25 over the weighted fields with the `kb_text` analysis.
     pub fn lexical(
         &self,
@@ -250,11 +303,7 @@ impl SearchIndex {
         query_text: &str,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        let terms = analysis::terms(&mut analysis::text_analyzer(), query_text);
-        match self.field_query(&LEXICAL_FIELDS, &terms) {
-            Some(query) => self.run(searcher, &query, limit),
-            None => Ok(Vec::new()),
-        }
+        self.lane(searcher, &LEXICAL_FIELDS, query_text, limit)
     }
 
     /// The `lexical` lane with `scope=metadata`: title, path and metadata only.
@@ -264,25 +313,17 @@ impl SearchIndex {
         query_text: &str,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        let terms = analysis::terms(&mut analysis::text_analyzer(), query_text);
-        match self.field_query(&METADATA_FIELDS, &terms) {
-            Some(query) => self.run(searcher, &query, limit),
-            None => Ok(Vec::new()),
-        }
+        self.lane(searcher, &METADATA_FIELDS, query_text, limit)
     }
 
-    /// The `jieba` lane: BM25 over title and body with dictionary-word analysis.
+    /// The `jieba` lane: BM25 with dictionary-word analysis.
     pub fn words(
         &self,
         searcher: &Searcher,
         query_text: &str,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        let terms = analysis::terms(&mut analysis::words_analyzer(), query_text);
-        match self.field_query(&WORD_FIELDS, &terms) {
-            Some(query) => self.run(searcher, &query, limit),
-            None => Ok(Vec::new()),
-        }
+        self.lane(searcher, &WORD_FIELDS, query_text, limit)
     }
 
     fn exact(
@@ -307,8 +348,7 @@ impl SearchIndex {
 
     /// A snippet generator for excerpts around the query's terms in the body.
     pub fn excerpter(&self, searcher: &Searcher, query_text: &str) -> Option<Excerpter> {
-        let terms = analysis::terms(&mut analysis::text_analyzer(), query_text);
-        let query = self.field_query(&[("body", 1.0)], &terms)?;
+        let query = self.field_query(&[("body", 1.0)], query_text)?;
         let mut generator = SnippetGenerator::create(searcher, &query, self.fields.body).ok()?;
         generator.set_max_num_chars(EXCERPT_WINDOW_BYTES);
         Some(Excerpter {

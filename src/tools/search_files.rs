@@ -486,7 +486,12 @@ fn plan(request: &Request) -> Vec<Lane> {
         Scope::All => {
             let mut lanes = vec![Lane::ExactPath, Lane::ExactTitle];
             if request.mode != Mode::Graph {
-                lanes.extend([Lane::Lexical, Lane::Jieba]);
+                lanes.push(Lane::Lexical);
+                // The CJK word lane segments CJK text; a query without CJK has nothing for it
+                // to add (it would repeat the lexical lane), so it does not run.
+                if crate::analysis::has_cjk(&request.query) {
+                    lanes.push(Lane::Jieba);
+                }
             }
             if request.mode != Mode::File {
                 lanes.push(Lane::FileGraph);
@@ -563,10 +568,13 @@ fn no_content_output(request: &Request) -> Output {
 }
 
 /// A fused candidate.
-struct Candidate {
-    position: u32,
-    score: f64,
-    lanes: BTreeSet<Lane>,
+pub struct Candidate {
+    /// Catalog position of the page.
+    pub position: u32,
+    /// Weighted reciprocal-rank fusion score.
+    pub score: f64,
+    /// The lanes that returned it.
+    pub lanes: BTreeSet<Lane>,
     /// Where the document sits in tantivy, from the first content lane that found it.
     address: Option<tantivy::DocAddress>,
 }
@@ -650,16 +658,11 @@ pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolErr
     run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
 }
 
-pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let request = validate(input)?;
-    let Some(revision) = kb.revision() else {
-        return Ok(no_content_output(&request));
-    };
-    let scope = cursor_scope(&request);
-    let offset = match &request.cursor {
-        Some(c) => cursor::decode(c, NAME, &scope, revision)? as usize,
-        None => 0,
-    };
+/// The fused, ordered candidates of a validated request (at most 1,000), and the lanes that ran.
+pub fn ranked(
+    kb: &KnowledgeBase,
+    request: &Request,
+) -> Result<(Vec<Candidate>, Vec<Lane>), ToolError> {
     let started = std::time::Instant::now();
     let check_deadline = || {
         if started.elapsed() > kb.options.search_deadline {
@@ -671,7 +674,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
             Ok(())
         }
     };
-    let lanes = plan(&request);
+    let lanes = plan(request);
     let searcher = kb.search.searcher();
     let exact_key = crate::text::exact_key(&request.query);
 
@@ -741,7 +744,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     }
     let mut candidates: Vec<Candidate> = fused
         .into_values()
-        .filter(|c| passes_filters(kb, &request, c.position))
+        .filter(|c| passes_filters(kb, request, c.position))
         .collect();
     let class = |c: &Candidate| {
         if c.lanes.contains(&Lane::ExactPath) {
@@ -770,6 +773,22 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
             })
     });
     candidates.truncate(MAX_RESULTS);
+    check_deadline()?;
+    Ok((candidates, lanes))
+}
+
+pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
+    let request = validate(input)?;
+    let Some(revision) = kb.revision() else {
+        return Ok(no_content_output(&request));
+    };
+    let scope = cursor_scope(&request);
+    let offset = match &request.cursor {
+        Some(c) => cursor::decode(c, NAME, &scope, revision)? as usize,
+        None => 0,
+    };
+    let (candidates, lanes) = ranked(kb, &request)?;
+    let searcher = kb.search.searcher();
 
     let start = offset.min(candidates.len());
     let end = (start + request.limit as usize).min(candidates.len());
@@ -781,7 +800,6 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         ceiling = ceiling.min(c.score);
         shown_scores.push(ceiling);
     }
-    check_deadline()?;
     let excerpter = kb.search.excerpter(&searcher, &request.query);
     let items: Vec<SearchResult> = candidates[start..end]
         .iter()

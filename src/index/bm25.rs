@@ -1,0 +1,96 @@
+//! Term-at-a-time BM25 over tantivy postings: a weighted sum of per-field BM25 with `k1` and
+//! `b` per field (tantivy's own scorer fixes them), collection statistics over all segments, and
+//! a dense score array per segment (no per-document allocation, no heap of scorers).
+
+use tantivy::postings::Postings;
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::{DocAddress, DocSet, Searcher, Term, TERMINATED};
+
+use crate::error::IndexError;
+
+/// BM25 parameters of one field.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FieldParams {
+    pub weight: f32,
+    pub k1: f32,
+    pub b: f32,
+}
+
+/// One field of a query and the terms it is queried with.
+pub struct FieldQuery<'a> {
+    pub field: Field,
+    pub params: FieldParams,
+    pub terms: &'a [String],
+}
+
+/// Scores every document that matches any term and returns the best `limit`, best first
+/// (ties by address).
+pub fn top_docs(
+    searcher: &Searcher,
+    fields: &[FieldQuery<'_>],
+    limit: usize,
+) -> Result<Vec<(f32, DocAddress)>, IndexError> {
+    let total_docs = searcher.num_docs().max(1) as f32;
+    // Collection statistics: document frequency and average field length, over all segments.
+    let mut average_length = Vec::with_capacity(fields.len());
+    for fq in fields {
+        let mut tokens = 0u64;
+        for segment in searcher.segment_readers() {
+            tokens += segment.inverted_index(fq.field)?.total_num_tokens();
+        }
+        average_length.push((tokens as f32 / total_docs).max(1.0));
+    }
+    let mut idf: Vec<Vec<f32>> = Vec::with_capacity(fields.len());
+    for fq in fields {
+        let mut row = Vec::with_capacity(fq.terms.len());
+        for t in fq.terms {
+            let df = searcher.doc_freq(&Term::from_field_text(fq.field, t))? as f32;
+            row.push((1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln());
+        }
+        idf.push(row);
+    }
+
+    let mut best: Vec<(f32, DocAddress)> = Vec::new();
+    for (segment_ord, segment) in searcher.segment_readers().iter().enumerate() {
+        let max_doc = segment.max_doc() as usize;
+        let mut scores = vec![0f32; max_doc];
+        for (fi, fq) in fields.iter().enumerate() {
+            let inverted = segment.inverted_index(fq.field)?;
+            let norms = segment.get_fieldnorms_reader(fq.field)?;
+            let FieldParams { weight, k1, b } = fq.params;
+            for (ti, t) in fq.terms.iter().enumerate() {
+                let term = Term::from_field_text(fq.field, t);
+                let Some(mut postings) = inverted
+                    .read_postings(&term, IndexRecordOption::WithFreqs)
+                    .map_err(|e| IndexError::Tantivy(e.to_string()))?
+                else {
+                    continue;
+                };
+                let term_weight = weight * idf[fi][ti];
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    let tf = postings.term_freq() as f32;
+                    let length = norms.fieldnorm(doc) as f32;
+                    let norm = k1 * (1.0 - b + b * length / average_length[fi]);
+                    scores[doc as usize] += term_weight * tf * (k1 + 1.0) / (tf + norm);
+                    doc = postings.advance();
+                }
+            }
+        }
+        let alive = segment.alive_bitset();
+        for (doc, &score) in scores.iter().enumerate() {
+            if score <= 0.0 || alive.is_some_and(|a| !a.is_alive(doc as u32)) {
+                continue;
+            }
+            best.push((score, DocAddress::new(segment_ord as u32, doc as u32)));
+        }
+    }
+    let by_score =
+        |a: &(f32, DocAddress), b: &(f32, DocAddress)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if best.len() > limit {
+        best.select_nth_unstable_by(limit, by_score);
+        best.truncate(limit);
+    }
+    best.sort_by(by_score);
+    Ok(best)
+}
