@@ -209,6 +209,88 @@ pub fn terms(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     out
 }
 
+/// Question words and particles of Chinese queries. Answer passages do not hold them, so query
+/// bigrams that overlap one (as jieba segments the query) only add noise.
+const QUERY_STOP_WORDS: [&str; 22] = [
+    "什么",
+    "哪",
+    "哪个",
+    "哪些",
+    "哪里",
+    "哪儿",
+    "哪一",
+    "谁",
+    "吗",
+    "呢",
+    "怎么",
+    "怎样",
+    "怎么样",
+    "如何",
+    "为什么",
+    "为何",
+    "几",
+    "多少",
+    "是",
+    "的",
+    "了",
+    "吧",
+];
+
+/// The `kb_text` terms of a query: like [`terms`], without the CJK bigrams that overlap a
+/// question word or particle (an all-stop-word query keeps its terms).
+pub fn query_terms(text: &str) -> Vec<String> {
+    let mut analyzer = text_analyzer();
+    if !has_cjk(text) {
+        return terms(&mut analyzer, text);
+    }
+    let mut stop_spans: Vec<(usize, usize)> = Vec::new();
+    for run in runs(text) {
+        if let Run::Cjk(s, e) = run {
+            for word in jieba().cut(&text[s..e], false) {
+                if QUERY_STOP_WORDS.contains(&word.word) {
+                    stop_spans.push((s + word.byte_start, s + word.byte_end));
+                }
+            }
+        }
+    }
+    let mut kept: Vec<String> = Vec::new();
+    let mut all: Vec<String> = Vec::new();
+    let mut stream = analyzer.token_stream(text);
+    while stream.advance() {
+        let t = stream.token();
+        let stopped = stop_spans
+            .iter()
+            .any(|&(s, e)| t.offset_from < e && s < t.offset_to);
+        if !all.contains(&t.text) {
+            all.push(t.text.clone());
+        }
+        if !stopped && !kept.contains(&t.text) {
+            kept.push(t.text.clone());
+        }
+    }
+    if kept.is_empty() {
+        all
+    } else {
+        kept
+    }
+}
+
+/// The `kb_words` terms of a query, without question words and particles (an all-stop-word
+/// query keeps its terms).
+pub fn query_words(text: &str) -> Vec<String> {
+    let all = terms(&mut words_analyzer(), text);
+    let kept: Vec<String> = all
+        .iter()
+        .filter(|t| !QUERY_STOP_WORDS.contains(&t.as_str()))
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        all
+    } else {
+        kept
+    }
+}
+
 /// Adjacent token pairs (by position) an analyzer makes of `text`, without duplicates: the
 /// proximity terms of the lexical lane (for CJK bigrams a pair is a trigram).
 pub fn adjacent_pairs(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(String, String)> {
@@ -260,6 +342,19 @@ mod tests {
             "{t:?}"
         );
         assert!(!t.contains(&"的".to_string()));
+    }
+
+    #[test]
+    fn query_terms_drop_question_word_bigrams() {
+        let t = query_terms("谁在第 50 届超级碗上演唱了国歌？");
+        assert!(t.contains(&"国歌".to_string()), "{t:?}");
+        assert!(t.contains(&"超级".to_string()), "{t:?}");
+        assert!(
+            !t.iter().any(|x| x.contains('谁') || x.contains('了')),
+            "{t:?}"
+        );
+        assert!(query_terms("目的是什么").contains(&"目的".to_string()));
+        assert_eq!(query_terms("什么"), vec!["什么"]);
     }
 
     #[test]

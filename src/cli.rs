@@ -326,8 +326,8 @@ fn evaluate(
                 f("recallAt10"),
                 f("recallAt100"),
                 f("mrrAt10"),
-                m["queries"],
-                m["failed"],
+                m["queries"].as_u64().unwrap_or(0),
+                m["failed"].as_u64().unwrap_or(0),
                 f("medianQueryMs")
             );
         }

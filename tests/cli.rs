@@ -395,7 +395,10 @@ fn an_index_of_an_unknown_format_version_is_refused() {
     let manifest_path = dir.join(current.trim()).join("manifest.json");
     let mut manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
-    assert_eq!(manifest["formatVersion"], kbtools::index::INDEX_FORMAT_VERSION);
+    assert_eq!(
+        manifest["formatVersion"],
+        kbtools::index::INDEX_FORMAT_VERSION
+    );
     manifest["formatVersion"] = json!(999);
     std::fs::write(&manifest_path, manifest.to_string()).unwrap();
 

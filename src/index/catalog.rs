@@ -113,6 +113,9 @@ pub struct Catalog {
     /// Catalog position → positions in `data.relations` of its relations.
     relations_of: HashMap<u32, Vec<u32>>,
     source_page_count: u64,
+    /// Unordered page pairs with at least one relation (computed once: search reports it on
+    /// every graph-mode query).
+    distinct_relation_count: u64,
 }
 
 fn fold(path: &str) -> String {
@@ -178,9 +181,12 @@ impl Catalog {
             list.sort_by(|a, b| a.0.cmp(&b.0));
         }
         let mut relations_of: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut pairs = std::collections::HashSet::with_capacity(data.relations.len());
         for (i, rel) in data.relations.iter().enumerate() {
             relations_of.entry(rel.from).or_default().push(i as u32);
+            pairs.insert((rel.from.min(rel.to), rel.from.max(rel.to)));
         }
+        let distinct_relation_count = pairs.len() as u64;
         Catalog {
             data,
             by_path,
@@ -190,6 +196,7 @@ impl Catalog {
             directories,
             relations_of,
             source_page_count,
+            distinct_relation_count,
         }
     }
 
@@ -253,11 +260,7 @@ impl Catalog {
 
     /// Distinct relations: unordered page pairs with at least one relation.
     pub fn distinct_relation_count(&self) -> u64 {
-        let mut pairs = std::collections::BTreeSet::new();
-        for rel in &self.data.relations {
-            pairs.insert((rel.from.min(rel.to), rel.from.max(rel.to)));
-        }
-        pairs.len() as u64
+        self.distinct_relation_count
     }
 
     /// Files per directory, for debugging and tests.

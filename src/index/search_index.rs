@@ -239,9 +239,7 @@ impl SearchIndex {
                 continue;
             };
             let terms = if name.ends_with("_w") {
-                word_terms.get_or_insert_with(|| {
-                    analysis::terms(&mut analysis::words_analyzer(), query_text)
-                })
+                word_terms.get_or_insert_with(|| analysis::query_words(query_text))
             } else {
                 text_terms.get_or_insert_with(|| {
                     analysis::terms(&mut analysis::text_analyzer(), query_text)
@@ -268,9 +266,9 @@ impl SearchIndex {
         query_text: &str,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        let text_terms = analysis::terms(&mut analysis::text_analyzer(), query_text);
+        let text_terms = analysis::query_terms(query_text);
         let word_terms = if fields.iter().any(|(name, _)| name.ends_with("_w")) {
-            analysis::terms(&mut analysis::words_analyzer(), query_text)
+            analysis::query_words(query_text)
         } else {
             Vec::new()
         };
@@ -326,6 +324,45 @@ impl SearchIndex {
         self.lane(searcher, &WORD_FIELDS, query_text, limit)
     }
 
+    /// Catalog positions of the pages whose body contains every phrase, in order and adjacent
+    /// (CJK phrases as consecutive bigrams: an exact substring). A phrase with one token needs
+    /// that token; a phrase with no token matches everything.
+    pub fn phrase_matches(
+        &self,
+        searcher: &Searcher,
+        phrases: &[String],
+    ) -> Result<std::collections::HashSet<u32>, IndexError> {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for phrase in phrases {
+            let mut terms: Vec<(usize, Term)> = Vec::new();
+            let mut analyzer = analysis::text_analyzer();
+            let mut stream = analyzer.token_stream(phrase);
+            while stream.advance() {
+                let t = stream.token();
+                terms.push((t.position, Term::from_field_text(self.fields.body, &t.text)));
+            }
+            let query: Box<dyn Query> = match terms.len() {
+                0 => continue,
+                1 => Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::Basic)),
+                _ => Box::new(tantivy::query::PhraseQuery::new_with_offset(terms)),
+            };
+            clauses.push((Occur::Must, query));
+        }
+        let columns = self.doc_columns(searcher)?;
+        if clauses.is_empty() {
+            return Ok((0..self.num_docs() as u32).collect());
+        }
+        let docs = searcher.search(
+            &BooleanQuery::new(clauses),
+            &tantivy::collector::DocSetCollector,
+        )?;
+        Ok(docs
+            .into_iter()
+            .filter_map(|a| columns.get(a.segment_ord as usize)?.first(a.doc_id))
+            .map(|p| p as u32)
+            .collect())
+    }
+
     fn exact(
         &self,
         searcher: &Searcher,
@@ -356,6 +393,14 @@ impl SearchIndex {
             body: self.fields.body,
             doc: self.fields.doc,
         })
+    }
+
+    /// The BM25 inverse document frequency of a `kb_text` term over the `body` field (as the
+    /// lexical lane weighs it), for scoring text that is not in the index.
+    pub fn idf(&self, searcher: &Searcher, term: &str) -> Result<f32, IndexError> {
+        let total = searcher.num_docs().max(1) as f32;
+        let df = searcher.doc_freq(&Term::from_field_text(self.fields.body, term))? as f32;
+        Ok((1.0 + (total - df + 0.5) / (df + 0.5)).ln())
     }
 
     /// Number of indexed pages.

@@ -1,8 +1,10 @@
 //! `search_files` → `searchGeneratedFiles`: candidate source pages for a question. Lanes
 //! (DECISIONS 13): exact path, exact title, BM25 `lexical` over weighted fields, the `jieba`
-//! dictionary-word lane, and the `file_graph` lane (neighbours of the lexical candidates) when
-//! the mode is not `file`; fused by weighted reciprocal rank (k = 60), exact-path hits first,
-//! then exact-title hits. Results are candidates to read, never answer evidence.
+//! dictionary-word lane, and, when the mode is not `file` (and the scope is `all`), the two graph
+//! lanes: `file_graph` (neighbours of the lexical candidates) and `file_relationship` (pages at
+//! either end of the relations near those candidates whose text matches the query); fused by
+//! weighted reciprocal rank (k = 60), exact-path hits first, then exact-title hits. Results are
+//! candidates to read, never answer evidence.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -13,7 +15,8 @@ use unicode_segmentation::UnicodeSegmentation;
 use super::{read_actions, tags_of, Input, RelatedFile};
 use crate::bundle::paths;
 use crate::cursor;
-use crate::error::{messages, ErrorCode, ToolError};
+use crate::error::{messages, ErrorCode, IndexError, ToolError};
+use crate::graph::Step;
 use crate::ids::ReadActions;
 use crate::index::search_index::LaneHit;
 use crate::index::KnowledgeBase;
@@ -42,7 +45,7 @@ const MAX_GRAPHEMES: usize = 512;
 const MAX_QUERY_BYTES: usize = 2048;
 /// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
 const LANE_DEPTH: usize = 1000;
-/// Lexical candidates that seed the graph lane.
+/// Lexical candidates that seed the graph lanes.
 const GRAPH_SEEDS: usize = 20;
 /// Results a cursor can page through.
 const MAX_RESULTS: usize = 1000;
@@ -66,6 +69,7 @@ pub enum Lane {
     Lexical,
     Jieba,
     FileGraph,
+    FileRelationship,
 }
 
 impl Lane {
@@ -76,6 +80,7 @@ impl Lane {
             Lane::Lexical => "lexical",
             Lane::Jieba => "jieba",
             Lane::FileGraph => "file_graph",
+            Lane::FileRelationship => "file_relationship",
         }
     }
 
@@ -86,7 +91,21 @@ impl Lane {
             Lane::Lexical => 5.0,
             Lane::Jieba => 4.0,
             Lane::FileGraph => 3.0,
+            Lane::FileRelationship => 4.0,
         }
+    }
+
+    /// The graph lanes run only when the mode is not `file` and the scope is `all`.
+    pub fn is_graph(self) -> bool {
+        matches!(self, Lane::FileGraph | Lane::FileRelationship)
+    }
+
+    /// "File evidence" of §8.4 (`matchType`).
+    fn is_file_evidence(self) -> bool {
+        matches!(
+            self,
+            Lane::ExactPath | Lane::ExactTitle | Lane::Lexical | Lane::Jieba
+        )
     }
 
     fn matched_field(self) -> &'static str {
@@ -95,6 +114,7 @@ impl Lane {
             Lane::ExactTitle => "title",
             Lane::Lexical | Lane::Jieba => "content",
             Lane::FileGraph => "graph_node",
+            Lane::FileRelationship => "file_relationship",
         }
     }
 }
@@ -495,6 +515,7 @@ fn plan(request: &Request) -> Vec<Lane> {
             }
             if request.mode != Mode::File {
                 lanes.push(Lane::FileGraph);
+                lanes.push(Lane::FileRelationship);
             }
             lanes
         }
@@ -688,13 +709,37 @@ pub fn ranked(
             }
             Lane::Lexical => kb.search.lexical(&searcher, &request.query, LANE_DEPTH),
             Lane::Jieba => kb.search.words(&searcher, &request.query, LANE_DEPTH),
-            Lane::FileGraph => Ok(Vec::new()),
+            // Filled below, from the lexical candidates.
+            Lane::FileGraph | Lane::FileRelationship => Ok(Vec::new()),
         }
         .map_err(unavailable)?;
         results.push((lane, hits));
         check_deadline()?;
     }
-    if lanes.contains(&Lane::FileGraph) {
+    // Quoted phrases must appear as written (in order, adjacent) in a content-lane hit.
+    let phrases = crate::text::quoted_phrases(&request.query);
+    let phrase_pages = if phrases.is_empty() {
+        None
+    } else {
+        Some(
+            kb.search
+                .phrase_matches(&searcher, &phrases)
+                .map_err(unavailable)?,
+        )
+    };
+    let keep = |position: u32| {
+        phrase_pages
+            .as_ref()
+            .is_none_or(|set| set.contains(&position))
+    };
+    for (lane, hits) in results.iter_mut() {
+        if matches!(lane, Lane::Lexical | Lane::Jieba) {
+            hits.retain(|h| keep(h.position));
+        }
+    }
+    if lanes.iter().any(|l| l.is_graph()) {
+        // The seeds: the best lexical candidates (in graph mode the lexical lane is not a ranked
+        // lane, but it still picks the seeds).
         let seeds = match results.iter().find(|(l, _)| *l == Lane::Lexical) {
             Some((_, hits)) => hits
                 .iter()
@@ -703,21 +748,46 @@ pub fn ranked(
                 .collect::<Vec<_>>(),
             None => kb
                 .search
-                .lexical(&searcher, &request.query, GRAPH_SEEDS)
+                .lexical(
+                    &searcher,
+                    &request.query,
+                    if phrase_pages.is_some() {
+                        LANE_DEPTH
+                    } else {
+                        GRAPH_SEEDS
+                    },
+                )
                 .map_err(unavailable)?
                 .iter()
                 .map(|h| h.position)
+                .filter(|&p| keep(p))
+                .take(GRAPH_SEEDS)
                 .collect(),
         };
-        let graph_hits = graph_lane(
-            kb,
-            &seeds,
-            request.graph_depth,
-            request.graph_fanout as usize,
-        );
-        if let Some(slot) = results.iter_mut().find(|(l, _)| *l == Lane::FileGraph) {
-            slot.1 = graph_hits;
+        // One bounded walk per seed (at most fanout + fanout² steps), shared by both lanes.
+        let walks: Vec<Vec<Step>> = seeds
+            .iter()
+            .map(|&seed| {
+                kb.graph.walk(
+                    &kb.catalog,
+                    seed,
+                    request.graph_depth,
+                    request.graph_fanout as usize,
+                    usize::MAX,
+                )
+            })
+            .collect();
+        for (lane, hits) in results.iter_mut() {
+            match lane {
+                Lane::FileGraph => *hits = graph_lane(kb, &walks),
+                Lane::FileRelationship => {
+                    *hits = relationship_lane(kb, &searcher, &request.query, &walks)
+                        .map_err(unavailable)?
+                }
+                _ => {}
+            }
         }
+        check_deadline()?;
     }
 
     // Weighted reciprocal-rank fusion, one entry per source page.
@@ -881,17 +951,17 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     })
 }
 
-/// The `file_graph` lane: pages related to the lexical seeds, scored by the reciprocal rank
-/// of the seeds that reach them and the depth at which they do.
-fn graph_lane(kb: &KnowledgeBase, seeds: &[u32], depth: u8, fanout: usize) -> Vec<LaneHit> {
-    let mut scores: HashMap<u32, f64> = HashMap::new();
-    for (rank, &seed) in seeds.iter().enumerate() {
-        for step in kb.graph.walk(&kb.catalog, seed, depth, fanout, usize::MAX) {
-            *scores.entry(step.to).or_default() +=
-                1.0 / ((RRF_K + rank as f64 + 1.0) * f64::from(step.depth));
-        }
-    }
-    let mut hits: Vec<(u32, f64)> = scores.into_iter().collect();
+/// Hits of a graph lane, best first, ties by path; only source pages (relations join source
+/// pages, but a graph lane never relies on that).
+fn graph_hits(kb: &KnowledgeBase, scores: HashMap<u32, f64>) -> Vec<LaneHit> {
+    let mut hits: Vec<(u32, f64)> = scores
+        .into_iter()
+        .filter(|&(position, score)| {
+            score > 0.0
+                && (position as usize) < kb.catalog.files().len()
+                && kb.catalog.file(position).source_backed
+        })
+        .collect();
     hits.sort_by(|a, b| {
         b.1.total_cmp(&a.1)
             .then_with(|| kb.catalog.file(a.0).path.cmp(&kb.catalog.file(b.0).path))
@@ -905,18 +975,177 @@ fn graph_lane(kb: &KnowledgeBase, seeds: &[u32], depth: u8, fanout: usize) -> Ve
         .collect()
 }
 
+/// The `file_graph` lane: pages the seeds' walks reach, each scored by the sum over the seeds
+/// that reach it of `1 / ((60 + seed rank) · depth)`.
+fn graph_lane(kb: &KnowledgeBase, walks: &[Vec<Step>]) -> Vec<LaneHit> {
+    let mut scores: HashMap<u32, f64> = HashMap::new();
+    for (rank, steps) in walks.iter().enumerate() {
+        for step in steps {
+            *scores.entry(step.to).or_default() +=
+                1.0 / ((RRF_K + rank as f64 + 1.0) * f64::from(step.depth));
+        }
+    }
+    graph_hits(kb, scores)
+}
+
+/// A relation of the `file_relationship` lane: an unordered page pair (the unit
+/// `indexedRelationshipCount` counts), at the shallowest depth any walk traversed it, with the
+/// best text score of its traversed relation records.
+struct ScoredPair {
+    a: u32,
+    b: u32,
+    depth: u8,
+    score: f64,
+}
+
+/// Which query terms a relation's text contains, analysed like the lexical lane (`kb_text`).
+/// `kb_text` tokens never span whitespace, so text is analysed one whitespace-separated chunk
+/// at a time, each distinct chunk once per query: titles and reason sentences repeat their
+/// words, so most relations cost a few hash lookups.
+struct TermMatcher<'q, 'c> {
+    analyzer: tantivy::tokenizer::TextAnalyzer,
+    term_index: HashMap<&'q str, usize>,
+    chunks: HashMap<&'c str, Vec<usize>>,
+}
+
+impl<'q, 'c> TermMatcher<'q, 'c> {
+    fn new(terms: &'q [String]) -> Self {
+        TermMatcher {
+            analyzer: crate::analysis::text_analyzer(),
+            term_index: terms
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.as_str(), i))
+                .collect(),
+            chunks: HashMap::new(),
+        }
+    }
+
+    /// Adds to `out` the indices of the query terms in `text` that it does not hold yet.
+    fn add_matches(&mut self, text: &'c str, out: &mut Vec<usize>) {
+        for chunk in text.split_whitespace() {
+            let found = match self.chunks.entry(chunk) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let mut found = Vec::new();
+                    let mut stream = self.analyzer.token_stream(chunk);
+                    while stream.advance() {
+                        if let Some(&i) = self.term_index.get(stream.token().text.as_str()) {
+                            if !found.contains(&i) {
+                                found.push(i);
+                            }
+                        }
+                    }
+                    e.insert(found)
+                }
+            };
+            for &i in found.iter() {
+                if !out.contains(&i) {
+                    out.push(i);
+                }
+            }
+        }
+    }
+}
+
+/// The `file_relationship` lane, the offline counterpart of the online search over relationship
+/// documents. Every relation the seeds' walks traverse is scored by how well the query matches
+/// its text (both endpoint titles and the reason, analysed like the lexical lane): the sum of
+/// the body IDF of each distinct query term the text contains. A page scores the sum over the
+/// matching relations it is an endpoint of (either end, seeds included) of `score / depth`;
+/// pages whose relations match no query term are not returned. The work is bounded by the
+/// walks (≤ seeds × (fanout + fanout²) steps); nothing is read from disk.
+fn relationship_lane(
+    kb: &KnowledgeBase,
+    searcher: &tantivy::Searcher,
+    query: &str,
+    walks: &[Vec<Step>],
+) -> Result<Vec<LaneHit>, IndexError> {
+    if walks.iter().all(Vec::is_empty) {
+        return Ok(Vec::new());
+    }
+    let terms = crate::analysis::query_terms(query);
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut matcher = TermMatcher::new(&terms);
+    // IDF of the query terms, looked up when a relation first contains them.
+    let mut idf: Vec<Option<f64>> = vec![None; terms.len()];
+    let mut record_scores: HashMap<u32, f64> = HashMap::new();
+    let mut pairs: Vec<ScoredPair> = Vec::new();
+    let mut pair_of: HashMap<(u32, u32), usize> = HashMap::new();
+    let mut found: Vec<usize> = Vec::new();
+    for step in walks.iter().flatten() {
+        let score = match record_scores.get(&step.relation) {
+            Some(&score) => score,
+            None => {
+                let rel = &kb.catalog.data.relations[step.relation as usize];
+                found.clear();
+                for page in [rel.from, rel.to] {
+                    if let Some(title) = &kb.catalog.file(page).title {
+                        matcher.add_matches(title, &mut found);
+                    }
+                }
+                if let Some(reason) = &rel.reason {
+                    matcher.add_matches(reason, &mut found);
+                }
+                let mut score = 0.0;
+                for &i in &found {
+                    let weight = match idf[i] {
+                        Some(w) => w,
+                        None => {
+                            let w = f64::from(kb.search.idf(searcher, &terms[i])?);
+                            idf[i] = Some(w);
+                            w
+                        }
+                    };
+                    score += weight;
+                }
+                record_scores.insert(step.relation, score);
+                score
+            }
+        };
+        let key = (step.from.min(step.to), step.from.max(step.to));
+        match pair_of.get(&key) {
+            Some(&i) => {
+                let pair = &mut pairs[i];
+                pair.depth = pair.depth.min(step.depth);
+                pair.score = pair.score.max(score);
+            }
+            None => {
+                pair_of.insert(key, pairs.len());
+                pairs.push(ScoredPair {
+                    a: key.0,
+                    b: key.1,
+                    depth: step.depth,
+                    score,
+                });
+            }
+        }
+    }
+    // Sums in first-traversal order, so that equal inputs give equal bits.
+    let mut scores: HashMap<u32, f64> = HashMap::new();
+    for pair in pairs.iter().filter(|p| p.score > 0.0) {
+        let contribution = pair.score / f64::from(pair.depth.max(1));
+        *scores.entry(pair.a).or_default() += contribution;
+        *scores.entry(pair.b).or_default() += contribution;
+    }
+    Ok(graph_hits(kb, scores))
+}
+
+/// `matchType` (§8.4): file and graph evidence → `hybrid`; else `file_relationship` →
+/// `graph_edge`; else `file_graph` → `graph_neighbor`; else `file_direct`.
 fn match_type(lanes: &BTreeSet<Lane>) -> &'static str {
-    let file = lanes.iter().any(|l| {
-        matches!(
-            l,
-            Lane::ExactPath | Lane::ExactTitle | Lane::Lexical | Lane::Jieba
-        )
-    });
-    let graph = lanes.contains(&Lane::FileGraph);
-    match (file, graph) {
-        (true, true) => "hybrid",
-        (false, true) => "graph_neighbor",
-        _ => "file_direct",
+    let file = lanes.iter().any(|l| l.is_file_evidence());
+    let graph = lanes.iter().any(|l| l.is_graph());
+    if file && graph {
+        "hybrid"
+    } else if lanes.contains(&Lane::FileRelationship) {
+        "graph_edge"
+    } else if lanes.contains(&Lane::FileGraph) {
+        "graph_neighbor"
+    } else {
+        "file_direct"
     }
 }
 
@@ -944,7 +1173,13 @@ fn result(
         (Some(address), Some(excerpter)) => excerpter.excerpt(searcher, address),
         _ => None,
     };
-    let graph_context = (request.mode != Mode::File).then(|| {
+    // Present only when the mode is not `file`, and only with a `graphRef` that opens
+    // (DECISIONS 21; ingest gives every source page a record, so this always holds in practice).
+    let graph_ref = paths::per_file_graph_path(&file.path);
+    let graph_ref_opens = kb.catalog.by_path(&graph_ref).is_some();
+    let graph_context = (request.mode != Mode::File && graph_ref_opens).then(|| {
+        // Per-node fanout = graphFanout and at most graphFanout in all: breadth first, so depth 2
+        // appears only when depth 1 did not use the fanout up.
         let steps = kb.graph.walk(
             &kb.catalog,
             candidate.position,
@@ -959,7 +1194,7 @@ fn result(
                 RelatedFile::new(kb, revision, rel, &rel.direction, s.depth)
             })
             .collect();
-        let graph_ref = paths::per_file_graph_path(&file.path);
+        // The distinct [own record, related pages' records], each one that opens.
         let graph_paths = super::expand_graph::graph_paths(
             kb,
             std::iter::once(file.path.as_str())
