@@ -779,7 +779,7 @@ pub fn ranked(
             .collect();
         for (lane, hits) in results.iter_mut() {
             match lane {
-                Lane::FileGraph => *hits = graph_lane(kb, &walks),
+                Lane::FileGraph => *hits = graph_lane(kb, &seeds, &walks),
                 Lane::FileRelationship => {
                     *hits = relationship_lane(kb, &searcher, &request.query, &walks)
                         .map_err(unavailable)?
@@ -975,14 +975,20 @@ fn graph_hits(kb: &KnowledgeBase, scores: HashMap<u32, f64>) -> Vec<LaneHit> {
         .collect()
 }
 
-/// The `file_graph` lane: pages the seeds' walks reach, each scored by the sum over the seeds
-/// that reach it of `1 / ((60 + seed rank) · depth)`.
-fn graph_lane(kb: &KnowledgeBase, walks: &[Vec<Step>]) -> Vec<LaneHit> {
+/// The `file_graph` lane: the seed pages themselves (`1 / (60 + seed rank)`) and the pages
+/// their walks reach (the sum over the seeds that reach them of `1 / ((60 + seed rank) ·
+/// (depth + 1))`).
+fn graph_lane(kb: &KnowledgeBase, seeds: &[u32], walks: &[Vec<Step>]) -> Vec<LaneHit> {
+    // Graph nodes are the source pages (their document records): a seed matches as a node in
+    // its own right; its neighbours follow, discounted by depth (depth 1 counts half).
     let mut scores: HashMap<u32, f64> = HashMap::new();
+    for (rank, &seed) in seeds.iter().enumerate() {
+        *scores.entry(seed).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
+    }
     for (rank, steps) in walks.iter().enumerate() {
         for step in steps {
             *scores.entry(step.to).or_default() +=
-                1.0 / ((RRF_K + rank as f64 + 1.0) * f64::from(step.depth));
+                1.0 / ((RRF_K + rank as f64 + 1.0) * (f64::from(step.depth) + 1.0));
         }
     }
     graph_hits(kb, scores)
