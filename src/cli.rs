@@ -272,8 +272,6 @@ fn evaluate(
     modes: Vec<String>,
     as_json: bool,
 ) -> Result<i32> {
-    let queries = kbtools::eval::load_queries(queries).map_err(|e| anyhow!(e))?;
-    let qrels = kbtools::eval::load_qrels(qrels).map_err(|e| anyhow!(e))?;
     let modes = if modes.is_empty() {
         vec![
             "file".to_string(),
@@ -288,6 +286,8 @@ fn evaluate(
             return Err(anyhow!("--mode {mode:?}: expected file, graph or hybrid"));
         }
     }
+    let queries = kbtools::eval::load_queries(queries).map_err(|e| anyhow!(e))?;
+    let qrels = kbtools::eval::load_qrels(qrels).map_err(|e| anyhow!(e))?;
     let kb = open(source)?;
     let mut report = Map::new();
     for mode in &modes {
