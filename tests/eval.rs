@@ -145,7 +145,7 @@ fn shared_eval(bundle: &str, split: &str) -> Option<(f64, f64)> {
 #[test]
 fn scifact_quality_floor() {
     if let Some((ndcg, recall)) = shared_eval("scifact", "test") {
-        assert!(ndcg >= 0.68, "scifact nDCG@10 {ndcg}");
+        assert!(ndcg >= 0.69, "scifact nDCG@10 {ndcg}");
         assert!(recall >= 0.92, "scifact Recall@100 {recall}");
     }
 }
@@ -153,7 +153,7 @@ fn scifact_quality_floor() {
 #[test]
 fn cmrc2018_quality_floor() {
     if let Some((ndcg, _)) = shared_eval("cmrc2018-zh", "test") {
-        assert!(ndcg >= 0.985, "cmrc2018-zh nDCG@10 {ndcg}");
+        assert!(ndcg >= 0.99, "cmrc2018-zh nDCG@10 {ndcg}");
     }
 }
 

@@ -94,3 +94,93 @@ pub fn top_docs(
     best.sort_by(by_score);
     Ok(best)
 }
+
+/// BM25F: per term, the fields' length-normalized frequencies are weighted and summed first,
+/// then saturated once (`k1`), so a term in both title and body is not counted twice over.
+/// Every field is queried with the same `terms`; the IDF is the largest of the fields'.
+pub fn top_docs_bm25f(
+    searcher: &Searcher,
+    fields: &[(Field, FieldParams)],
+    terms: &[String],
+    k1: f32,
+    limit: usize,
+) -> Result<Vec<(f32, DocAddress)>, IndexError> {
+    let total_docs = searcher.num_docs().max(1) as f32;
+    let mut average_length = Vec::with_capacity(fields.len());
+    for (field, _) in fields {
+        let mut tokens = 0u64;
+        for segment in searcher.segment_readers() {
+            tokens += segment.inverted_index(*field)?.total_num_tokens();
+        }
+        average_length.push((tokens as f32 / total_docs).max(1.0));
+    }
+    let mut idf = Vec::with_capacity(terms.len());
+    for t in terms {
+        let mut df = 0u64;
+        for (field, _) in fields {
+            df = df.max(searcher.doc_freq(&Term::from_field_text(*field, t))?);
+        }
+        let df = df as f32;
+        idf.push((1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln());
+    }
+    let mut best: Vec<(f32, DocAddress)> = Vec::new();
+    for (segment_ord, segment) in searcher.segment_readers().iter().enumerate() {
+        let max_doc = segment.max_doc() as usize;
+        let mut scores = vec![0f32; max_doc];
+        let mut combined = vec![0f32; max_doc];
+        let mut touched: Vec<u32> = Vec::new();
+        let mut readers = Vec::with_capacity(fields.len());
+        for (field, _) in fields {
+            readers.push((
+                segment.inverted_index(*field)?,
+                segment.get_fieldnorms_reader(*field)?,
+            ));
+        }
+        for (ti, t) in terms.iter().enumerate() {
+            for (fi, (field, params)) in fields.iter().enumerate() {
+                let (inverted, norms) = &readers[fi];
+                let Some(mut postings) = inverted
+                    .read_postings(
+                        &Term::from_field_text(*field, t),
+                        IndexRecordOption::WithFreqs,
+                    )
+                    .map_err(|e| IndexError::Tantivy(e.to_string()))?
+                else {
+                    continue;
+                };
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    let tf = postings.term_freq() as f32;
+                    let length = norms.fieldnorm(doc) as f32;
+                    let norm = 1.0 - params.b + params.b * length / average_length[fi];
+                    if combined[doc as usize] == 0.0 {
+                        touched.push(doc);
+                    }
+                    combined[doc as usize] += params.weight * tf / norm;
+                    doc = postings.advance();
+                }
+            }
+            for &doc in &touched {
+                let tf = combined[doc as usize];
+                scores[doc as usize] += idf[ti] * tf * (k1 + 1.0) / (tf + k1);
+                combined[doc as usize] = 0.0;
+            }
+            touched.clear();
+        }
+        let alive = segment.alive_bitset();
+        for (doc, &score) in scores.iter().enumerate() {
+            if score <= 0.0 || alive.is_some_and(|a| !a.is_alive(doc as u32)) {
+                continue;
+            }
+            best.push((score, DocAddress::new(segment_ord as u32, doc as u32)));
+        }
+    }
+    let by_score =
+        |a: &(f32, DocAddress), b: &(f32, DocAddress)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if best.len() > limit {
+        best.select_nth_unstable_by(limit, by_score);
+        best.truncate(limit);
+    }
+    best.sort_by(by_score);
+    Ok(best)
+}
