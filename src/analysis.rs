@@ -1,8 +1,9 @@
 //! Text analysis shared by indexing and querying, so both sides always agree:
 //!
-//! * `kb_text`: Latin/digit words (NFKC, lower-cased, English-stemmed) and CJK character
-//!   bigrams. Mixed runs such as `OKF规范` split into `okf` + `规范`; any CJK sub-word of two or
-//!   more characters matches wherever the text contains it.
+//! * `kb_text`: Latin/digit words (NFKC, lower-cased, English-stemmed) and CJK characters and
+//!   character bigrams (each character and the bigram it starts share a position). Mixed runs
+//!   such as `OKF规范` split into `okf` + `规范`; any CJK sub-word matches wherever the text
+//!   contains it.
 //! * `kb_words`: dictionary word segmentation of CJK runs (jieba, search mode, HMM off, the
 //!   dictionary embedded in the binary) plus the same Latin words, unstemmed.
 
@@ -74,7 +75,7 @@ fn push(tokens: &mut Vec<Token>, text: String, from: usize, to: usize) {
     if text.is_empty() {
         return;
     }
-    let position = tokens.len();
+    let position = next_position(tokens);
     tokens.push(Token {
         offset_from: from,
         offset_to: to,
@@ -90,20 +91,52 @@ fn text_tokens(text: &str) -> Vec<Token> {
         match run {
             Run::Word(s, e) => push(&mut tokens, normalize_token(&text[s..e]), s, e),
             Run::Cjk(s, e) => {
+                // Each character, and the bigram it starts, at one position: unigrams give
+                // recall on single-character words, bigrams precision; consecutive bigrams
+                // still make an exact phrase.
                 let chars: Vec<(usize, char)> = text[s..e].char_indices().collect();
-                if chars.len() == 1 {
-                    push(&mut tokens, normalize_token(&text[s..e]), s, e);
-                    continue;
-                }
-                for pair in chars.windows(2) {
-                    let from = s + pair[0].0;
-                    let to = s + pair[1].0 + pair[1].1.len_utf8();
-                    push(&mut tokens, normalize_token(&text[from..to]), from, to);
+                for (i, &(offset, c)) in chars.iter().enumerate() {
+                    let from = s + offset;
+                    let position = next_position(&tokens);
+                    push_at(
+                        &mut tokens,
+                        normalize_token(&text[from..from + c.len_utf8()]),
+                        from,
+                        from + c.len_utf8(),
+                        position,
+                    );
+                    if let Some(&(next_offset, next)) = chars.get(i + 1) {
+                        let to = s + next_offset + next.len_utf8();
+                        push_at(
+                            &mut tokens,
+                            normalize_token(&text[from..to]),
+                            from,
+                            to,
+                            position,
+                        );
+                    }
                 }
             }
         }
     }
     tokens
+}
+
+fn next_position(tokens: &[Token]) -> usize {
+    tokens.last().map_or(0, |t| t.position + 1)
+}
+
+fn push_at(tokens: &mut Vec<Token>, text: String, from: usize, to: usize, position: usize) {
+    if text.is_empty() {
+        return;
+    }
+    tokens.push(Token {
+        offset_from: from,
+        offset_to: to,
+        position,
+        text,
+        position_length: 1,
+    });
 }
 
 fn word_tokens(text: &str) -> Vec<Token> {
@@ -291,27 +324,6 @@ pub fn query_words(text: &str) -> Vec<String> {
     }
 }
 
-/// Adjacent token pairs (by position) an analyzer makes of `text`, without duplicates: the
-/// proximity terms of the lexical lane (for CJK bigrams a pair is a trigram).
-pub fn adjacent_pairs(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(String, String)> {
-    let mut tokens: Vec<(usize, String)> = Vec::new();
-    let mut stream = analyzer.token_stream(text);
-    while stream.advance() {
-        let t = stream.token();
-        tokens.push((t.position, t.text.clone()));
-    }
-    let mut out: Vec<(String, String)> = Vec::new();
-    for pair in tokens.windows(2) {
-        if pair[1].0 == pair[0].0 + 1 {
-            let p = (pair[0].1.clone(), pair[1].1.clone());
-            if !out.contains(&p) {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 /// True when the text has any CJK character (the words lane only adds value then).
 pub fn has_cjk(text: &str) -> bool {
     text.chars().any(is_cjk)
@@ -324,10 +336,12 @@ mod tests {
     #[test]
     fn mixed_runs_split_and_bigram() {
         let mut a = text_analyzer();
-        assert_eq!(terms(&mut a, "OKF规范"), vec!["okf", "规范"]);
+        assert_eq!(terms(&mut a, "OKF规范"), vec!["okf", "规", "规范", "范"]);
         assert_eq!(
             terms(&mut a, "知识库的续费"),
-            vec!["知识", "识库", "库的", "的续", "续费"]
+            vec![
+                "知", "知识", "识", "识库", "库", "库的", "的", "的续", "续", "续费", "费"
+            ]
         );
         assert_eq!(terms(&mut a, "Running ＡＰＩ v2"), vec!["run", "api", "v2"]);
     }
@@ -354,7 +368,26 @@ mod tests {
             "{t:?}"
         );
         assert!(query_terms("目的是什么").contains(&"目的".to_string()));
-        assert_eq!(query_terms("什么"), vec!["什么"]);
+        assert_eq!(query_terms("什么"), vec!["什", "什么", "么"]);
+    }
+
+    #[test]
+    fn a_character_and_its_bigram_share_a_position() {
+        let tokens = text_tokens("续费通知");
+        let at = |p: usize| -> Vec<&str> {
+            tokens
+                .iter()
+                .filter(|t| t.position == p)
+                .map(|t| t.text.as_str())
+                .collect()
+        };
+        assert_eq!(at(0), vec!["续", "续费"]);
+        assert_eq!(at(3), vec!["知"]);
+        let words = text_tokens("a 续费 b");
+        assert_eq!(
+            words.last().unwrap().position,
+            words[words.len() - 2].position + 1
+        );
     }
 
     #[test]

@@ -361,13 +361,28 @@ impl SearchIndex {
     ) -> Result<std::collections::HashSet<u32>, IndexError> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for phrase in phrases {
-            let mut terms: Vec<(usize, Term)> = Vec::new();
+            // One term per position: the longest token there (CJK bigrams over unigrams).
+            let mut longest: Vec<(usize, usize, String)> = Vec::new();
             let mut analyzer = analysis::text_analyzer();
             let mut stream = analyzer.token_stream(phrase);
             while stream.advance() {
                 let t = stream.token();
-                terms.push((t.position, Term::from_field_text(self.fields.body, &t.text)));
+                let span = t.offset_to - t.offset_from;
+                match longest.last_mut() {
+                    Some(last) if last.0 == t.position => {
+                        if span > last.1 {
+                            *last = (t.position, span, t.text.clone());
+                        }
+                    }
+                    _ => longest.push((t.position, span, t.text.clone())),
+                }
             }
+            let mut terms: Vec<(usize, Term)> = longest
+                .into_iter()
+                .map(|(position, _, text)| {
+                    (position, Term::from_field_text(self.fields.body, &text))
+                })
+                .collect();
             let query: Box<dyn Query> = match terms.len() {
                 0 => continue,
                 1 => Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::Basic)),
