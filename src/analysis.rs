@@ -72,17 +72,8 @@ fn runs(text: &str) -> Vec<Run> {
 }
 
 fn push(tokens: &mut Vec<Token>, text: String, from: usize, to: usize) {
-    if text.is_empty() {
-        return;
-    }
     let position = next_position(tokens);
-    tokens.push(Token {
-        offset_from: from,
-        offset_to: to,
-        position,
-        text,
-        position_length: 1,
-    });
+    push_at(tokens, text, from, to, position);
 }
 
 fn text_tokens(text: &str) -> Vec<Token> {

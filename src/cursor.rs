@@ -93,6 +93,34 @@ pub fn decode(cursor: &str, tool: &str, scope: &Value, revision: u64) -> Result<
     Ok(payload.o)
 }
 
+/// Where a request's page starts: 0 without a cursor, else the cursor's offset.
+pub fn start(
+    cursor: Option<&str>,
+    tool: &str,
+    scope: &Value,
+    revision: u64,
+) -> Result<usize, ToolError> {
+    match cursor {
+        Some(c) => Ok(decode(c, tool, scope, revision)? as usize),
+        None => Ok(0),
+    }
+}
+
+/// The items of the page starting at `offset` out of `total`, and the cursor of the next page.
+pub fn page(
+    tool: &str,
+    scope: &Value,
+    revision: u64,
+    offset: usize,
+    limit: u64,
+    total: usize,
+) -> (std::ops::Range<usize>, Option<String>) {
+    let start = offset.min(total);
+    let end = start.saturating_add(limit as usize).min(total);
+    let next = (end < total).then(|| encode(tool, scope, revision, end as u64));
+    (start..end, next)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,11 +34,7 @@ pub fn top_docs(
     // Collection statistics: document frequency and average field length, over all segments.
     let mut average_length = Vec::with_capacity(fields.len());
     for fq in fields {
-        let mut tokens = 0u64;
-        for segment in searcher.segment_readers() {
-            tokens += segment.inverted_index(fq.field)?.total_num_tokens();
-        }
-        average_length.push((tokens as f32 / total_docs).max(1.0));
+        average_length.push(average_field_length(searcher, fq.field, total_docs)?);
     }
     let mut idf: Vec<Vec<f32>> = Vec::with_capacity(fields.len());
     for fq in fields {
@@ -77,22 +73,9 @@ pub fn top_docs(
                 }
             }
         }
-        let alive = segment.alive_bitset();
-        for (doc, &score) in scores.iter().enumerate() {
-            if score <= 0.0 || alive.is_some_and(|a| !a.is_alive(doc as u32)) {
-                continue;
-            }
-            best.push((score, DocAddress::new(segment_ord as u32, doc as u32)));
-        }
+        collect_scored(segment, segment_ord, &scores, &mut best);
     }
-    let by_score =
-        |a: &(f32, DocAddress), b: &(f32, DocAddress)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-    if best.len() > limit {
-        best.select_nth_unstable_by(limit, by_score);
-        best.truncate(limit);
-    }
-    best.sort_by(by_score);
-    Ok(best)
+    Ok(best_first(best, limit))
 }
 
 /// BM25F: per term, the fields' length-normalized frequencies are weighted and summed first,
@@ -108,11 +91,7 @@ pub fn top_docs_bm25f(
     let total_docs = searcher.num_docs().max(1) as f32;
     let mut average_length = Vec::with_capacity(fields.len());
     for (field, _) in fields {
-        let mut tokens = 0u64;
-        for segment in searcher.segment_readers() {
-            tokens += segment.inverted_index(*field)?.total_num_tokens();
-        }
-        average_length.push((tokens as f32 / total_docs).max(1.0));
+        average_length.push(average_field_length(searcher, *field, total_docs)?);
     }
     let mut idf = Vec::with_capacity(terms.len());
     for t in terms {
@@ -167,14 +146,42 @@ pub fn top_docs_bm25f(
             }
             touched.clear();
         }
-        let alive = segment.alive_bitset();
-        for (doc, &score) in scores.iter().enumerate() {
-            if score <= 0.0 || alive.is_some_and(|a| !a.is_alive(doc as u32)) {
-                continue;
-            }
-            best.push((score, DocAddress::new(segment_ord as u32, doc as u32)));
-        }
+        collect_scored(segment, segment_ord, &scores, &mut best);
     }
+    Ok(best_first(best, limit))
+}
+
+/// Average number of tokens of `field` per document, over all segments (at least 1).
+fn average_field_length(
+    searcher: &Searcher,
+    field: Field,
+    total_docs: f32,
+) -> Result<f32, IndexError> {
+    let mut tokens = 0u64;
+    for segment in searcher.segment_readers() {
+        tokens += segment.inverted_index(field)?.total_num_tokens();
+    }
+    Ok((tokens as f32 / total_docs).max(1.0))
+}
+
+/// Appends the positive scores of a segment's live documents.
+fn collect_scored(
+    segment: &tantivy::SegmentReader,
+    segment_ord: usize,
+    scores: &[f32],
+    best: &mut Vec<(f32, DocAddress)>,
+) {
+    let alive = segment.alive_bitset();
+    for (doc, &score) in scores.iter().enumerate() {
+        if score <= 0.0 || alive.is_some_and(|a| !a.is_alive(doc as u32)) {
+            continue;
+        }
+        best.push((score, DocAddress::new(segment_ord as u32, doc as u32)));
+    }
+}
+
+/// The best `limit` scored documents, best first, ties by address.
+fn best_first(mut best: Vec<(f32, DocAddress)>, limit: usize) -> Vec<(f32, DocAddress)> {
     let by_score =
         |a: &(f32, DocAddress), b: &(f32, DocAddress)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
     if best.len() > limit {
@@ -182,5 +189,5 @@ pub fn top_docs_bm25f(
         best.truncate(limit);
     }
     best.sort_by(by_score);
-    Ok(best)
+    best
 }

@@ -118,14 +118,10 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     }
     let scope =
         json!({ "fileId": seed_file.file_id, "depth": depth, "fanout": fanout, "limit": limit });
-    let offset = match cursor_text {
-        Some(c) => cursor::decode(c, NAME, &scope, revision)? as usize,
-        None => 0,
-    };
+    let offset = cursor::start(cursor_text, NAME, &scope, revision)?;
     let steps = kb.graph.walk(&kb.catalog, seed, depth, fanout, usize::MAX);
-    let start = offset.min(steps.len());
-    let end = (start + limit as usize).min(steps.len());
-    let page = &steps[start..end];
+    let (range, next_cursor) = cursor::page(NAME, &scope, revision, offset, limit, steps.len());
+    let page = &steps[range];
     let relationships: Vec<RelatedFile> = page
         .iter()
         .map(|step| {
@@ -138,8 +134,6 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         std::iter::once(seed_file.path.as_str())
             .chain(relationships.iter().map(|r| r.path.as_str())),
     );
-    let next_cursor =
-        (end < steps.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
     Ok(Output {
         active_content_revision: revision,
         seed_file: GeneratedFile::new(kb, revision, seed_file, seed_file.size),

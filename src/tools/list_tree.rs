@@ -95,19 +95,13 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         });
     };
     let scope = json!({ "parentPath": parent, "limit": limit });
-    let offset = match cursor_text {
-        Some(c) => cursor::decode(c, NAME, &scope, revision)?,
-        None => 0,
-    };
+    let offset = cursor::start(cursor_text, NAME, &scope, revision)?;
     let children = kb.catalog.children(&parent);
-    let start = (offset as usize).min(children.len());
-    let end = (start + limit as usize).min(children.len());
-    let items = children[start..end]
+    let (range, next_cursor) = cursor::page(NAME, &scope, revision, offset, limit, children.len());
+    let items = children[range]
         .iter()
         .map(|(path, child)| entry(kb, revision, &parent, path, child))
         .collect();
-    let next_cursor =
-        (end < children.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
     Ok(Output {
         active_content_revision: Some(revision),
         items,

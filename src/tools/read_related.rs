@@ -93,14 +93,10 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         ));
     }
     let scope = json!({ "fileId": page.file_id, "limit": limit });
-    let offset = match cursor_text {
-        Some(c) => cursor::decode(c, NAME, &scope, revision)? as usize,
-        None => 0,
-    };
+    let offset = cursor::start(cursor_text, NAME, &scope, revision)?;
     let all = collapsed(kb, position);
-    let start = offset.min(all.len());
-    let end = (start + limit as usize).min(all.len());
-    let items = all[start..end]
+    let (range, next_cursor) = cursor::page(NAME, &scope, revision, offset, limit, all.len());
+    let items = all[range]
         .iter()
         .map(|(rel, direction)| RelatedFile::new(kb, revision, rel, direction, 1))
         .collect();
@@ -109,6 +105,6 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         file_id: requested.to_string(),
         source_file_id: page.file_id.clone(),
         items,
-        next_cursor: (end < all.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64)),
+        next_cursor,
     })
 }

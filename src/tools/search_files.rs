@@ -853,15 +853,18 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         return Ok(no_content_output(&request));
     };
     let scope = cursor_scope(&request);
-    let offset = match &request.cursor {
-        Some(c) => cursor::decode(c, NAME, &scope, revision)? as usize,
-        None => 0,
-    };
+    let offset = cursor::start(request.cursor.as_deref(), NAME, &scope, revision)?;
     let (candidates, lanes) = ranked(kb, &request)?;
     let searcher = kb.search.searcher();
-
-    let start = offset.min(candidates.len());
-    let end = (start + request.limit as usize).min(candidates.len());
+    let (range, next_cursor) = cursor::page(
+        NAME,
+        &scope,
+        revision,
+        offset,
+        request.limit,
+        candidates.len(),
+    );
+    let (start, end) = (range.start, range.end);
     // Scores never increase down the list (DECISIONS 15): exact-priority hits are ranked first,
     // and a later candidate shows at most the score of the one before it.
     let mut ceiling = f64::INFINITY;
@@ -886,8 +889,6 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
             )
         })
         .collect();
-    let next_cursor =
-        (end < candidates.len()).then(|| cursor::encode(NAME, &scope, revision, end as u64));
 
     let completed: Vec<&'static str> = {
         let mut families: Vec<&'static str> = lanes.iter().map(|l| l.family()).collect();
