@@ -67,7 +67,6 @@ pub enum BundleKind {
 /// The text of a source page that feeds the full-text index.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PageText {
-    pub headings: Vec<String>,
     /// Description, tags, subjects, keywords and the frontmatter as text.
     pub metadata: String,
     pub body: String,
@@ -472,11 +471,7 @@ fn page_text(r: &ReadFile) -> PageText {
             body.pop();
         }
     }
-    PageText {
-        headings: summary.headings,
-        metadata,
-        body,
-    }
+    PageText { metadata, body }
 }
 
 /// Every string and number value of a JSON tree, one per line (keys left out).

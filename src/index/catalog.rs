@@ -2,7 +2,7 @@
 //! revision, the relations between source pages, and the lookup tables and directory tree built
 //! from them when an index is opened.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -261,13 +261,5 @@ impl Catalog {
     /// Distinct relations: unordered page pairs with at least one relation.
     pub fn distinct_relation_count(&self) -> u64 {
         self.distinct_relation_count
-    }
-
-    /// Files per directory, for debugging and tests.
-    pub fn directory_paths(&self) -> BTreeMap<String, DirectoryInfo> {
-        self.directories
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
     }
 }

@@ -5,13 +5,12 @@ use std::path::Path;
 
 use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED,
     STRING,
 };
 use tantivy::snippet::SnippetGenerator;
-use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use super::bm25;
@@ -228,35 +227,36 @@ impl SearchIndex {
         Ok(hits)
     }
 
-    /// A disjunction of the query's terms over weighted fields; each field is queried with the
-    /// terms of its own analyzer (`*_w` fields: dictionary words; the others: `kb_text`).
-    fn field_query(&self, fields: &[(&str, f32)], query_text: &str) -> Option<BooleanQuery> {
-        let mut text_terms: Option<Vec<String>> = None;
-        let mut word_terms: Option<Vec<String>> = None;
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for (name, boost) in fields {
-            let Ok(field) = self.schema.get_field(name) else {
-                continue;
-            };
-            let terms = if name.ends_with("_w") {
-                word_terms.get_or_insert_with(|| analysis::query_words(query_text))
-            } else {
-                text_terms.get_or_insert_with(|| {
-                    analysis::terms(&mut analysis::text_analyzer(), query_text)
+    /// The query's `kb_text` terms as a disjunction over the body (what excerpts highlight).
+    fn body_query(&self, query_text: &str) -> Option<BooleanQuery> {
+        let clauses: Vec<(Occur, Box<dyn Query>)> =
+            analysis::terms(&mut analysis::text_analyzer(), query_text)
+                .iter()
+                .map(|term| {
+                    let query: Box<dyn Query> = Box::new(TermQuery::new(
+                        Term::from_field_text(self.fields.body, term),
+                        IndexRecordOption::WithFreqs,
+                    ));
+                    (Occur::Should, query)
                 })
-            };
-            for term in terms.iter() {
-                let query = TermQuery::new(
-                    Term::from_field_text(field, term),
-                    IndexRecordOption::WithFreqs,
-                );
-                clauses.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(Box::new(query), *boost)),
-                ));
-            }
-        }
+                .collect();
         (!clauses.is_empty()).then(|| BooleanQuery::new(clauses))
+    }
+
+    /// Schema fields with their BM25 parameters and whether they hold dictionary words (`*_w`);
+    /// unknown names are skipped.
+    fn weighted(&self, fields: &[(&str, f32)]) -> Vec<(bool, Field, bm25::FieldParams)> {
+        fields
+            .iter()
+            .filter_map(|(name, weight)| {
+                let field = self.schema.get_field(name).ok()?;
+                let params = bm25::FieldParams {
+                    weight: *weight,
+                    ..BM25
+                };
+                Some((name.ends_with("_w"), field, params))
+            })
+            .collect()
     }
 
     fn lane(
@@ -266,30 +266,21 @@ impl SearchIndex {
         query_text: &str,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
+        let weighted = self.weighted(fields);
         let text_terms = analysis::query_terms(query_text);
-        let word_terms = if fields.iter().any(|(name, _)| name.ends_with("_w")) {
+        let word_terms = if weighted.iter().any(|(words, _, _)| *words) {
             analysis::query_words(query_text)
         } else {
             Vec::new()
         };
-        let mut queries = Vec::new();
-        for (name, weight) in fields {
-            let Ok(field) = self.schema.get_field(name) else {
-                continue;
-            };
-            queries.push(bm25::FieldQuery {
+        let queries: Vec<bm25::FieldQuery<'_>> = weighted
+            .into_iter()
+            .map(|(words, field, params)| bm25::FieldQuery {
                 field,
-                params: bm25::FieldParams {
-                    weight: *weight,
-                    ..BM25
-                },
-                terms: if name.ends_with("_w") {
-                    &word_terms
-                } else {
-                    &text_terms
-                },
-            });
-        }
+                params,
+                terms: if words { &word_terms } else { &text_terms },
+            })
+            .collect();
         let top = bm25::top_docs(searcher, &queries, limit)?;
         self.hits(searcher, top)
     }
@@ -303,18 +294,10 @@ impl SearchIndex {
         query_text: &str,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        let fields: Vec<(Field, bm25::FieldParams)> = fields
-            .iter()
-            .filter_map(|(name, weight)| {
-                let field = self.schema.get_field(name).ok()?;
-                Some((
-                    field,
-                    bm25::FieldParams {
-                        weight: *weight,
-                        ..BM25
-                    },
-                ))
-            })
+        let fields: Vec<(Field, bm25::FieldParams)> = self
+            .weighted(fields)
+            .into_iter()
+            .map(|(_, field, params)| (field, params))
             .collect();
         let terms = analysis::query_terms(query_text);
         let top = bm25::top_docs_bm25f(searcher, &fields, &terms, BM25.k1, limit)?;
@@ -427,7 +410,7 @@ impl SearchIndex {
 
     /// A snippet generator for excerpts around the query's terms in the body.
     pub fn excerpter(&self, searcher: &Searcher, query_text: &str) -> Option<Excerpter> {
-        let query = self.field_query(&[("body", 1.0)], query_text)?;
+        let query = self.body_query(query_text)?;
         let mut generator = SnippetGenerator::create(searcher, &query, self.fields.body).ok()?;
         generator.set_max_num_chars(EXCERPT_WINDOW_BYTES);
         Some(Excerpter {
@@ -483,9 +466,4 @@ impl Excerpter {
         let text = crate::text::truncate_chars(&text, EXCERPT_MAX_CHARS).to_string();
         (!text.is_empty()).then_some(text)
     }
-}
-
-/// A fresh `kb_text` analyzer (for callers that tokenize queries themselves).
-pub fn text_analyzer() -> TextAnalyzer {
-    analysis::text_analyzer()
 }
