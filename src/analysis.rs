@@ -315,6 +315,30 @@ pub fn query_words(text: &str) -> Vec<String> {
     }
 }
 
+/// How much a non-CJK term (a Latin word, a number) weighs in a query that also has CJK text.
+/// A two-character Chinese word, the typical length, yields three `kb_text` terms (two
+/// characters and their bigram) where a Latin word yields one; without this weight a rare name
+/// or number in a Chinese question is outvoted by the common characters around it. Checked on
+/// the CMRC 2018 trial split (0.9889 -> 0.9894 at 2, 3 and 4 alike); 3 follows from the count.
+const NON_CJK_TERM_WEIGHT: f32 = 3.0;
+
+/// The query weight of each of `terms` (from [`query_terms`]): 1, or [`NON_CJK_TERM_WEIGHT`]
+/// for a non-CJK term of a query that also has CJK terms.
+pub fn query_term_weights(terms: &[String]) -> Vec<f32> {
+    let has_cjk_term = |t: &String| t.chars().any(is_cjk);
+    let mixed = terms.iter().any(has_cjk_term);
+    terms
+        .iter()
+        .map(|t| {
+            if mixed && !has_cjk_term(t) {
+                NON_CJK_TERM_WEIGHT
+            } else {
+                1.0
+            }
+        })
+        .collect()
+}
+
 /// True when the text has any CJK character (the words lane only adds value then).
 pub fn has_cjk(text: &str) -> bool {
     text.chars().any(is_cjk)
@@ -360,6 +384,18 @@ mod tests {
         );
         assert!(query_terms("目的是什么").contains(&"目的".to_string()));
         assert_eq!(query_terms("什么"), vec!["什", "什么", "么"]);
+    }
+
+    #[test]
+    fn non_cjk_terms_of_a_chinese_query_weigh_more() {
+        let terms = query_terms("Internet2与谁达成合作");
+        let weights = query_term_weights(&terms);
+        let of = |t: &str| weights[terms.iter().position(|x| x == t).unwrap()];
+        assert_eq!(of("internet2"), NON_CJK_TERM_WEIGHT);
+        assert_eq!(of("合作"), 1.0);
+        // An all-Latin query keeps plain weights.
+        let latin = query_terms("internet partners");
+        assert!(query_term_weights(&latin).iter().all(|&w| w == 1.0));
     }
 
     #[test]

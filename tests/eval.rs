@@ -160,6 +160,6 @@ fn cmrc2018_quality_floor() {
 #[test]
 fn xquad_quality_floor() {
     if let Some((ndcg, _)) = shared_eval("xquad-zh", "test") {
-        assert!(ndcg >= 0.965, "xquad-zh nDCG@10 {ndcg}");
+        assert!(ndcg >= 0.97, "xquad-zh nDCG@10 {ndcg}");
     }
 }

@@ -16,11 +16,12 @@ pub struct FieldParams {
     pub b: f32,
 }
 
-/// One field of a query and the terms it is queried with.
+/// One field of a query and the terms it is queried with, each with its query weight.
 pub struct FieldQuery<'a> {
     pub field: Field,
     pub params: FieldParams,
     pub terms: &'a [String],
+    pub term_weights: &'a [f32],
 }
 
 /// Scores every document that matches any term and returns the best `limit`, best first
@@ -41,7 +42,10 @@ pub fn top_docs(
         let mut row = Vec::with_capacity(fq.terms.len());
         for t in fq.terms {
             let df = searcher.doc_freq(&Term::from_field_text(fq.field, t))? as f32;
-            row.push((1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln());
+            row.push(
+                (1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln()
+                    * term_weight(fq.term_weights, row.len()),
+            );
         }
         idf.push(row);
     }
@@ -80,11 +84,13 @@ pub fn top_docs(
 
 /// BM25F: per term, the fields' length-normalized frequencies are weighted and summed first,
 /// then saturated once (`k1`), so a term in both title and body is not counted twice over.
-/// Every field is queried with the same `terms`; the IDF is the largest of the fields'.
+/// Every field is queried with the same `terms`; the IDF is the largest of the fields', times
+/// the term's query weight.
 pub fn top_docs_bm25f(
     searcher: &Searcher,
     fields: &[(Field, FieldParams)],
     terms: &[String],
+    term_weights: &[f32],
     k1: f32,
     limit: usize,
 ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
@@ -100,7 +106,10 @@ pub fn top_docs_bm25f(
             df = df.max(searcher.doc_freq(&Term::from_field_text(*field, t))?);
         }
         let df = df as f32;
-        idf.push((1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln());
+        idf.push(
+            (1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln()
+                * term_weight(term_weights, idf.len()),
+        );
     }
     let mut best: Vec<(f32, DocAddress)> = Vec::new();
     for (segment_ord, segment) in searcher.segment_readers().iter().enumerate() {
@@ -149,6 +158,11 @@ pub fn top_docs_bm25f(
         collect_scored(segment, segment_ord, &scores, &mut best);
     }
     Ok(best_first(best, limit))
+}
+
+/// The query weight of term `i` (1 when none is given).
+fn term_weight(weights: &[f32], i: usize) -> f32 {
+    weights.get(i).copied().unwrap_or(1.0)
 }
 
 /// Average number of tokens of `field` per document, over all segments (at least 1).

@@ -268,6 +268,7 @@ impl SearchIndex {
     ) -> Result<Vec<LaneHit>, IndexError> {
         let weighted = self.weighted(fields);
         let text_terms = analysis::query_terms(query_text);
+        let text_weights = analysis::query_term_weights(&text_terms);
         let word_terms = if weighted.iter().any(|(words, _, _)| *words) {
             analysis::query_words(query_text)
         } else {
@@ -279,6 +280,7 @@ impl SearchIndex {
                 field,
                 params,
                 terms: if words { &word_terms } else { &text_terms },
+                term_weights: if words { &[] } else { &text_weights },
             })
             .collect();
         let top = bm25::top_docs(searcher, &queries, limit)?;
@@ -300,7 +302,8 @@ impl SearchIndex {
             .map(|(_, field, params)| (field, params))
             .collect();
         let terms = analysis::query_terms(query_text);
-        let top = bm25::top_docs_bm25f(searcher, &fields, &terms, BM25.k1, limit)?;
+        let weights = analysis::query_term_weights(&terms);
+        let top = bm25::top_docs_bm25f(searcher, &fields, &terms, &weights, BM25.k1, limit)?;
         self.hits(searcher, top)
     }
 
