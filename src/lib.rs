@@ -17,7 +17,9 @@ pub mod graph;
 pub mod ids;
 pub mod index;
 pub mod markdown;
+pub mod mcp;
 pub mod okf;
+pub mod render;
 pub mod text;
 pub mod tools;
 
