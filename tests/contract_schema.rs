@@ -192,6 +192,7 @@ fn typed_params_run_the_same_validation_as_json() {
     let both = read_file::Params {
         file_id: Some("x".into()),
         path: Some("index.md".into()),
+        ..Default::default()
     };
     assert_eq!(
         read_file::run_params(kb, &both).unwrap_err().code.as_str(),

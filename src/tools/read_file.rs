@@ -1,16 +1,40 @@
-//! `read_file` → `getFileContentById` / `getFileContentByPath`: a file's bytes exactly
-//! (frontmatter included) with its metadata, `{file, content}`. Takes exactly one of `fileId`
-//! and `path`; a path must be a canonical bundle path (the security boundary).
+//! `read_file` → `getFileContentById` / `getFileContentByPath`: a file's content with its
+//! metadata, `{file, content}`. Takes exactly one of `fileId` and `path`; a path must be a
+//! canonical bundle path (the security boundary). `type` picks what `content` holds: `read` (the
+//! default) the file's bytes exactly, frontmatter included; `search` the snippets around the lines
+//! that match a query; `extract` the line ranges asked for. Partial reads number lines from 1,
+//! split on `\n`, and copy lines verbatim under a `[label] Lx-y` header.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{read_content, require_revision, GeneratedFile, Input};
 use crate::bundle::paths::{self, PathClass};
-use crate::error::{messages, ToolError};
+use crate::error::{messages, ErrorCode, ToolError};
+use crate::index::catalog::CatalogFile;
 use crate::index::KnowledgeBase;
+use crate::text;
 
-const FIELDS: [&str; 2] = ["fileId", "path"];
+const FIELDS: [&str; 7] = [
+    "fileId",
+    "path",
+    "type",
+    "query",
+    "contextLines",
+    "maxMatches",
+    "segments",
+];
+const SEARCH_FIELDS: [&str; 3] = ["query", "contextLines", "maxMatches"];
+const EXTRACT_FIELDS: [&str; 1] = ["segments"];
+const SEGMENT_FIELDS: [&str; 3] = ["label", "start", "end"];
+pub const DEFAULT_CONTEXT_LINES: i64 = 2;
+pub const MAX_CONTEXT_LINES: i64 = 20;
+pub const DEFAULT_MAX_MATCHES: i64 = 20;
+pub const MAX_MATCHES: i64 = 100;
+pub const MAX_QUERY_CHARS: usize = 512;
+pub const MAX_QUERY_TERMS: usize = 32;
+pub const MAX_SEGMENTS: usize = 50;
+pub const MAX_LABEL_CHARS: usize = 64;
 
 /// `FileContentResponse`.
 #[derive(Debug, Clone, Serialize)]
@@ -57,8 +81,45 @@ fn is_virtual_graph(kb: &KnowledgeBase, path: &str) -> bool {
     })
 }
 
-/// The tool input (`read_file {fileId | path}`, exactly one), for Rust callers and schemas.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// What `content` holds.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadType {
+    #[default]
+    Read,
+    Search,
+    Extract,
+}
+
+impl ReadType {
+    fn name(self) -> &'static str {
+        match self {
+            ReadType::Read => "read",
+            ReadType::Search => "search",
+            ReadType::Extract => "extract",
+        }
+    }
+}
+
+/// One line range of `type: "extract"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Segment {
+    /// Header label, up to 64 characters (default `segment_N`, N counting from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// First line, 1-based; at most the file's line count.
+    pub start: u64,
+    /// Last line, inclusive, not before `start` (default `start`); past the end reads to the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<u64>,
+}
+
+/// The tool input (`read_file {fileId | path}`, exactly one, and optionally a partial read), for
+/// Rust callers and schemas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Params {
     /// A fileId from the tree, search, file detail, related files or graph expansion.
@@ -67,6 +128,28 @@ pub struct Params {
     /// A bundle path such as `pages/guide.md` or a `graphRef`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// `read` (default): the whole file, byte for byte. `search`: only the lines matching `query`
+    /// with context, as `[match_N] Lx-y hits:a,b` snippets. `extract`: only the line ranges in
+    /// `segments`, as `[label] Lx-y` blocks. Lines count from 1.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub read_type: Option<ReadType>,
+    /// For `type: "search"` (required there): words to find, case-insensitively; a line matches
+    /// when it contains any word; a "double-quoted phrase" is one word; a query without spaces
+    /// (e.g. Chinese) matches as one substring. At most 512 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// For `type: "search"`: lines of context around each matching line, 0–20 (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 20))]
+    pub context_lines: Option<u8>,
+    /// For `type: "search"`: most snippets returned, 1–100 (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub max_matches: Option<u8>,
+    /// For `type: "extract"` (required there): 1–50 line ranges `{label?, start, end?}`, returned
+    /// in the order given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Vec<Segment>>,
 }
 
 /// Runs the tool with typed parameters (the same validation as JSON input).
@@ -77,6 +160,7 @@ pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolErr
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let input = Input::new(input, &FIELDS)?;
     let target = target(&input)?;
+    let part = part(&input)?;
     if let Target::Path(path) = target {
         if paths::classify(path).is_none() && !is_virtual_graph(kb, path) {
             return Err(ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"));
@@ -90,8 +174,497 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     .ok_or_else(ToolError::not_found)?;
     let file = kb.catalog.file(position);
     let content = read_content(kb, file)?;
+    let file_size = content.len() as u64;
+    let content = match part {
+        Part::Whole => content,
+        Part::Search(search) => search.render(file, &content),
+        Part::Extract(ranges) => extract(kb, file, &content, &ranges)?,
+    };
     Ok(Output {
-        file: GeneratedFile::new(kb, revision, file, content.len() as u64),
+        file: GeneratedFile::new(kb, revision, file, file_size),
         content,
     })
+}
+
+/// A validated read request: the whole file, a line search, or line ranges.
+enum Part {
+    Whole,
+    Search(LineSearch),
+    Extract(Vec<LineRange>),
+}
+
+fn invalid(message: &str, field: &str) -> ToolError {
+    ToolError::invalid_field(message, field)
+}
+
+/// True when `key` holds something: not absent, null, a blank string or an empty array.
+fn is_given(input: &Input<'_>, key: &str) -> bool {
+    match input.get(key) {
+        None => false,
+        Some(Value::String(s)) => !s.trim().is_empty(),
+        Some(Value::Array(items)) => !items.is_empty(),
+        Some(_) => true,
+    }
+}
+
+/// Refuses the fields of another read type, so a forgotten `type` does not read the whole file.
+fn refuse_fields(
+    input: &Input<'_>,
+    read_type: ReadType,
+    fields: &[&str],
+    owner: ReadType,
+) -> Result<(), ToolError> {
+    match fields.iter().find(|f| is_given(input, f)) {
+        Some(field) => Err(invalid(
+            &format!(
+                "`{field}` applies only to type \"{}\"; this read has type \"{}\".",
+                owner.name(),
+                read_type.name()
+            ),
+            field,
+        )),
+        None => Ok(()),
+    }
+}
+
+fn part(input: &Input<'_>) -> Result<Part, ToolError> {
+    let read_type =
+        match input.trimmed("type") {
+            Ok(None) | Ok(Some("read")) => ReadType::Read,
+            Ok(Some("search")) => ReadType::Search,
+            Ok(Some("extract")) => ReadType::Extract,
+            _ => return Err(invalid(
+                "`type` must be \"read\" (the whole file, the default), \"search\" or \"extract\".",
+                "type",
+            )),
+        };
+    if read_type != ReadType::Search {
+        refuse_fields(input, read_type, &SEARCH_FIELDS, ReadType::Search)?;
+    }
+    if read_type != ReadType::Extract {
+        refuse_fields(input, read_type, &EXTRACT_FIELDS, ReadType::Extract)?;
+    }
+    Ok(match read_type {
+        ReadType::Read => Part::Whole,
+        ReadType::Search => Part::Search(LineSearch::from_input(input)?),
+        ReadType::Extract => Part::Extract(line_ranges(input)?),
+    })
+}
+
+/// An integer field in `min..=max` with a default.
+fn bounded(
+    input: &Input<'_>,
+    key: &str,
+    default: i64,
+    min: i64,
+    max: i64,
+) -> Result<usize, ToolError> {
+    match input.integer(key) {
+        Ok(None) => Ok(default as usize),
+        Ok(Some(n)) if (min..=max).contains(&n) => Ok(n as usize),
+        _ => Err(invalid(
+            &format!("`{key}` must be an integer from {min} to {max} (default {default})."),
+            key,
+        )),
+    }
+}
+
+/// The lines of `content`: split on `\n`, a final newline ending the last line rather than
+/// starting an empty one. Lines keep any `\r`.
+fn lines_of(content: &str) -> Vec<&str> {
+    content.split_terminator('\n').collect()
+}
+
+/// The text of lines `start..=end` (1-based, in range), verbatim.
+fn line_block(lines: &[&str], start: usize, end: usize) -> String {
+    lines[start - 1..end].join("\n")
+}
+
+/// `s` on one line: control and bidi characters become spaces, whitespace runs one space,
+/// trimmed.
+fn one_line(s: &str) -> String {
+    let replaced: String = s
+        .chars()
+        .map(|c| {
+            if text::is_forbidden_path_char(c) {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    text::collapse_whitespace(&replaced)
+}
+
+/// The matching key of a query or a line: NFKC, lower-cased, whitespace runs as one space.
+fn match_key(s: &str) -> String {
+    text::exact_key(s)
+}
+
+fn is_quote(c: char) -> bool {
+    matches!(c, '"' | '“' | '”')
+}
+
+/// The terms of a match key. Without whitespace the key is one term (a Chinese query matches as
+/// a substring); wholly double-quoted, the quotes go. With whitespace, terms split on it and a
+/// double-quoted phrase stays one term (an unclosed quote quotes nothing). Terms without a letter
+/// or digit are dropped when others have one, so a stray `-` or `:` does not match every line.
+fn query_terms(key: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    if !key.contains(' ') {
+        let inner = key
+            .strip_prefix(is_quote)
+            .and_then(|rest| rest.strip_suffix(is_quote))
+            .filter(|inner| !inner.contains(is_quote));
+        terms.extend(inner.or(Some(key)).map(str::to_string));
+    } else {
+        let mut current = String::new();
+        let mut quoted = false;
+        for c in key.chars() {
+            if is_quote(c) {
+                terms.push(std::mem::take(&mut current));
+                quoted = !quoted;
+            } else if c == ' ' && !quoted {
+                terms.push(std::mem::take(&mut current));
+            } else {
+                current.push(c);
+            }
+        }
+        if quoted {
+            terms.extend(current.split(' ').map(str::to_string));
+        } else {
+            terms.push(current);
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for term in terms {
+        let term = term.trim();
+        if !term.is_empty() && !out.iter().any(|t| t == term) {
+            out.push(term.to_string());
+        }
+    }
+    let has_word = |t: &String| t.chars().any(char::is_alphanumeric);
+    if out.iter().any(has_word) {
+        out.retain(has_word);
+    }
+    out
+}
+
+/// A validated `type: "search"`.
+struct LineSearch {
+    /// The query as given, on one line, for the no-match note.
+    echo: String,
+    terms: Vec<String>,
+    context: usize,
+    max_matches: usize,
+}
+
+/// Consecutive lines around one or more hits (1-based, inclusive).
+#[derive(Debug)]
+struct Snippet {
+    start: usize,
+    end: usize,
+    hits: Vec<usize>,
+}
+
+impl LineSearch {
+    fn from_input(input: &Input<'_>) -> Result<Self, ToolError> {
+        let required = "type \"search\" requires `query`: the words or phrase to find in the file.";
+        let raw = match input.string("query") {
+            Ok(Some(raw)) => raw,
+            Ok(None) => return Err(invalid(required, "query")),
+            Err(_) => return Err(invalid("`query` must be a string.", "query")),
+        };
+        let key = match_key(raw);
+        if key.is_empty() {
+            return Err(invalid(required, "query"));
+        }
+        if key.chars().count() > MAX_QUERY_CHARS {
+            return Err(invalid(
+                &format!("`query` must be at most {MAX_QUERY_CHARS} characters."),
+                "query",
+            ));
+        }
+        let terms = query_terms(&key);
+        if terms.is_empty() {
+            return Err(invalid(
+                "`query` has nothing to find once its quotes are removed.",
+                "query",
+            ));
+        }
+        if terms.len() > MAX_QUERY_TERMS {
+            return Err(invalid(
+                &format!(
+                    "`query` has {} terms; at most {MAX_QUERY_TERMS}. Quote a phrase to make it one term.",
+                    terms.len()
+                ),
+                "query",
+            ));
+        }
+        Ok(LineSearch {
+            echo: one_line(&text::collapse_whitespace(raw)),
+            terms,
+            context: bounded(
+                input,
+                "contextLines",
+                DEFAULT_CONTEXT_LINES,
+                0,
+                MAX_CONTEXT_LINES,
+            )?,
+            max_matches: bounded(input, "maxMatches", DEFAULT_MAX_MATCHES, 1, MAX_MATCHES)?,
+        })
+    }
+
+    fn is_hit(&self, line: &str) -> bool {
+        let key = match_key(line.strip_suffix('\r').unwrap_or(line));
+        self.terms.iter().any(|term| key.contains(term.as_str()))
+    }
+
+    /// The hit lines grouped with their context; overlapping or adjacent windows merge.
+    fn snippets(&self, lines: &[&str]) -> Vec<Snippet> {
+        let mut out: Vec<Snippet> = Vec::new();
+        for (index, line) in lines.iter().enumerate() {
+            if !self.is_hit(line) {
+                continue;
+            }
+            let hit = index + 1;
+            let start = hit.saturating_sub(self.context).max(1);
+            let end = (hit + self.context).min(lines.len());
+            match out.last_mut() {
+                Some(last) if start <= last.end + 1 => {
+                    last.end = last.end.max(end);
+                    last.hits.push(hit);
+                }
+                _ => out.push(Snippet {
+                    start,
+                    end,
+                    hits: vec![hit],
+                }),
+            }
+        }
+        out
+    }
+
+    fn render(&self, file: &CatalogFile, content: &str) -> String {
+        let lines = lines_of(content);
+        let snippets = self.snippets(&lines);
+        if snippets.is_empty() {
+            return format!(
+                "[no_match] \"{}\" not found in {} ({} lines)",
+                self.echo,
+                file.path,
+                lines.len()
+            );
+        }
+        let mut blocks: Vec<String> = snippets
+            .iter()
+            .take(self.max_matches)
+            .enumerate()
+            .map(|(i, snippet)| {
+                let hits: Vec<String> = snippet.hits.iter().map(usize::to_string).collect();
+                format!(
+                    "[match_{}] L{}-{} hits:{}\n{}",
+                    i + 1,
+                    snippet.start,
+                    snippet.end,
+                    hits.join(","),
+                    line_block(&lines, snippet.start, snippet.end)
+                )
+            })
+            .collect();
+        if snippets.len() > self.max_matches {
+            let rest = snippets.len() - self.max_matches;
+            let after = snippets[self.max_matches - 1].end;
+            blocks.push(format!(
+                "[more] {rest} more {} after L{after}; raise maxMatches or read with type=extract",
+                if rest == 1 { "match" } else { "matches" }
+            ));
+        }
+        blocks.join("\n\n")
+    }
+}
+
+/// A validated segment of `type: "extract"`: 1-based, `start <= end`, not yet checked against
+/// the file.
+struct LineRange {
+    /// Index in `segments`.
+    index: usize,
+    label: String,
+    start: u64,
+    end: u64,
+}
+
+fn line_ranges(input: &Input<'_>) -> Result<Vec<LineRange>, ToolError> {
+    let shape = "`segments` must be an array of 1 to 50 objects {\"label\"?: string, \"start\": line, \"end\"?: line}.";
+    let items = match input.get("segments") {
+        None => {
+            return Err(invalid(
+                "type \"extract\" requires `segments`: line ranges such as [{\"start\": 10, \"end\": 20}].",
+                "segments",
+            ))
+        }
+        Some(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_SEGMENTS => items,
+        Some(_) => return Err(invalid(shape, "segments")),
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| line_range(index, item))
+        .collect()
+}
+
+fn line_range(index: usize, item: &Value) -> Result<LineRange, ToolError> {
+    let at = format!("segments[{index}]");
+    let Value::Object(map) = item else {
+        return Err(invalid(
+            &format!("`{at}` must be an object such as {{\"start\": 10, \"end\": 20}}."),
+            &at,
+        ));
+    };
+    if let Some(unknown) = map.keys().find(|k| !SEGMENT_FIELDS.contains(&k.as_str())) {
+        let field = format!("{at}.{}", text::truncate_chars(unknown, 64));
+        return Err(invalid(
+            &format!("Unknown field `{field}`. A segment takes label, start and end."),
+            &field,
+        ));
+    }
+    let segment = Input::new(item, &SEGMENT_FIELDS)?;
+    let start_field = format!("{at}.start");
+    let start = match segment.integer("start") {
+        Ok(Some(n)) if n >= 1 => n as u64,
+        Ok(None) => {
+            return Err(invalid(
+                &format!("`{start_field}` is required: the first line to return, from 1."),
+                &start_field,
+            ))
+        }
+        _ => {
+            return Err(invalid(
+                &format!("`{start_field}` must be a line number, 1 or more."),
+                &start_field,
+            ))
+        }
+    };
+    let end_field = format!("{at}.end");
+    let end = match segment.integer("end") {
+        Ok(None) => start,
+        Ok(Some(n)) if n >= 1 && n as u64 >= start => n as u64,
+        Ok(Some(n)) if n >= 1 => {
+            return Err(invalid(
+                &format!("`{end_field}` ({n}) is before `{start_field}` ({start})."),
+                &end_field,
+            ))
+        }
+        _ => {
+            return Err(invalid(
+                &format!("`{end_field}` must be a line number, {start} (the start) or more."),
+                &end_field,
+            ))
+        }
+    };
+    let label = match segment.string("label") {
+        Ok(label) => label
+            .map(one_line)
+            .map(|l| {
+                text::truncate_chars(&l, MAX_LABEL_CHARS)
+                    .trim_end()
+                    .to_string()
+            })
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| format!("segment_{}", index + 1)),
+        Err(_) => {
+            let field = format!("{at}.label");
+            return Err(invalid(&format!("`{field}` must be a string."), &field));
+        }
+    };
+    Ok(LineRange {
+        index,
+        label,
+        start,
+        end,
+    })
+}
+
+/// The `[label] Lx-y` blocks of `ranges`; a start past the last line is an error, an end past it
+/// reads to the end. The result stays within the read limit.
+fn extract(
+    kb: &KnowledgeBase,
+    file: &CatalogFile,
+    content: &str,
+    ranges: &[LineRange],
+) -> Result<String, ToolError> {
+    let lines = lines_of(content);
+    let count = lines.len() as u64;
+    let mut blocks: Vec<String> = Vec::with_capacity(ranges.len());
+    let mut total: u64 = 0;
+    for range in ranges {
+        if range.start > count {
+            let field = format!("segments[{}].start", range.index);
+            return Err(invalid(
+                &format!(
+                    "`{field}` is {}, past the last line of {} ({count} lines).",
+                    range.start, file.path
+                ),
+                &field,
+            )
+            .with_detail("lineCount", count));
+        }
+        let (start, end) = (range.start as usize, range.end.min(count) as usize);
+        let block = format!(
+            "[{}] L{start}-{end}\n{}",
+            range.label,
+            line_block(&lines, start, end)
+        );
+        total += block.len() as u64 + 2;
+        if total > kb.options.read_limit {
+            return Err(ToolError::new(
+                ErrorCode::PayloadTooLarge,
+                "The requested segments exceed the configured content read limit; ask for fewer or shorter segments.",
+            ));
+        }
+        blocks.push(block);
+    }
+    Ok(blocks.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(query: &str) -> Vec<String> {
+        query_terms(&match_key(query))
+    }
+
+    #[test]
+    fn query_terms_split_on_whitespace_and_keep_quoted_phrases() {
+        assert_eq!(terms("Foo  BAR foo"), vec!["foo", "bar"]);
+        assert_eq!(
+            terms(r#"a "renewal   Notice" “续费 通知”"#),
+            vec!["a", "renewal notice", "续费 通知"]
+        );
+        assert_eq!(terms("知识库检索"), vec!["知识库检索"]);
+        assert_eq!(terms(r#""quoted""#), vec!["quoted"]);
+        assert_eq!(terms(r#""type":"x""#), vec![r#""type":"x""#]);
+        assert_eq!(
+            terms(r#"unclosed "quote here"#),
+            vec!["unclosed", "quote", "here"]
+        );
+        assert_eq!(terms("a - b"), vec!["a", "b"]);
+        assert_eq!(terms("-> =>"), vec!["->", "=>"]);
+        assert_eq!(terms("ＡＰＩ"), vec!["api"]);
+        assert!(terms(r#""" """#).is_empty());
+    }
+
+    #[test]
+    fn lines_split_on_newline_and_keep_carriage_returns() {
+        assert_eq!(lines_of(""), Vec::<&str>::new());
+        assert_eq!(lines_of("a"), vec!["a"]);
+        assert_eq!(lines_of("a\r\nb\n"), vec!["a\r", "b"]);
+        assert_eq!(lines_of("\n\n"), vec!["", ""]);
+    }
+
+    #[test]
+    fn labels_lose_control_characters() {
+        assert_eq!(one_line("  a\nb\u{202e}\u{0}c\t "), "a b c");
+    }
 }
