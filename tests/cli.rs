@@ -633,3 +633,71 @@ fn request_id_check_accepts_only_v4() {
     assert!(!is_request_id("bd0fb793-a215-4d68-93c1-f6607344067a"));
     assert!(!is_request_id("req-BD0FB793-A215-4D68-93C1-F6607344067A"));
 }
+
+#[test]
+fn format_text_prints_the_rendering_with_the_same_exit_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("index");
+    index(FIXTURE, &dir);
+    let with = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--bundle", FIXTURE, "--index", s(&dir)]);
+        kbtools(&all)
+    };
+
+    // read_file: the file's bytes alone (and a newline when the file has no final one).
+    let read = with(&["read", PAGE, "--format", "text"]).expect(0);
+    let mut bytes = std::fs::read(common::fixture("focowiki-docs").join(PAGE)).unwrap();
+    if !bytes.ends_with(b"\n") {
+        bytes.push(b'\n');
+    }
+    assert_eq!(read.stdout.as_bytes(), bytes.as_slice());
+
+    // A list: the library's rendering of the JSON the same call prints, and a newline.
+    let input = json!({ "parentPath": "pages", "limit": 2 });
+    let output = call(FIXTURE, &dir, "list_tree", &input).expect(0).json();
+    let expected = kbtools::render::render_output(
+        "list_tree",
+        &input,
+        &output,
+        kbtools::render::DEFAULT_TEXT_BUDGET,
+    );
+    let text = with(&["call", "list_tree", &input.to_string(), "--format", "text"]).expect(0);
+    assert_eq!(text.stdout, format!("{expected}\n"));
+    let tree = with(&["tree", "pages", "--limit", "2", "--format", "text"]).expect(0);
+    assert_eq!(tree.stdout, text.stdout);
+    assert!(text.stdout.contains("nextCursor: "));
+
+    // The budget cuts a read at a line and names the continuation.
+    let cut = with(&["read", PAGE, "--format", "text", "--text-budget", "500"]).expect(0);
+    assert!(cut.stdout.chars().count() <= 501, "{}", cut.stdout);
+    assert!(
+        cut.stdout.contains("[truncated: showing L1-"),
+        "{}",
+        cut.stdout
+    );
+    assert!(cut.stdout.contains("\"type\": \"extract\""));
+
+    // A tool error: the seed's form, exit 1.
+    let error = with(&[
+        "file",
+        "source-file-00000000-0000-5000-8000-000000000000",
+        "--format",
+        "text",
+    ])
+    .expect(1);
+    assert!(
+        error.stdout.starts_with("失败: NOT_FOUND "),
+        "{}",
+        error.stdout
+    );
+    let invalid = with(&["call", "list_tree", r#"{"limit": 0}"#, "--format", "text"]).expect(1);
+    assert_eq!(
+        invalid.stdout,
+        "失败: VALIDATION_ERROR Pagination limit is invalid.\nfield: limit\n"
+    );
+
+    // JSON stays the default; an unknown format is a usage error.
+    with(&["file", PAGE]).expect(0).json();
+    with(&["file", PAGE, "--format", "xml"]).expect(2);
+}
