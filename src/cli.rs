@@ -1,5 +1,6 @@
 //! Command-line front door: typed arguments (clap), resolved into library options, then one
-//! library call. Exit codes: 0 success, 1 tool error (the error envelope is printed on stdout),
+//! library call. Exit codes: 0 success, 1 tool error (the error envelope, or its text form, is
+//! printed on stdout),
 //! 2 usage, I/O or index problems (a message on stderr).
 
 use std::io::{Read, Write};
@@ -10,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Map, Value};
 
 use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
+use kbtools::mcp::{serve_stdio, Format, McpOptions};
 use kbtools::{error::new_request_id, tools};
 
 #[derive(Parser)]
@@ -51,6 +53,24 @@ struct Source {
     pretty: bool,
 }
 
+/// How a tool command prints its result.
+#[derive(Args, Clone)]
+struct RenderArgs {
+    /// json: the contract JSON (an error as its envelope); text: the compact text format for
+    /// models (docs/text-format.md; an error as `失败: <CODE> <message>`).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Json)]
+    format: OutputFormat,
+    /// Character budget of a text result; a longer one is cut and says how to continue.
+    #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET)]
+    text_budget: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OutputFormat {
+    Json,
+    Text,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Build (or refresh) the index of a bundle.
@@ -61,12 +81,30 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         threads: usize,
     },
-    /// Run one tool with its JSON input exactly as an agent sends it; prints the contract JSON.
+    /// Serve the six tools as a local MCP server on stdio (for agents); logs go to stderr.
+    Mcp {
+        /// The bundle folder (same as --bundle).
+        bundle_path: Option<PathBuf>,
+        /// The result format of a call that does not name one: text (compact, for models) or
+        /// json (the contract JSON).
+        #[arg(long = "format", default_value = "text", value_parser = ["text", "json"])]
+        result_format: String,
+        /// Character budget of a text result.
+        #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET)]
+        text_budget: usize,
+        /// Append one JSON line per call (tool, input, contract JSON output, duration) to FILE.
+        #[arg(long, value_name = "FILE")]
+        audit_log: Option<PathBuf>,
+    },
+    /// Run one tool with its JSON input exactly as an agent sends it; prints the contract JSON
+    /// (or, with --format text, the compact text for models).
     Call {
         /// search_files, read_file, list_tree, get_file, read_related or expand_graph.
         tool: String,
         /// The tool input as JSON ('-' reads it from stdin) [default: {}].
         input: Option<String>,
+        #[command(flatten)]
+        render: RenderArgs,
     },
     /// Search for candidate pages (search_files).
     Search {
@@ -91,11 +129,15 @@ enum Command {
         okf_trust_tier: Option<String>,
         #[arg(long)]
         okf_freshness: Option<String>,
+        #[command(flatten)]
+        render: RenderArgs,
     },
     /// Read a file by path or id (read_file).
     Read {
         /// A bundle path (e.g. pages/guide.md) or a fileId.
         target: String,
+        #[command(flatten)]
+        render: RenderArgs,
     },
     /// List the direct children of a directory (list_tree).
     Tree {
@@ -105,11 +147,15 @@ enum Command {
         limit: Option<u32>,
         #[arg(long)]
         cursor: Option<String>,
+        #[command(flatten)]
+        render: RenderArgs,
     },
     /// A file's metadata (get_file).
     File {
         /// A fileId or a bundle path (get_file accepts either).
         target: String,
+        #[command(flatten)]
+        render: RenderArgs,
     },
     /// Pages related to a source page (read_related).
     Related {
@@ -118,6 +164,8 @@ enum Command {
         limit: Option<u32>,
         #[arg(long)]
         cursor: Option<String>,
+        #[command(flatten)]
+        render: RenderArgs,
     },
     /// Measure search quality against relevance judgments (BEIR queries.jsonl + qrels TSV).
     Eval {
@@ -143,6 +191,8 @@ enum Command {
         fanout: Option<u32>,
         #[arg(long)]
         cursor: Option<String>,
+        #[command(flatten)]
+        render: RenderArgs,
     },
 }
 
@@ -171,7 +221,11 @@ fn run(cli: Cli) -> Result<i32> {
             bundle_path,
             threads,
         } => build_index(&bundle_path, threads, &source),
-        Command::Call { tool, input } => {
+        Command::Call {
+            tool,
+            input,
+            render,
+        } => {
             let text = match input.as_deref() {
                 None => "{}".to_string(),
                 Some("-") => {
@@ -185,7 +239,7 @@ fn run(cli: Cli) -> Result<i32> {
             };
             let value: Value = serde_json::from_str(&text)
                 .map_err(|e| anyhow!("the tool input is not valid JSON: {e}"))?;
-            answer(&source, &tool, &value)
+            answer(&source, &render, &tool, &value)
         }
         Command::Search {
             query,
@@ -198,6 +252,7 @@ fn run(cli: Cli) -> Result<i32> {
             okf_status,
             okf_trust_tier,
             okf_freshness,
+            render,
         } => {
             let mut m = Map::new();
             m.insert("query".into(), query.into());
@@ -210,7 +265,34 @@ fn run(cli: Cli) -> Result<i32> {
             insert_some(&mut m, "okfStatus", okf_status);
             insert_some(&mut m, "okfTrustTier", okf_trust_tier);
             insert_some(&mut m, "okfFreshness", okf_freshness);
-            answer(&source, "search_files", &Value::Object(m))
+            answer(&source, &render, "search_files", &Value::Object(m))
+        }
+        Command::Mcp {
+            bundle_path,
+            result_format,
+            text_budget,
+            audit_log,
+        } => {
+            let mut source = source;
+            if bundle_path.is_some() {
+                source.bundle = bundle_path;
+            }
+            let kb = open(&source)?;
+            let options = McpOptions {
+                format: Format::parse(&result_format).unwrap_or_default(),
+                text_budget,
+                audit_log,
+            };
+            if !source.quiet {
+                eprintln!(
+                    "kbtools: MCP server on stdio for {} (revision {}, {} files)",
+                    kb.manifest.bundle_root,
+                    kb.manifest.active_content_revision,
+                    kb.manifest.counts.files
+                );
+            }
+            serve_stdio(kb, options)?;
+            Ok(0)
         }
         Command::Eval {
             queries,
@@ -218,49 +300,54 @@ fn run(cli: Cli) -> Result<i32> {
             mode,
             json,
         } => evaluate(&source, &queries, &qrels, mode, json),
-        Command::Read { target } => {
+        Command::Read { target, render } => {
             let input = if looks_like_id(&target) {
                 json!({ "fileId": target })
             } else {
                 json!({ "path": target })
             };
-            answer(&source, "read_file", &input)
+            answer(&source, &render, "read_file", &input)
         }
         Command::Tree {
             parent,
             limit,
             cursor,
+            render,
         } => {
             let mut m = Map::new();
             insert_some(&mut m, "parentPath", parent);
             insert_some(&mut m, "limit", limit);
             insert_some(&mut m, "cursor", cursor);
-            answer(&source, "list_tree", &Value::Object(m))
+            answer(&source, &render, "list_tree", &Value::Object(m))
         }
-        Command::File { target } => answer(&source, "get_file", &json!({ "fileId": target })),
+        Command::File { target, render } => {
+            answer(&source, &render, "get_file", &json!({ "fileId": target }))
+        }
         Command::Related {
             target,
             limit,
             cursor,
+            render,
         } => {
             let mut m = Map::new();
             m.insert("fileId".into(), target.into());
             insert_some(&mut m, "limit", limit);
             insert_some(&mut m, "cursor", cursor);
-            answer(&source, "read_related", &Value::Object(m))
+            answer(&source, &render, "read_related", &Value::Object(m))
         }
         Command::Expand {
             target,
             depth,
             fanout,
             cursor,
+            render,
         } => {
             let mut m = Map::new();
             m.insert("fileId".into(), target.into());
             insert_some(&mut m, "depth", depth);
             insert_some(&mut m, "fanout", fanout);
             insert_some(&mut m, "cursor", cursor);
-            answer(&source, "expand_graph", &Value::Object(m))
+            answer(&source, &render, "expand_graph", &Value::Object(m))
         }
     }
 }
@@ -448,7 +535,7 @@ fn open(source: &Source) -> Result<KnowledgeBase> {
     Ok(kb)
 }
 
-fn answer(source: &Source, tool: &str, input: &Value) -> Result<i32> {
+fn answer(source: &Source, render: &RenderArgs, tool: &str, input: &Value) -> Result<i32> {
     if !tools::TOOL_NAMES.contains(&tool) {
         return Err(anyhow!(
             "unknown tool {tool:?}; the tools are {}",
@@ -456,7 +543,16 @@ fn answer(source: &Source, tool: &str, input: &Value) -> Result<i32> {
         ));
     }
     let kb = open(source)?;
-    match tools::call(&kb, tool, input) {
+    let result = tools::call(&kb, tool, input);
+    if render.format == OutputFormat::Text {
+        let text = match &result {
+            Ok(output) => kbtools::render::render_output(tool, input, output, render.text_budget),
+            Err(error) => kbtools::render::render_error(error),
+        };
+        print_text(text)?;
+        return Ok(if result.is_ok() { 0 } else { 1 });
+    }
+    match result {
         Ok(output) => {
             print_json(&output, source.pretty)?;
             Ok(0)
@@ -469,12 +565,20 @@ fn answer(source: &Source, tool: &str, input: &Value) -> Result<i32> {
 }
 
 fn print_json(value: &Value, pretty: bool) -> Result<()> {
-    let mut text = if pretty {
+    let text = if pretty {
         serde_json::to_string_pretty(value)?
     } else {
         serde_json::to_string(value)?
     };
-    text.push('\n');
+    print_text(text)
+}
+
+/// Prints `text` on stdout, ending with one newline (none added when it already ends with one,
+/// so a file read as text prints byte for byte).
+fn print_text(mut text: String) -> Result<()> {
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Ok(()) => Ok(()),

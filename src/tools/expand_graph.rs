@@ -62,21 +62,24 @@ pub fn graph_paths<'a>(kb: &KnowledgeBase, pages: impl Iterator<Item = &'a str>)
 
 /// The tool input (`expand_graph {fileId, depth, fanout, cursor}`; `limit` as the API takes
 /// it), for Rust callers and schemas.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Params {
     /// The seed: a source page's fileId (or path).
     pub file_id: String,
     /// 0–2 (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2))]
     pub depth: Option<u8>,
     /// New relations per explored page, 0–25 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 25))]
     pub fanout: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Page size, 1–200 (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<u64>,
 }
 

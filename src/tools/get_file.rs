@@ -24,7 +24,7 @@ pub fn file_id<'a>(input: &Input<'a>) -> Result<&'a str, ToolError> {
 }
 
 /// The tool input (`get_file {fileId}`), for Rust callers and schemas.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Params {
     /// A fileId (or a bundle path).

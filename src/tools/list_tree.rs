@@ -63,7 +63,7 @@ fn parent_path(input: &Input<'_>) -> Result<String, ToolError> {
 }
 
 /// The tool input (`list_tree {parentPath, cursor, limit}`), for Rust callers and schemas.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Params {
     /// Directory to list; `""`, `"root"` or absent is the bundle root.
@@ -74,6 +74,7 @@ pub struct Params {
     pub cursor: Option<String>,
     /// Page size, 1–500 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u64>,
 }
 

@@ -58,7 +58,7 @@ pub fn collapsed(kb: &KnowledgeBase, page: u32) -> Vec<(&CatalogRelation, &'stat
 }
 
 /// The tool input (`read_related {fileId, cursor, limit}`), for Rust callers and schemas.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Params {
     /// A source page's fileId (or path).
@@ -67,6 +67,7 @@ pub struct Params {
     pub cursor: Option<String>,
     /// Page size, 1–200 (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<u64>,
 }
 

@@ -631,19 +631,23 @@ fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool 
 }
 
 /// The tool input, for Rust callers and schemas.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Params {
     /// The user's full question, 2–512 characters.
+    #[schemars(length(min = 2, max = 512))]
     pub query: String,
     /// `file`, `graph` or `hybrid` (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["file", "graph", "hybrid"]))]
     pub mode: Option<String>,
     /// 0–2 (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2))]
     pub graph_depth: Option<u8>,
     /// 0–25 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 25))]
     pub graph_fanout: Option<u64>,
     /// Ask for a reranker (none runs offline; the status says so).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -652,21 +656,27 @@ pub struct Params {
     pub cursor: Option<String>,
     /// 1–50 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u64>,
     /// `all` (default), `path` or `metadata`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["all", "path", "metadata"]))]
     pub scope: Option<String>,
     /// `page` (default) or `all`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["page", "all"]))]
     pub file_kind: Option<String>,
     /// `draft`, `stable` or `deprecated`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["draft", "stable", "deprecated"]))]
     pub okf_status: Option<String>,
     /// `unverified`, `machine-confirmed` or `human-reviewed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["unverified", "machine-confirmed", "human-reviewed"]))]
     pub okf_trust_tier: Option<String>,
     /// `fresh` or `stale`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["fresh", "stale"]))]
     pub okf_freshness: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank_top_k: Option<u64>,

@@ -1,0 +1,167 @@
+//! The MCP server's own behaviour, in process: tool definitions (schemas, annotations), the two
+//! result formats of one call, tool errors as `isError` results, and the audit log. The
+//! protocol itself is exercised by an independent client in `tests/mcp/client_test.py`.
+
+mod common;
+
+use common::{open_fixture, operation_of, schema_for, violations};
+use kbtools::mcp::{tool_definitions, Format, KbServer, McpOptions};
+use rmcp::model::{CallToolResult, JsonObject};
+use serde_json::{json, Value};
+
+fn args(value: Value) -> Option<JsonObject> {
+    match value {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    let value = serde_json::to_value(result).unwrap();
+    value["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// A server over the fixture, and the temporary index folder it reads (kept alive).
+fn server(options: McpOptions) -> (KbServer, tempfile::TempDir) {
+    let common::Opened { kb, index_dir, .. } = open_fixture("focowiki-docs");
+    (KbServer::new(kb, options).unwrap(), index_dir)
+}
+
+#[test]
+fn six_read_only_tools_with_generated_schemas_and_a_format_argument() {
+    let tools = tool_definitions();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, kbtools::tools::TOOL_NAMES);
+    for tool in &tools {
+        let schema = Value::Object(tool.input_schema.as_ref().clone());
+        assert_eq!(schema["type"], "object", "{}", tool.name);
+        assert_eq!(
+            schema["properties"]["format"]["enum"],
+            json!(["text", "json"]),
+            "{}",
+            tool.name
+        );
+        assert!(tool.description.as_deref().unwrap_or("").len() > 80);
+        let a = tool.annotations.as_ref().unwrap();
+        assert_eq!(
+            (
+                a.read_only_hint,
+                a.destructive_hint,
+                a.idempotent_hint,
+                a.open_world_hint
+            ),
+            (Some(true), Some(false), Some(true), Some(false)),
+            "{}",
+            tool.name
+        );
+    }
+    let search = Value::Object(tools[0].input_schema.as_ref().clone());
+    for field in ["query", "mode", "scope", "limit", "cursor", "graphDepth"] {
+        assert!(search["properties"].get(field).is_some(), "{field}");
+    }
+}
+
+#[test]
+fn one_call_in_text_and_in_json() {
+    let (server, _opened) = server(McpOptions::default());
+    let input = json!({ "query": "How do agents read related files?", "limit": 3 });
+    let text = server.answer("search_files", args(input.clone()));
+    assert!(!is_error(&text));
+    let text_body = text_of(&text);
+    assert!(
+        serde_json::from_str::<Value>(&text_body).is_err(),
+        "{text_body}"
+    );
+    assert!(text_body.contains("pages/"), "{text_body}");
+
+    let mut with_json = input.clone();
+    with_json["format"] = json!("json");
+    let json_result = server.answer("search_files", args(with_json));
+    assert!(!is_error(&json_result));
+    let output: Value = serde_json::from_str(&text_of(&json_result)).unwrap();
+    assert_eq!(json_result.structured_content.as_ref(), Some(&output));
+    let schema = schema_for(operation_of("search_files", &input), 200);
+    assert_eq!(violations(&schema, &output), Vec::<String>::new());
+    // The same call through the library gives the same items.
+    let direct = kbtools::tools::call(server.knowledge_base(), "search_files", &input).unwrap();
+    assert_eq!(direct["items"], output["items"]);
+}
+
+#[test]
+fn read_file_text_is_the_content_alone() {
+    let (server, _opened) = server(McpOptions::default());
+    let path = "pages/en/agent-integration/own-agent-client/tools-design.md";
+    let text = text_of(&server.answer("read_file", args(json!({ "path": path }))));
+    let bytes = std::fs::read_to_string(common::fixture("focowiki-docs").join(path)).unwrap();
+    assert_eq!(text, bytes);
+}
+
+#[test]
+fn tool_errors_are_error_results_in_both_formats() {
+    let (server, _opened) = server(McpOptions::default());
+    let text = server.answer("search_files", args(json!({ "query": "x" })));
+    assert!(is_error(&text));
+    assert!(text_of(&text).starts_with("失败: "), "{}", text_of(&text));
+
+    let json_result = server.answer(
+        "read_file",
+        args(json!({ "fileId": "no-such-file", "format": "json" })),
+    );
+    assert!(is_error(&json_result));
+    let envelope: Value = serde_json::from_str(&text_of(&json_result)).unwrap();
+    assert!(envelope["error"]["code"].is_string(), "{envelope}");
+    assert!(json_result.structured_content.is_none());
+
+    let bad_format = server.answer("list_tree", args(json!({ "format": "xml" })));
+    assert!(is_error(&bad_format));
+    assert!(text_of(&bad_format).contains("format"));
+}
+
+#[test]
+fn the_server_format_applies_when_a_call_names_none() {
+    let options = McpOptions {
+        format: Format::Json,
+        ..McpOptions::default()
+    };
+    let (server, _opened) = server(options);
+    let result = server.answer("list_tree", None);
+    assert!(!is_error(&result));
+    let output: Value = serde_json::from_str(&text_of(&result)).unwrap();
+    assert!(output["items"].is_array());
+    // A call may still ask for text.
+    let text = server.answer("list_tree", args(json!({ "format": "text" })));
+    assert!(serde_json::from_str::<Value>(&text_of(&text)).is_err());
+}
+
+#[test]
+fn the_audit_log_has_one_line_per_call_with_the_contract_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let options = McpOptions {
+        audit_log: Some(log.clone()),
+        ..McpOptions::default()
+    };
+    let (server, _opened) = server(options);
+    server.answer("list_tree", args(json!({ "parentPath": "pages" })));
+    server.answer("get_file", args(json!({ "fileId": "nope" })));
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["tool"], "list_tree");
+    assert_eq!(lines[0]["input"], json!({ "parentPath": "pages" }));
+    assert_eq!(lines[0]["isError"], false);
+    assert!(lines[0]["output"]["items"].is_array());
+    assert!(lines[0]["durationMs"].as_f64().unwrap() >= 0.0);
+    assert_eq!(lines[1]["isError"], true);
+    assert!(lines[1]["output"]["error"]["code"].is_string());
+}
