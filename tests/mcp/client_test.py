@@ -880,6 +880,48 @@ def run_raw_session(results: Results, binary: str, revision: str) -> None:
     )
 
 
+def run_discover_only(results: Results, binary: str) -> None:
+    """A handshake-less client that only asks `server/discover` and closes: the server answers
+    with the versions it speaks (both revisions) and ends normally."""
+    name = "[2026-07-28] discover only"
+    meta = raw_messages("2026-07-28")[0]
+    with tempfile.TemporaryDirectory(prefix="kbtools-mcp-index-") as index_dir:
+        try:
+            done = subprocess.run(
+                [binary, "mcp", str(FIXTURE), "--index", index_dir, "-q"],
+                input=(json.dumps(meta) + "\n").encode(),
+                capture_output=True,
+                timeout=120,
+                cwd=ROOT,
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            results.record(f"{name}: session", describe(e))
+            return
+
+    def versions() -> str | None:
+        for line in done.stdout.decode("utf-8", "replace").splitlines():
+            try:
+                message = json.loads(line)
+            except ValueError:
+                return f"stdout line is not JSON-RPC: {short(line, 200)}"
+            if message.get("id") == 1:
+                supported = message.get("result", {}).get("supportedVersions", [])
+                missing = {"2025-11-25", "2026-07-28"} - set(supported)
+                return f"supportedVersions {supported} lacks {sorted(missing)}" if missing else None
+        return "no answer to server/discover"
+
+    stderr = done.stderr.decode("utf-8", "replace")
+    results.check(f"{name}: supportedVersions has both revisions", versions)
+    results.check(
+        f"{name}: close after discover → exit 0, nothing on stderr (-q)",
+        lambda: (
+            None
+            if done.returncode == 0 and not stderr.strip()
+            else f"exit status {done.returncode}, stderr: {short(stderr, 300)!r}"
+        ),
+    )
+
+
 async def main_async(binary: str) -> Results:
     results = Results()
     for revision in ("2025-11-25", "2026-07-28"):
@@ -888,6 +930,7 @@ async def main_async(binary: str) -> Results:
         except Exception as e:  # noqa: BLE001
             results.record(f"[{revision}] suite", f"crashed: {describe(e)}\n{traceback.format_exc(limit=5)}")
         run_raw_session(results, binary, revision)
+    run_discover_only(results, binary)
     return results
 
 
