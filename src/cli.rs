@@ -81,6 +81,23 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         threads: usize,
     },
+    /// Serve the Developer OpenAPI read routes of the six tools over HTTP (read-only), one
+    /// knowledge base per bundle; Ctrl-C stops it gracefully.
+    Serve {
+        /// Bundle folders (or plain Markdown folders); each is served under its knowledge-base
+        /// id (`GET /openapi/v2/knowledge-bases` lists them). Default: --bundle.
+        bundles: Vec<PathBuf>,
+        /// Address to listen on. The default is loopback only; binding elsewhere exposes the
+        /// knowledge base to the network (use --token).
+        #[arg(long, default_value = "127.0.0.1:43200")]
+        addr: String,
+        /// Require `Authorization: Bearer <TOKEN>` on every request (401 UNAUTHORIZED otherwise).
+        #[arg(long, env = "KBTOOLS_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Longest time one request may take, in seconds.
+        #[arg(long, default_value_t = 30)]
+        request_timeout: u64,
+    },
     /// Serve the six tools as a local MCP server on stdio (for agents); logs go to stderr.
     Mcp {
         /// The bundle folder (same as --bundle).
@@ -182,6 +199,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Install the agent Skill `knowledge-base-tools` (how an agent answers from the knowledge
+    /// base with these tools).
+    Skill {
+        #[command(subcommand)]
+        action: SkillAction,
+    },
+    /// Write a deterministic synthetic bundle for benchmarks (for developers); prints a JSON
+    /// summary.
+    #[command(hide = true)]
+    GenBundle(GenBundleArgs),
     /// Explore the relation graph from a source page (expand_graph).
     Expand {
         target: String,
@@ -193,6 +220,41 @@ enum Command {
         cursor: Option<String>,
         #[command(flatten)]
         render: RenderArgs,
+    },
+}
+
+/// `gen-bundle`: a synthetic bundle for benchmarks (hidden; `kbtools::bundle_gen`).
+#[derive(Args)]
+struct GenBundleArgs {
+    /// The folder to write (absent or empty).
+    dir: PathBuf,
+    /// Number of document pages.
+    #[arg(long)]
+    pages: usize,
+    /// Seed of the generator (the same seed gives the same bytes).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// About how large a page is, in bytes.
+    #[arg(long, default_value_t = 3000)]
+    page_bytes: usize,
+    /// Share of Chinese pages (0–1).
+    #[arg(long, default_value_t = 0.3)]
+    zh_share: f32,
+    /// Replace DIR when it holds an earlier generated bundle.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Subcommand)]
+enum SkillAction {
+    /// Write the Skill to <DIR>/knowledge-base-tools/ (e.g. ~/.claude/skills); prints the paths
+    /// of its files on stderr.
+    Install {
+        /// The skills folder to install into.
+        dir: PathBuf,
+        /// Overwrite Skill files that exist with other content.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -267,6 +329,12 @@ fn run(cli: Cli) -> Result<i32> {
             insert_some(&mut m, "okfFreshness", okf_freshness);
             answer(&source, &render, "search_files", &Value::Object(m))
         }
+        Command::Serve {
+            bundles,
+            addr,
+            token,
+            request_timeout,
+        } => serve_http(&source, bundles, &addr, token, request_timeout),
         Command::Mcp {
             bundle_path,
             result_format,
@@ -334,6 +402,33 @@ fn run(cli: Cli) -> Result<i32> {
             insert_some(&mut m, "limit", limit);
             insert_some(&mut m, "cursor", cursor);
             answer(&source, &render, "read_related", &Value::Object(m))
+        }
+        Command::Skill {
+            action: SkillAction::Install { dir, force },
+        } => {
+            for path in kbtools::skill::install(&dir, force)? {
+                if !source.quiet {
+                    eprintln!("{}", path.display());
+                }
+            }
+            Ok(0)
+        }
+        Command::GenBundle(args) => {
+            let started = std::time::Instant::now();
+            let options = kbtools::bundle_gen::GenOptions {
+                pages: args.pages,
+                seed: args.seed,
+                page_bytes: args.page_bytes,
+                zh_share: args.zh_share,
+                replace: args.force,
+                ..Default::default()
+            };
+            let report = kbtools::bundle_gen::generate(&args.dir, &options)
+                .with_context(|| format!("generating a bundle in {}", args.dir.display()))?;
+            let mut summary = serde_json::to_value(&report)?;
+            summary["seconds"] = json!((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0);
+            print_json(&summary, source.pretty)?;
+            Ok(0)
         }
         Command::Expand {
             target,
@@ -562,6 +657,66 @@ fn answer(source: &Source, render: &RenderArgs, tool: &str, input: &Value) -> Re
             Ok(1)
         }
     }
+}
+
+fn serve_http(
+    source: &Source,
+    bundles: Vec<PathBuf>,
+    addr: &str,
+    token: Option<String>,
+    request_timeout: u64,
+) -> Result<i32> {
+    let bundles = if bundles.is_empty() {
+        source.bundle.clone().into_iter().collect()
+    } else {
+        bundles
+    };
+    if bundles.len() > 1 && (source.index.is_some() || source.kb_id.is_some()) {
+        return Err(anyhow!(
+            "--index and --kb-id name one knowledge base; with several bundles each gets its own default index folder and id"
+        ));
+    }
+    let mut kbs = Vec::new();
+    if bundles.is_empty() {
+        kbs.push(open(source)?);
+    }
+    for bundle in bundles {
+        let mut one = source.clone();
+        one.bundle = Some(bundle);
+        kbs.push(open(&one)?);
+    }
+    let token = token.filter(|t| !t.trim().is_empty());
+    let options = kbtools::http::HttpOptions {
+        token: token.clone(),
+        request_timeout: std::time::Duration::from_secs(request_timeout.max(1)),
+        ..Default::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let local = listener.local_addr()?;
+        if !source.quiet {
+            for kb in &kbs {
+                eprintln!(
+                    "kbtools: serving {} as http://{local}/openapi/v2/knowledge-bases/{}",
+                    kb.manifest.bundle_root, kb.manifest.knowledge_base_id
+                );
+            }
+            if !local.ip().is_loopback() && token.is_none() {
+                eprintln!("kbtools: warning: listening beyond loopback without --token");
+            }
+            eprintln!("kbtools: listening on http://{local} (Ctrl-C stops)");
+        }
+        kbtools::http::serve(listener, kbs, options, kbtools::http::shutdown_signal())
+            .await
+            .map_err(|e| anyhow!("{e}"))
+    })?;
+    Ok(0)
 }
 
 fn print_json(value: &Value, pretty: bool) -> Result<()> {

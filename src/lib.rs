@@ -10,16 +10,19 @@
 
 pub mod analysis;
 pub mod bundle;
+pub mod bundle_gen;
 pub mod cursor;
 pub mod error;
 pub mod eval;
 pub mod graph;
+pub mod http;
 pub mod ids;
 pub mod index;
 pub mod markdown;
 pub mod mcp;
 pub mod okf;
 pub mod render;
+pub mod skill;
 pub mod text;
 pub mod tools;
 

@@ -1,0 +1,579 @@
+//! The local HTTP server: the online Developer OpenAPI's read routes of the six tools (and the
+//! short backend-adapter routes) over one or more knowledge bases, read-only, with the contract's
+//! error envelope and status codes. axum on tokio, confined to this module; every route is a
+//! thin mapping onto [`crate::tools::call`], run off the async threads.
+//!
+//! Safe by default: the caller picks the address (the CLI defaults to loopback); an optional
+//! bearer token answers 401 `UNAUTHORIZED` before anything else, as online; request bodies are
+//! refused beyond a few KiB (every route is a `GET`); a request that runs too long is cut off; the
+//! server stops gracefully when the shutdown future resolves.
+
+pub mod spec;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::{new_request_id, ErrorCode, ToolError};
+use crate::index::KnowledgeBase;
+use crate::tools;
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// When set, every request needs `Authorization: Bearer <token>`.
+    pub token: Option<String>,
+    /// Longest time one request may take before the server answers 503.
+    pub request_timeout: Duration,
+    /// Largest request body accepted (every route is a GET).
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            token: None,
+            request_timeout: Duration::from_secs(30),
+            max_body_bytes: 16 * 1024,
+        }
+    }
+}
+
+/// The knowledge bases one server answers for, by id; the first is the default of the short
+/// routes.
+struct Served {
+    by_id: HashMap<String, Arc<KnowledgeBase>>,
+    order: Vec<String>,
+    token_digest: Option<[u8; 32]>,
+    spec: Value,
+    /// When the server started (RFC 3339, milliseconds, UTC).
+    started: String,
+    max_body_bytes: usize,
+}
+
+type Shared = Arc<Served>;
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error(
+        "two bundles have the same knowledge-base id {0}; pass --kb-id or serve them separately"
+    )]
+    DuplicateId(String),
+    #[error("no knowledge base to serve")]
+    Empty,
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The request id of a request: the incoming `x-request-id` when it is a sane token, otherwise
+/// `req-<uuid v4>`.
+#[derive(Clone)]
+struct RequestId(String);
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Builds the router over `kbs` (each under its manifest's knowledge-base id).
+pub fn router(kbs: Vec<KnowledgeBase>, options: &HttpOptions) -> Result<Router, HttpError> {
+    if kbs.is_empty() {
+        return Err(HttpError::Empty);
+    }
+    let mut by_id = HashMap::new();
+    let mut order = Vec::new();
+    for kb in kbs {
+        let id = kb.manifest.knowledge_base_id.clone();
+        if by_id.contains_key(&id) {
+            return Err(HttpError::DuplicateId(id));
+        }
+        order.push(id.clone());
+        by_id.insert(id, Arc::new(kb));
+    }
+    let spec_options = spec::SpecOptions {
+        with_auth: options.token.is_some(),
+        knowledge_base_ids: order.clone(),
+        virtual_index_graphs: by_id.values().any(|kb| renders_index_graphs(kb)),
+        example_page: order
+            .first()
+            .and_then(|id| by_id.get(id))
+            .and_then(|kb| example_page(kb)),
+    };
+    let served: Shared = Arc::new(Served {
+        by_id,
+        order,
+        token_digest: options.token.as_deref().map(digest),
+        spec: spec::served_spec(&spec_options),
+        started: now_rfc3339(),
+        max_body_bytes: options.max_body_bytes,
+    });
+    let base = "/openapi/v2/knowledge-bases/{knowledgeBaseId}";
+    let mut app = Router::new()
+        .route("/openapi/v2/health", get(health).fallback(unsupported))
+        .route(
+            "/openapi/v2/openapi.json",
+            get(openapi).fallback(unsupported),
+        )
+        .route(
+            "/openapi/v2/knowledge-bases",
+            get(list_kbs).fallback(unsupported),
+        );
+    for route in &spec::KB_ROUTES {
+        app = app
+            .route(
+                &format!("{base}{}", route.path),
+                get(kb_route).fallback(unsupported),
+            )
+            .route(route.short, get(short_route).fallback(unsupported));
+    }
+    // Outermost last: the front door sees every request first (request id, authentication,
+    // body size), then the timeout, then the body limit that guards any body a route reads.
+    let app = app
+        .fallback(unsupported)
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(
+            options.max_body_bytes,
+        ))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            options.request_timeout,
+        ))
+        .layer(middleware::from_fn_with_state(served.clone(), front_door))
+        .with_state(served);
+    Ok(app)
+}
+
+/// The first source page of a knowledge base with relations (else the first source page), for
+/// the document's parameter examples.
+fn example_page(kb: &KnowledgeBase) -> Option<(String, String)> {
+    let files = kb.catalog.files();
+    let pages = || files.iter().enumerate().filter(|(_, f)| f.source_backed);
+    pages()
+        .find(|(i, _)| !kb.catalog.relations_of(*i as u32).is_empty())
+        .or_else(|| pages().next())
+        .map(|(_, f)| (f.file_id.clone(), f.path.clone()))
+}
+
+/// True when the knowledge base renders `_graph/by-file/**/index.json` records (a plain folder
+/// with a page named `index.md`); `read_file` opens those paths although the bundle path table
+/// does not list them.
+fn renders_index_graphs(kb: &KnowledgeBase) -> bool {
+    kb.catalog.files().iter().any(|f| {
+        f.virtual_content.is_some()
+            && f.path.starts_with("_graph/by-file/")
+            && f.path.ends_with("/index.json")
+    })
+}
+
+/// Serves `kbs` on `listener` until `shutdown` resolves, then finishes the requests in flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    kbs: Vec<KnowledgeBase>,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), HttpError> {
+    let app = router(kbs, &options)?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}
+
+/// Request id, then authentication (before any routing or validation, as online), then the
+/// body size, then the route; the request id is echoed on every response, and the bare
+/// responses of the timeout and body-limit layers get the contract's error envelope.
+async fn front_door(State(served): State<Shared>, mut request: Request, next: Next) -> Response {
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_string)
+        .unwrap_or_else(new_request_id);
+    if let Some(expected) = served.token_digest {
+        let presented = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(|t| digest(t.trim()));
+        if presented != Some(expected) {
+            return error_response(
+                &ToolError::new(ErrorCode::Unauthorized, "Valid bearer API key is required."),
+                &id,
+            );
+        }
+    }
+    let declared_length = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared_length.is_some_and(|n| n > served.max_body_bytes as u64) {
+        return body_too_large(served.max_body_bytes, &id);
+    }
+    request.extensions_mut().insert(RequestId(id.clone()));
+    let mut response = next.run(request).await;
+    let bare = response.headers().get(header::CONTENT_TYPE)
+        != Some(&HeaderValue::from_static(JSON_CONTENT_TYPE));
+    if bare && response.status() == StatusCode::SERVICE_UNAVAILABLE {
+        // The timeout layer's bare 503.
+        return error_response(
+            &ToolError::new(
+                ErrorCode::SearchUnavailable,
+                "The request took too long and was stopped.",
+            ),
+            &id,
+        );
+    }
+    if bare && response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return body_too_large(served.max_body_bytes, &id);
+    }
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
+}
+
+fn body_too_large(max: usize, request_id: &str) -> Response {
+    error_response(
+        &ToolError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("The request body is larger than {max} bytes; every route is a GET."),
+        ),
+        request_id,
+    )
+}
+
+const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = Response::new(Body::from(bytes));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(JSON_CONTENT_TYPE),
+    );
+    response
+}
+
+fn error_response(error: &ToolError, request_id: &str) -> Response {
+    let status =
+        StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = json_response(status, &error.envelope(request_id));
+    if let Ok(value) = HeaderValue::from_str(request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
+}
+
+fn request_id(headers_source: &axum::http::Extensions) -> String {
+    headers_source
+        .get::<RequestId>()
+        .map(|r| r.0.clone())
+        .unwrap_or_else(new_request_id)
+}
+
+async fn unsupported(request: Request) -> Response {
+    let id = request_id(request.extensions());
+    error_response(&unsupported_route(), &id)
+}
+
+fn unsupported_route() -> ToolError {
+    ToolError::new(ErrorCode::UnsupportedRoute, "Route is not supported.")
+}
+
+async fn health() -> Response {
+    json_response(StatusCode::OK, &json!({ "status": "ok" }))
+}
+
+async fn openapi(State(served): State<Shared>) -> Response {
+    json_response(StatusCode::OK, &served.spec)
+}
+
+async fn list_kbs(
+    State(served): State<Shared>,
+    RawQuery(query): RawQuery,
+    request: Request,
+) -> Response {
+    let id = request_id(request.extensions());
+    match knowledge_base_page(&served, query.as_deref()) {
+        Ok(page) => json_response(StatusCode::OK, &page),
+        Err(e) => error_response(&e, &id),
+    }
+}
+
+/// A page of `GET /openapi/v2/knowledge-bases`: `limit` as the other list routes read it, and
+/// the cursor this route issues (`kb-<offset>`).
+fn knowledge_base_page(served: &Served, query: Option<&str>) -> Result<Value, ToolError> {
+    let params = Value::Object(parse_query(query)?);
+    if let Some(key) = params.as_object().and_then(|m| {
+        m.keys()
+            .find(|k| !spec::KNOWLEDGE_BASES_PARAMETERS.contains(&k.as_str()))
+    }) {
+        return Err(unknown_parameter(key, &spec::KNOWLEDGE_BASES_PARAMETERS));
+    }
+    let input = tools::Input::new(&params, &spec::KNOWLEDGE_BASES_PARAMETERS)?;
+    let limit = tools::page_limit(
+        &input,
+        spec::KNOWLEDGE_BASES_DEFAULT_LIMIT,
+        spec::KNOWLEDGE_BASES_MAX_LIMIT,
+    )? as usize;
+    let offset = match input.cursor()? {
+        None => 0,
+        Some(text) => match text
+            .strip_prefix("kb-")
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            Some(n) if n > 0 && n < served.order.len() => n,
+            _ => return Err(ToolError::cursor_invalid()),
+        },
+    };
+    let items: Vec<Value> = served
+        .order
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .filter_map(|kb_id| served.by_id.get(kb_id))
+        .map(|kb| knowledge_base_record(kb, &served.started))
+        .collect();
+    let end = offset.saturating_add(limit);
+    let next = if end < served.order.len() {
+        Value::String(format!("kb-{end}"))
+    } else {
+        Value::Null
+    };
+    Ok(json!({ "items": items, "nextCursor": next }))
+}
+
+/// 422 for a query parameter the operation does not take.
+fn unknown_parameter(key: &str, accepted: &[&str]) -> ToolError {
+    let shown = crate::text::truncate_chars(key, 64);
+    let accepted = if accepted.is_empty() {
+        "none".to_string()
+    } else {
+        accepted.join(", ")
+    };
+    ToolError::invalid_field(
+        &format!("Unknown query parameter `{shown}`. This operation takes: {accepted}."),
+        shown,
+    )
+}
+
+/// A served knowledge base as the `KnowledgeBase` schema describes it.
+/// `createdAt`/`updatedAt` are the time the server started serving it.
+fn knowledge_base_record(kb: &KnowledgeBase, started: &str) -> Value {
+    let m = &kb.manifest;
+    let built = started;
+    json!({
+        "knowledgeBaseId": m.knowledge_base_id,
+        "name": m.knowledge_base_name,
+        "description": Value::Null,
+        "activeContentRevision": m.active_content_revision,
+        "resourceRevision": m.active_content_revision.max(1),
+        "createdAt": built,
+        "updatedAt": built,
+    })
+}
+
+fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    now.format(&format).unwrap_or_default()
+}
+
+/// Query parameters, percent-decoded (`+` is a space); a parameter given twice is refused, as
+/// the online API refuses an array where it expects one value.
+fn parse_query(query: Option<&str>) -> Result<Map<String, Value>, ToolError> {
+    let mut map = Map::new();
+    let Some(query) = query else { return Ok(map) };
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let (Some(key), Some(value)) = (decode_component(k), decode_component(v)) else {
+            return Err(ToolError::invalid_field(
+                "A query parameter is not valid percent-encoded UTF-8.",
+                "query",
+            ));
+        };
+        if map.contains_key(&key) {
+            return Err(ToolError::invalid_field(
+                &format!(
+                    "Query parameter `{}` is given more than once.",
+                    crate::text::truncate_chars(&key, 64)
+                ),
+                &key,
+            ));
+        }
+        map.insert(key, Value::String(value));
+    }
+    Ok(map)
+}
+
+fn decode_component(s: &str) -> Option<String> {
+    crate::text::percent_decode_once(&s.replace('+', " "))
+}
+
+/// The tool of a route and its input from path and query.
+fn tool_input(
+    route: &spec::KbRoute,
+    file_id: Option<String>,
+    mut query: Map<String, Value>,
+) -> (&'static str, Value) {
+    let tool = match route.path {
+        "/tree" => "list_tree",
+        "/files/search" => "search_files",
+        "/graph/expand" => "expand_graph",
+        "/files/content" | "/files/{fileId}/content" => "read_file",
+        "/files/{fileId}/related" => "read_related",
+        _ => "get_file",
+    };
+    if let Some(id) = file_id {
+        query.insert("fileId".into(), Value::String(id));
+    }
+    if route.path == "/files/content" && !query.contains_key("path") {
+        // The route's required parameter: absent is a validation error of `path`.
+        query.insert("path".into(), Value::String(String::new()));
+    }
+    (tool, Value::Object(query))
+}
+
+/// The route and the fileId of a request path under a knowledge base (`rest` starts with `/`;
+/// the short search route is `/search`).
+fn classify(rest: &str) -> Option<(&'static spec::KbRoute, Option<String>)> {
+    let route = |path: &str| spec::KB_ROUTES.iter().find(|r| r.path == path);
+    match rest {
+        "/tree" | "/files/search" | "/graph/expand" | "/files/content" => {
+            return route(rest).map(|r| (r, None))
+        }
+        "/search" => return route("/files/search").map(|r| (r, None)),
+        _ => {}
+    }
+    let tail = rest.strip_prefix("/files/")?;
+    let (raw_id, path) = if let Some(id) = tail.strip_suffix("/content") {
+        (id, "/files/{fileId}/content")
+    } else if let Some(id) = tail.strip_suffix("/related") {
+        (id, "/files/{fileId}/related")
+    } else {
+        (tail, "/files/{fileId}")
+    };
+    if raw_id.is_empty() || raw_id.contains('/') {
+        return None;
+    }
+    let id = crate::text::percent_decode_once(raw_id)?;
+    Some((route(path)?, Some(id)))
+}
+
+/// 422 for a query parameter the route does not take (the served document lists exactly the
+/// ones it does); any `query` on the tree is the online API's own message.
+fn check_parameters(route: &spec::KbRoute, query: &Map<String, Value>) -> Result<(), ToolError> {
+    if route.path == "/tree" && query.contains_key("query") {
+        return Err(ToolError::invalid_field(
+            "Tree search is not supported. Use the file search endpoint.",
+            "query",
+        ));
+    }
+    match query.keys().find(|k| !route.query.contains(&k.as_str())) {
+        Some(key) => Err(unknown_parameter(key, route.query)),
+        None => Ok(()),
+    }
+}
+
+async fn kb_route(
+    State(served): State<Shared>,
+    Path(params): Path<HashMap<String, String>>,
+    request: Request,
+) -> Response {
+    let id = request_id(request.extensions());
+    let kb_id = params.get("knowledgeBaseId").cloned().unwrap_or_default();
+    let Some(kb) = served.by_id.get(&kb_id).cloned() else {
+        return error_response(
+            &ToolError::new(ErrorCode::NotFound, crate::error::messages::NOT_FOUND),
+            &id,
+        );
+    };
+    let path = request.uri().path().to_string();
+    let prefix = format!("/openapi/v2/knowledge-bases/{}", raw_kb_segment(&path));
+    let rest = path.strip_prefix(&prefix).unwrap_or("").to_string();
+    answer(kb, &rest, request.uri().query(), &id).await
+}
+
+/// The knowledge-base segment of a long route exactly as it appears in the request path.
+fn raw_kb_segment(path: &str) -> &str {
+    path.strip_prefix("/openapi/v2/knowledge-bases/")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("")
+}
+
+async fn short_route(State(served): State<Shared>, request: Request) -> Response {
+    let id = request_id(request.extensions());
+    let Some(kb) = served
+        .order
+        .first()
+        .and_then(|kb_id| served.by_id.get(kb_id))
+        .cloned()
+    else {
+        return error_response(
+            &ToolError::new(ErrorCode::NotFound, crate::error::messages::NOT_FOUND),
+            &id,
+        );
+    };
+    let path = request.uri().path().to_string();
+    answer(kb, &path, request.uri().query(), &id).await
+}
+
+async fn answer(kb: Arc<KnowledgeBase>, rest: &str, query: Option<&str>, id: &str) -> Response {
+    let Some((route, file_id)) = classify(rest) else {
+        return error_response(&unsupported_route(), id);
+    };
+    let query = match parse_query(query).and_then(|q| check_parameters(route, &q).map(|()| q)) {
+        Ok(q) => q,
+        Err(e) => return error_response(&e, id),
+    };
+    let (tool, input) = tool_input(route, file_id, query);
+    let result = tokio::task::spawn_blocking(move || tools::call(&kb, tool, &input)).await;
+    match result {
+        Ok(Ok(output)) => json_response(StatusCode::OK, &output),
+        Ok(Err(error)) => error_response(&error, id),
+        Err(e) => error_response(
+            &ToolError::new(ErrorCode::InternalError, format!("The request failed: {e}")),
+            id,
+        ),
+    }
+}
+
+/// Resolves when the process gets Ctrl-C (or SIGTERM on Unix).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

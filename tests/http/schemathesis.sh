@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Runs schemathesis (property-based OpenAPI testing, pinned in tests/http/requirements.txt)
+# against `kbtools serve fixtures/focowiki-docs`, using the document the server serves at
+# /openapi/v2/openapi.json. Needs only python3 (and cargo, unless KBTOOLS_BIN names a built
+# binary):
+#   - a virtualenv under target/http-venv, rebuilt when the requirements or the Python version
+#     change, else reused;
+#   - the debug binary (`cargo build`, a no-op when it is up to date), unless KBTOOLS_BIN is set;
+#   - two runs, each against a fresh server on a free loopback port with its own index folder:
+#       1. no token: every phase (examples, coverage, fuzzing, stateful), positive and negative
+#          data, with every check that applies to a read-only GET API (below);
+#       2. `--token`: a quarter of the examples, the same checks plus `ignored_auth` (requests
+#          without or with a wrong key must get 401);
+#   - its last line `N passed, N failed`: API operations, summed over both runs, as the JUnit
+#     reports count them; the exit code is non-zero on any failure.
+#
+# Checks: all of schemathesis's but two. `unsupported_method` expects 405 for a method the
+# document does not list: the contract answers every unknown route or method with 404
+# `UNSUPPORTED_ROUTE` (openapi-contract.md §2.3), and kbtools does too.
+# `object_level_authorization` needs two users; the server has one key.
+# tests/http/hooks.py shapes positive cases by the rules a parameter schema cannot express
+# (cursor provenance, the rerank controls' dependency on `rerank=true`, NFC and
+# percent-decoding of paths, grapheme count of a query); it never touches negative cases or
+# checks.
+#
+# Environment: KBTOOLS_BIN (binary to test), PYTHON (interpreter for the venv, default python3),
+# HTTP_EXAMPLES (examples per operation in run 1, default 100), HTTP_SEED (default 20251130).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT="$(pwd)"
+
+PYTHON="${PYTHON:-python3}"
+VENV=target/http-venv
+REQUIREMENTS=tests/http/requirements.txt
+STAMP="$VENV/.installed"
+EXAMPLES="${HTTP_EXAMPLES:-100}"
+SEED="${HTTP_SEED:-20251130}"
+CHECKS=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection,positive_data_acceptance,missing_required_header,allow_header_conformance,use_after_free,ensure_resource_availability
+
+log() { echo "http-test: $*" >&2; }
+
+# Makes "$VENV" with a working pip: the venv module, else (Debian without python3-venv) installs
+# that package when root, else falls back to virtualenv from PyPI in the user's site.
+make_venv() {
+    rm -rf "$VENV"
+    if "$PYTHON" -m venv "$VENV" >/dev/null 2>&1 && [ -x "$VENV/bin/pip" ]; then
+        return 0
+    fi
+    rm -rf "$VENV"
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        local minor
+        minor="$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+        log "python venv module unusable; installing python3-venv / python${minor}-venv with apt-get"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null 2>&1 || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python${minor}-venv" >/dev/null 2>&1 || true
+        if "$PYTHON" -m venv "$VENV" >/dev/null 2>&1 && [ -x "$VENV/bin/pip" ]; then
+            return 0
+        fi
+        rm -rf "$VENV"
+    fi
+    log "falling back to virtualenv (pip install --user virtualenv)"
+    "$PYTHON" -m pip install --user --quiet --disable-pip-version-check virtualenv 2>/dev/null \
+        || "$PYTHON" -m pip install --user --quiet --disable-pip-version-check --break-system-packages virtualenv
+    "$PYTHON" -m virtualenv --quiet "$VENV"
+}
+
+want="$( { "$PYTHON" -c 'import sys; print(sys.version)'; cat "$REQUIREMENTS"; } | sha256sum | cut -d' ' -f1)"
+if [ ! -x "$VENV/bin/schemathesis" ] || [ "$(cat "$STAMP" 2>/dev/null || true)" != "$want" ]; then
+    log "creating $VENV and installing $REQUIREMENTS"
+    make_venv
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQUIREMENTS"
+    echo "$want" >"$STAMP"
+fi
+PY="$VENV/bin/python"
+
+if [ -z "${KBTOOLS_BIN:-}" ]; then
+    cargo build --quiet --bin kbtools
+    KBTOOLS_BIN=target/debug/kbtools
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/kbtools-http.XXXXXX")"
+SERVER_PID=""
+stop_server() {
+    if [ -n "$SERVER_PID" ]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        SERVER_PID=""
+    fi
+}
+trap 'stop_server; rm -rf "$WORK"' EXIT
+
+free_port() {
+    "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_server NAME [serve flags...]: a fresh server on a free port; sets BASE.
+start_server() {
+    local name="$1"
+    shift
+    local port
+    port="$(free_port)"
+    "$KBTOOLS_BIN" serve fixtures/focowiki-docs --index "$WORK/index-$name" \
+        --addr "127.0.0.1:$port" -q "$@" >"$WORK/server-$name.log" 2>&1 &
+    SERVER_PID=$!
+    BASE="http://127.0.0.1:$port"
+    # The first start builds the index; wait for /openapi/v2/health (up to 120 s).
+    if ! "$PY" - "$BASE/openapi/v2/health" "${TOKEN:-}" <<'EOF'
+import sys, time, urllib.request
+url, token = sys.argv[1], sys.argv[2]
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=2) as response:
+            if response.status == 200:
+                sys.exit(0)
+    except OSError:
+        time.sleep(0.2)
+sys.exit(1)
+EOF
+    then
+        log "the server did not answer /openapi/v2/health; its log:"
+        cat "$WORK/server-$name.log" >&2
+        return 1
+    fi
+}
+
+# run_schemathesis NAME EXAMPLES CHECKS [schemathesis flags...]: one run, JUnit report in $WORK.
+run_schemathesis() {
+    local name="$1" examples="$2" checks="$3"
+    shift 3
+    log "run '$name': $examples examples per operation, seed $SEED"
+    local status=0
+    # From the scratch folder, so nothing schemathesis or hypothesis writes lands in the tree.
+    (cd "$WORK" && SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$ROOT/tests/http" \
+        "$ROOT/$VENV/bin/schemathesis" --config-file "$ROOT/tests/http/schemathesis.toml" run \
+        "$BASE/openapi/v2/openapi.json" \
+        --checks "$checks" \
+        --max-examples "$examples" \
+        --seed "$SEED" \
+        --generation-database none \
+        --request-timeout 30 \
+        --workers 1 \
+        --no-color \
+        --report junit --report-junit-path "$WORK/junit-$name.xml" \
+        "$@") || status=$?
+    return "$status"
+}
+
+# count_junit FILE STATUS: prints "passed failed" API operations of a JUnit report (one test
+# case per operation); a failure of the stateful scenarios (their own test case), or a run that
+# failed without a failing operation in its report, counts one more failure.
+count_junit() {
+    "$PY" - "$1" "$2" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+path, status = sys.argv[1], int(sys.argv[2])
+try:
+    cases = list(ET.parse(path).getroot().iter("testcase"))
+except (OSError, ET.ParseError):
+    cases = []
+def failing(case):
+    return case.find("failure") is not None or case.find("error") is not None
+operations = [c for c in cases if c.get("name", "") != "Stateful tests"]
+passed = sum(1 for c in operations if not failing(c))
+failed = sum(1 for c in cases if failing(c))
+if status != 0 and failed == 0:
+    failed = 1
+print(passed, failed)
+EOF
+}
+
+overall=0
+total_passed=0
+total_failed=0
+
+TOKEN=""
+status=0
+if start_server open; then
+    run_schemathesis open "$EXAMPLES" "$CHECKS" || status=$?
+else
+    status=1
+fi
+stop_server
+read -r passed failed < <(count_junit "$WORK/junit-open.xml" "$status")
+log "run 'open': $passed operations passed, $failed failed (schemathesis exit $status)"
+total_passed=$((total_passed + passed))
+total_failed=$((total_failed + failed))
+[ "$status" = 0 ] || overall=1
+
+TOKEN="kbtools-schemathesis-$RANDOM$RANDOM"
+status=0
+if start_server token --token "$TOKEN"; then
+    run_schemathesis token "$(( (EXAMPLES + 3) / 4 ))" "$CHECKS,ignored_auth" \
+        --header "Authorization: Bearer $TOKEN" || status=$?
+else
+    status=1
+fi
+stop_server
+read -r passed failed < <(count_junit "$WORK/junit-token.xml" "$status")
+log "run 'token': $passed operations passed, $failed failed (schemathesis exit $status)"
+total_passed=$((total_passed + passed))
+total_failed=$((total_failed + failed))
+[ "$status" = 0 ] || overall=1
+
+echo "$total_passed passed, $total_failed failed"
+exit "$overall"
