@@ -460,18 +460,31 @@ fn page_text(r: &ReadFile) -> PageText {
     if let Some(raw) = &r.raw_frontmatter {
         metadata.push_str(raw);
     }
-    let mut body = summary.plain_text;
-    if body.len() > MAX_INDEXED_TEXT {
-        body.truncate(
-            crate::text::truncate_chars(&body, MAX_INDEXED_TEXT)
-                .len()
-                .min(MAX_INDEXED_TEXT),
-        );
-        while !body.is_char_boundary(body.len()) {
-            body.pop();
-        }
-    }
+    let body = cap_indexed_text(summary.plain_text);
     PageText { metadata, body }
+}
+
+/// `text` cut to [`MAX_INDEXED_TEXT`] bytes at a character boundary.
+fn cap_indexed_text(mut text: String) -> String {
+    if text.len() > MAX_INDEXED_TEXT {
+        let mut end = MAX_INDEXED_TEXT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+/// The plain body text the index holds for a page whose file content is `text`: frontmatter
+/// cut, Markdown rendered to text, capped — exactly what ingest indexes, so excerpts can be made
+/// from the file instead of a stored copy.
+pub fn indexed_body_text(text: &str) -> String {
+    let body = match frontmatter::locate(text) {
+        Some(block) => &text[block.body_start..],
+        None => text,
+    };
+    cap_indexed_text(markdown::summarize(body).plain_text)
 }
 
 /// Every string and number value of a JSON tree, one per line (keys left out).

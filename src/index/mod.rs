@@ -28,7 +28,7 @@ use catalog::{Catalog, CatalogData, CatalogFile, CatalogRelation};
 use search_index::{IndexedPage, SearchIndex};
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
-pub const INDEX_FORMAT_VERSION: u64 = 3;
+pub const INDEX_FORMAT_VERSION: u64 = 4;
 
 /// Counts recorded in the manifest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]

@@ -7,8 +7,7 @@ use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED,
-    STRING,
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STRING,
 };
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
@@ -37,7 +36,6 @@ const BM25: bm25::FieldParams = bm25::FieldParams {
 
 #[derive(Clone, Copy)]
 struct Fields {
-    doc: Field,
     body: Field,
     exact_path: Field,
     exact_title: Field,
@@ -61,28 +59,24 @@ pub struct IndexedPage<'a> {
 
 fn schema() -> Schema {
     let mut builder = Schema::builder();
-    let positions = |stored: bool| {
-        let options = TextOptions::default().set_indexing_options(
+    // Nothing is stored: excerpts are made from the page files (the bundle is read anyway).
+    let positions = |_stored: bool| {
+        TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
                 .set_tokenizer(TEXT_ANALYZER)
                 .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-        );
-        if stored {
-            options.set_stored()
-        } else {
-            options
-        }
+        )
     };
     let words = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(WORDS_ANALYZER)
             .set_index_option(IndexRecordOption::WithFreqs),
     );
-    builder.add_u64_field("doc", FAST | STORED);
+    builder.add_u64_field("doc", FAST);
     builder.add_text_field("title", positions(false));
     builder.add_text_field("path", positions(false));
     builder.add_text_field("meta", positions(false));
-    builder.add_text_field("body", positions(true));
+    builder.add_text_field("body", positions(false));
     builder.add_text_field("body_w", words);
     builder.add_text_field("exact_path", STRING);
     builder.add_text_field("exact_title", STRING);
@@ -160,7 +154,6 @@ impl SearchIndex {
         analysis::register(&index);
         let schema = index.schema();
         let fields = Fields {
-            doc: field(&schema, "doc")?,
             body: field(&schema, "body")?,
             exact_path: field(&schema, "exact_path")?,
             exact_title: field(&schema, "exact_title")?,
@@ -416,11 +409,7 @@ impl SearchIndex {
         let query = self.body_query(query_text)?;
         let mut generator = SnippetGenerator::create(searcher, &query, self.fields.body).ok()?;
         generator.set_max_num_chars(EXCERPT_WINDOW_BYTES);
-        Some(Excerpter {
-            generator,
-            body: self.fields.body,
-            doc: self.fields.doc,
-        })
+        Some(Excerpter { generator })
     }
 
     /// The BM25 inverse document frequency of a `kb_text` term over the `body` field (as the
@@ -445,22 +434,14 @@ pub const EXCERPT_MAX_CHARS: usize = 600;
 /// Makes `sourceExcerpt`s for the hits of one query.
 pub struct Excerpter {
     generator: SnippetGenerator,
-    body: Field,
-    doc: Field,
 }
 
 impl Excerpter {
-    /// Plain text around the best-matching passage of the document at `address`; the start of
-    /// the body when no body term matched.
-    pub fn excerpt(&self, searcher: &Searcher, address: DocAddress) -> Option<String> {
-        let document: TantivyDocument = searcher.doc(address).ok()?;
-        let _ = self.doc;
-        let snippet = self.generator.snippet_from_doc(&document);
+    /// Plain text around the best-matching passage of `body` (a page's indexed body text, see
+    /// [`crate::bundle::indexed_body_text`]); the start of the body when no body term matched.
+    pub fn excerpt(&self, body: &str) -> Option<String> {
+        let snippet = self.generator.snippet(body);
         let text = if snippet.fragment().trim().is_empty() {
-            let body = document
-                .get_first(self.body)
-                .and_then(|v| v.as_str())
-                .unwrap_or("");
             crate::text::truncate_chars(body, EXCERPT_MAX_CHARS).to_string()
         } else {
             snippet.fragment().to_string()

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use unicode_segmentation::UnicodeSegmentation;
@@ -884,20 +885,11 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         shown_scores.push(ceiling);
     }
     let excerpter = kb.search.excerpter(&searcher, &request.query);
+    // Results in parallel: each reads its page for the excerpt (order is kept).
     let items: Vec<SearchResult> = candidates[start..end]
-        .iter()
+        .par_iter()
         .zip(&shown_scores[start..end])
-        .map(|(c, &score)| {
-            result(
-                kb,
-                &request,
-                revision,
-                c,
-                score,
-                excerpter.as_ref(),
-                &searcher,
-            )
-        })
+        .map(|(c, &score)| result(kb, &request, revision, c, score, excerpter.as_ref()))
         .collect();
 
     let completed: Vec<&'static str> = {
@@ -1173,7 +1165,6 @@ fn result(
     candidate: &Candidate,
     score: f64,
     excerpter: Option<&crate::index::search_index::Excerpter>,
-    searcher: &tantivy::Searcher,
 ) -> SearchResult {
     let file = kb.catalog.file(candidate.position);
     let (matched_fields, evidence_types): (Vec<&'static str>, Vec<&'static str>) =
@@ -1187,7 +1178,9 @@ fn result(
             (fields.clone(), fields)
         };
     let source_excerpt = match (candidate.address, excerpter) {
-        (Some(address), Some(excerpter)) => excerpter.excerpt(searcher, address),
+        (Some(_), Some(excerpter)) => super::read_content(kb, file)
+            .ok()
+            .and_then(|content| excerpter.excerpt(&crate::bundle::indexed_body_text(&content))),
         _ => None,
     };
     // Present only when the mode is not `file`, and only with a `graphRef` that opens
