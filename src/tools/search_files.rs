@@ -979,19 +979,27 @@ fn graph_hits(kb: &KnowledgeBase, scores: HashMap<u32, f64>) -> Vec<LaneHit> {
 }
 
 /// The `file_graph` lane: the seed pages themselves (`1 / (60 + seed rank)`) and the pages
-/// their walks reach (the sum over the seeds that reach them of `1 / ((60 + seed rank) ·
+/// their walks reach (the best over the seeds that reach them of `1 / ((60 + seed rank) ·
 /// (depth + 1))`).
 fn graph_lane(kb: &KnowledgeBase, seeds: &[u32], walks: &[Vec<Step>]) -> Vec<LaneHit> {
     // Graph nodes are the source pages (their document records): a seed matches as a node in
-    // its own right; its neighbours follow, discounted by depth (depth 1 counts half).
+    // its own right; its neighbours follow, discounted by depth (depth 1 counts half). A page
+    // takes its best path, not the sum: summed, a page many seeds link to outranks the seeds
+    // themselves, and in a densely linked bundle the lane then ranks hubs over the matches.
     let mut scores: HashMap<u32, f64> = HashMap::new();
+    let mut offer = |page: u32, score: f64| {
+        let best = scores.entry(page).or_default();
+        *best = best.max(score);
+    };
     for (rank, &seed) in seeds.iter().enumerate() {
-        *scores.entry(seed).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
+        offer(seed, 1.0 / (RRF_K + rank as f64 + 1.0));
     }
     for (rank, steps) in walks.iter().enumerate() {
         for step in steps {
-            *scores.entry(step.to).or_default() +=
-                1.0 / ((RRF_K + rank as f64 + 1.0) * (f64::from(step.depth) + 1.0));
+            offer(
+                step.to,
+                1.0 / ((RRF_K + rank as f64 + 1.0) * (f64::from(step.depth) + 1.0)),
+            );
         }
     }
     graph_hits(kb, scores)
