@@ -565,11 +565,13 @@ async def run_tool_calls(suite: Suite) -> None:
 
 
 async def pick_related_seed(suite: Suite, items: list[dict[str, Any]], fallback: str) -> str:
-    """A source page from the search results whose graph context has relationships."""
-    for item in items:
-        ctx = item.get("graphContext") or {}
-        if item.get("sourceFileId") and ctx.get("relationships"):
-            return item["fileId"]
+    """A source page from the search results with at least two relationships in its graph
+    context (so that read_related can page), else one with any."""
+    for least in (2, 1):
+        for item in items:
+            ctx = item.get("graphContext") or {}
+            if item.get("sourceFileId") and len(ctx.get("relationships") or []) >= least:
+                return item["fileId"]
     for item in items:
         if item.get("sourceFileId"):
             return item["fileId"]
