@@ -55,7 +55,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The index is kept in target/ between runs (the server rebuilds it only when the bundle changed).
+# The index is kept in target/ between runs; `kbtools index` refreshes it (and replaces one of an
+# older index format, which `serve` would refuse).
+"$KBTOOLS_BIN" index "$BUNDLE" --index "$INDEX" -q >/dev/null
 "$KBTOOLS_BIN" serve "$BUNDLE" --index "$INDEX" --addr "127.0.0.1:$port" -q \
     >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
