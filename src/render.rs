@@ -212,18 +212,7 @@ fn search_files(input: &Value, output: &Value) -> Listing {
         ])
     ));
     listing.head.push(search_status(output, items.is_empty()));
-    if let Some(message) = str_of(output, "message") {
-        listing
-            .head
-            .push(format!("message: {}", one_line(message, MESSAGE_CHARS)));
-    }
-    let actions = strings_of(output, "nextActions", MESSAGE_CHARS);
-    if !actions.is_empty() {
-        listing.head.push("next actions:".to_string());
-        listing
-            .head
-            .extend(actions.into_iter().map(|a| format!("- {a}")));
-    }
+    push_message_and_actions(&mut listing, output);
     if !items.is_empty() {
         listing.head.push(
             "Candidates, not evidence: read_file the ones you use (by fileId or path) before citing them."
@@ -536,18 +525,7 @@ fn read_related(output: &Value) -> Listing {
         "read_related {seed}: {count}{}",
         parens(&[revision(output)])
     ));
-    if let Some(message) = str_of(output, "message") {
-        listing
-            .head
-            .push(format!("message: {}", one_line(message, MESSAGE_CHARS)));
-    }
-    let actions = strings_of(output, "nextActions", MESSAGE_CHARS);
-    if !actions.is_empty() {
-        listing.head.push("next actions:".to_string());
-        listing
-            .head
-            .extend(actions.into_iter().map(|a| format!("- {a}")));
-    }
+    push_message_and_actions(&mut listing, output);
     if !items.is_empty() {
         listing
             .head
@@ -845,6 +823,22 @@ fn fit_lines(lines: Vec<String>, budget: usize, note: &str) -> String {
 
 fn char_len(s: &str) -> usize {
     s.chars().count()
+}
+
+/// The API's `message` and `nextActions` of an output (edge responses), as header lines.
+fn push_message_and_actions(listing: &mut Listing, output: &Value) {
+    if let Some(message) = str_of(output, "message") {
+        listing
+            .head
+            .push(format!("message: {}", one_line(message, MESSAGE_CHARS)));
+    }
+    let actions = strings_of(output, "nextActions", MESSAGE_CHARS);
+    if !actions.is_empty() {
+        listing.head.push("next actions:".to_string());
+        listing
+            .head
+            .extend(actions.into_iter().map(|a| format!("- {a}")));
+    }
 }
 
 fn str_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {

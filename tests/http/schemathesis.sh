@@ -32,46 +32,14 @@ ROOT="$(pwd)"
 PYTHON="${PYTHON:-python3}"
 VENV=target/http-venv
 REQUIREMENTS=tests/http/requirements.txt
-STAMP="$VENV/.installed"
 EXAMPLES="${HTTP_EXAMPLES:-100}"
 SEED="${HTTP_SEED:-20251130}"
 CHECKS=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection,positive_data_acceptance,missing_required_header,allow_header_conformance,use_after_free,ensure_resource_availability
 
 log() { echo "http-test: $*" >&2; }
 
-# Makes "$VENV" with a working pip: the venv module, else (Debian without python3-venv) installs
-# that package when root, else falls back to virtualenv from PyPI in the user's site.
-make_venv() {
-    rm -rf "$VENV"
-    if "$PYTHON" -m venv "$VENV" >/dev/null 2>&1 && [ -x "$VENV/bin/pip" ]; then
-        return 0
-    fi
-    rm -rf "$VENV"
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        local minor
-        minor="$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
-        log "python venv module unusable; installing python3-venv / python${minor}-venv with apt-get"
-        apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null 2>&1 || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python${minor}-venv" >/dev/null 2>&1 || true
-        if "$PYTHON" -m venv "$VENV" >/dev/null 2>&1 && [ -x "$VENV/bin/pip" ]; then
-            return 0
-        fi
-        rm -rf "$VENV"
-    fi
-    log "falling back to virtualenv (pip install --user virtualenv)"
-    "$PYTHON" -m pip install --user --quiet --disable-pip-version-check virtualenv 2>/dev/null \
-        || "$PYTHON" -m pip install --user --quiet --disable-pip-version-check --break-system-packages virtualenv
-    "$PYTHON" -m virtualenv --quiet "$VENV"
-}
-
-want="$( { "$PYTHON" -c 'import sys; print(sys.version)'; cat "$REQUIREMENTS"; } | sha256sum | cut -d' ' -f1)"
-if [ ! -x "$VENV/bin/schemathesis" ] || [ "$(cat "$STAMP" 2>/dev/null || true)" != "$want" ]; then
-    log "creating $VENV and installing $REQUIREMENTS"
-    make_venv
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQUIREMENTS"
-    echo "$want" >"$STAMP"
-fi
+. tests/lib/venv.sh
+ensure_venv "$VENV" "$REQUIREMENTS" schemathesis
 PY="$VENV/bin/python"
 
 if [ -z "${KBTOOLS_BIN:-}" ]; then
