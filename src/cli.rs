@@ -564,6 +564,7 @@ fn build_index(bundle: &Path, threads: usize, source: &Source) -> Result<i32> {
         "activeContentRevision": m.active_content_revision,
         "revisionChanged": report.revision_changed,
         "counts": m.counts,
+        "work": report.work,
         "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
     print_json(&summary, source.pretty)?;

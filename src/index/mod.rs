@@ -75,6 +75,25 @@ pub struct BuildReport {
     pub manifest: Manifest,
     pub diagnostics: Vec<Diagnostic>,
     pub revision_changed: bool,
+    /// What the build had to do.
+    pub work: BuildWork,
+}
+
+/// The work a build did: a full build reads and indexes everything; an incremental one only
+/// what changed since the previous generation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BuildWork {
+    /// True when the previous generation was reused (only changes read and indexed).
+    pub incremental: bool,
+    /// True when nothing changed and the live generation was kept as it is.
+    pub unchanged: bool,
+    /// Files read and parsed from the bundle.
+    pub files_read: u64,
+    /// Source pages added to the full-text index.
+    pub pages_indexed: u64,
+    /// Source pages removed from the full-text index (removed or changed pages).
+    pub pages_removed: u64,
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, IndexError> {
@@ -180,6 +199,7 @@ pub fn build(
         ingested.relations.len(),
         ingested.diagnostics.len()
     ));
+    let read_count = ingested.files.iter().filter(|f| f.disk.is_some()).count() as u64;
     std::fs::create_dir_all(index_dir).map_err(|e| IndexError::io(index_dir, e))?;
 
     // The previous generation decides the revision and each page's resource revision.
@@ -302,6 +322,13 @@ pub fn build(
         options.threads
     };
     search_index::write(&search_dir, &pages, threads)?;
+    let work = BuildWork {
+        incremental: false,
+        unchanged: false,
+        files_read: read_count,
+        pages_indexed: pages.len() as u64,
+        pages_removed: 0,
+    };
     drop(pages);
 
     let canonical_root = bundle_root
@@ -344,6 +371,7 @@ pub fn build(
         manifest,
         diagnostics: ingested.diagnostics,
         revision_changed,
+        work,
     })
 }
 
