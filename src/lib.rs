@@ -11,6 +11,7 @@
 pub mod analysis;
 pub mod bundle;
 pub mod bundle_gen;
+pub mod compact;
 pub mod cursor;
 pub mod error;
 pub mod eval;
@@ -18,6 +19,8 @@ pub mod graph;
 pub mod http;
 pub mod ids;
 pub mod index;
+pub mod json_text;
+pub mod live;
 pub mod markdown;
 pub mod mcp;
 pub mod okf;

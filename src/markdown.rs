@@ -5,7 +5,7 @@
 use pulldown_cmark::{Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd};
 
 /// What the index needs from one Markdown body.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MarkdownSummary {
     pub first_h1: Option<String>,
     pub headings: Vec<String>,
@@ -14,7 +14,7 @@ pub struct MarkdownSummary {
 }
 
 /// A link destination as written, and whether it was a `[[wiki link]]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Link {
     pub destination: String,
     pub wiki: bool,

@@ -89,7 +89,11 @@ pub struct IngestedFile {
     pub virtual_content: Option<String>,
     /// False for virtual relation files of pages without relations: readable, not listed.
     pub listed: bool,
+    /// The indexed text of a source page read in this ingest.
     pub text: Option<PageText>,
+    /// A source page whose parse came from the ingest cache: its text is read again only if it
+    /// has to be indexed again ([`read_page_text`]).
+    pub text_cached: bool,
 }
 
 /// A relation of a source page to another, from that page's point of view.
@@ -112,22 +116,116 @@ pub struct Ingested {
     pub diagnostics: Vec<Diagnostic>,
     pub stat_fingerprint: String,
     pub content_fingerprint: String,
+    /// Files read and parsed (the others came from the ingest cache).
+    pub files_read: u64,
 }
 
-/// What one file read gave before the bundle-wide steps.
-struct ReadFile {
+/// What one file read gave before the bundle-wide steps. The index keeps it (without the page
+/// text) as the ingest cache, so that a re-index reads only files whose size or modification
+/// time changed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReadFile {
     path: String,
     disk: String,
     class: PathClass,
     size: u64,
+    mtime_ns: i128,
     sha256: String,
+    #[serde(with = "crate::json_text")]
     frontmatter: Map<String, Value>,
     raw_frontmatter: Option<String>,
     summary: Option<markdown::MarkdownSummary>,
-    json: Option<Value>,
+    record: Option<ParsedRecord>,
     json_title: Option<String>,
-    diagnostics: Vec<Diagnostic>,
+    /// Problems of this file: line and message.
+    problems: Vec<(Option<usize>, String)>,
+    #[serde(skip)]
+    from_cache: bool,
 }
+
+/// The document records of a packet as (path, title), and a message per bad item.
+type PacketDocuments = (Vec<(String, Option<String>)>, Vec<String>);
+
+/// What ingest takes from a JSON record it reads (routers, document packets, per-file graphs).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct ParsedRecord {
+    /// `childDirectories[].path` (routers).
+    children: Vec<String>,
+    /// `resources[].path` (routers).
+    resources: Vec<String>,
+    /// `documents[]` as (path, title), with a message per bad item; `None` when absent.
+    documents: Option<PacketDocuments>,
+    /// The `path` of a per-file graph.
+    page: Option<String>,
+    /// `relationships[]` of a per-file graph, with a message per bad item.
+    relationships: Vec<LocalRelationship>,
+    relationship_problems: Vec<String>,
+}
+
+impl ParsedRecord {
+    fn of(json: &Value, class: PathClass) -> Self {
+        let documents = json.get("documents").map(|_| {
+            let (good, bad) = records::typed_items::<DocumentRecord>(json, "documents");
+            (good.into_iter().map(|d| (d.path, d.title)).collect(), bad)
+        });
+        let mut record = ParsedRecord {
+            children: records::listed_paths(json, "childDirectories"),
+            resources: records::listed_paths(json, "resources"),
+            documents,
+            ..ParsedRecord::default()
+        };
+        if class == PathClass::PerFileGraph {
+            record.page = json.get("path").and_then(Value::as_str).map(str::to_string);
+            let (mut good, bad) = records::typed_items::<LocalRelationship>(json, "relationships");
+            // Ingest does not use the target titles (the catalog has every page's title).
+            for rel in &mut good {
+                rel.target_title = None;
+            }
+            record.relationships = good;
+            record.relationship_problems = bad;
+        }
+        record
+    }
+}
+
+/// The parse of every file of the last ingest (see [`ReadFile`]).
+#[derive(Debug, Default, Deserialize)]
+pub struct IngestCache {
+    /// When the cache was made (ns since the epoch): a file modified within the clock
+    /// granularity before it may have changed again without changing its stat, so it is read
+    /// again.
+    made_ns: i128,
+    files: Vec<ReadFile>,
+}
+
+/// The same, borrowed, to encode it.
+#[derive(Serialize)]
+struct IngestCacheRef<'a> {
+    made_ns: i128,
+    files: &'a [ReadFile],
+}
+
+/// An ingest cache in the compact encoding ([`crate::compact`]), as written to disk.
+#[derive(Debug, Default)]
+pub struct EncodedIngestCache(pub Vec<u8>);
+
+impl IngestCache {
+    /// Decodes an [`EncodedIngestCache`] read from disk.
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        crate::compact::decode(bytes)
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+/// Modification times this close before the cache was made are not trusted (ns).
+const RACY_WINDOW_NS: i128 = 2_000_000_000;
 
 /// Detects the kind of the directory at `root`.
 pub fn detect_kind(root: &Path) -> BundleKind {
@@ -140,6 +238,17 @@ pub fn detect_kind(root: &Path) -> BundleKind {
 
 /// Reads the bundle at `root`.
 pub fn ingest(root: &Path) -> Result<Ingested, IndexError> {
+    ingest_with_cache(root, walk::walk(root), None).map(|(ingested, _)| ingested)
+}
+
+/// Reads the bundle at `root` from its `walked` files, taking the parse of every file whose path,
+/// size and modification time match an entry of `cache` from there instead of reading it.
+/// Returns what it found and the cache of this ingest.
+pub fn ingest_with_cache(
+    root: &Path,
+    walked: walk::Walk,
+    cache: Option<IngestCache>,
+) -> Result<(Ingested, EncodedIngestCache), IndexError> {
     if !root.is_dir() {
         return Err(IndexError::Bundle(format!(
             "{}: not a directory (expected a bundle folder or a folder of Markdown files)",
@@ -150,8 +259,17 @@ pub fn ingest(root: &Path) -> Result<Ingested, IndexError> {
     if kind == BundleKind::Focowiki {
         check_format_version(root)?;
     }
-    let walked = walk::walk(root);
     let stat_fingerprint = walk::stat_fingerprint(&walked);
+    let mut cached: HashMap<String, ReadFile> = cache
+        .map(|c| {
+            let made_ns = c.made_ns;
+            c.files
+                .into_iter()
+                .filter(|r| r.mtime_ns < made_ns - RACY_WINDOW_NS)
+                .map(|r| (r.disk.clone(), r))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut diagnostics = walked.diagnostics;
 
     // Logical paths: as they are in a bundle, under `pages/` for a plain folder. A name that is
@@ -174,13 +292,57 @@ pub fn ingest(root: &Path) -> Result<Ingested, IndexError> {
         jobs.push((file, logical, class));
     }
 
-    let mut read: Vec<ReadFile> = jobs
-        .into_par_iter()
-        .map(|(file, logical, class)| read_one(&file, logical, class))
-        .collect();
+    // Files whose parse the cache holds (same path, size and modification time) are taken from
+    // it; the others are read, in parallel.
+    let mut read: Vec<ReadFile> = Vec::with_capacity(jobs.len());
+    let mut to_read = Vec::new();
+    for (file, logical, class) in jobs {
+        match cached.remove(&file.relative) {
+            Some(mut r)
+                if r.size == file.size
+                    && r.mtime_ns == file.mtime_ns
+                    && r.path == logical
+                    && r.class == class =>
+            {
+                r.from_cache = true;
+                read.push(r);
+            }
+            _ => to_read.push((file, logical, class)),
+        }
+    }
+    drop(cached);
+    read.par_extend(
+        to_read
+            .into_par_iter()
+            .map(|(file, logical, class)| read_one(&file, logical, class)),
+    );
     read.sort_by(|a, b| a.path.cmp(&b.path));
-    for r in &mut read {
-        diagnostics.append(&mut r.diagnostics);
+    let files_read = read.iter().filter(|r| !r.from_cache).count() as u64;
+    for r in &read {
+        for (line, message) in &r.problems {
+            diagnostics.push(Diagnostic::new(r.disk.clone(), *line, message.clone()));
+        }
+    }
+    // The cache is encoded without the page texts (taken out and put back: no copy).
+    let texts: Vec<String> = read
+        .iter_mut()
+        .map(|r| {
+            r.summary
+                .as_mut()
+                .map(|s| std::mem::take(&mut s.plain_text))
+                .unwrap_or_default()
+        })
+        .collect();
+    let new_cache = crate::compact::encode(&IngestCacheRef {
+        made_ns: walk::now_ns(),
+        files: &read,
+    })
+    .map(EncodedIngestCache)
+    .unwrap_or_default();
+    for (r, text) in read.iter_mut().zip(texts) {
+        if let Some(summary) = &mut r.summary {
+            summary.plain_text = text;
+        }
     }
 
     let mut content_hasher = Sha256::new();
@@ -197,7 +359,7 @@ pub fn ingest(root: &Path) -> Result<Ingested, IndexError> {
         BundleKind::Focowiki => assemble_bundle(read, &mut diagnostics),
         BundleKind::PlainFolder => assemble_plain(read, &mut diagnostics),
     };
-    Ok(Ingested {
+    let ingested = Ingested {
         kind,
         name,
         files,
@@ -205,7 +367,24 @@ pub fn ingest(root: &Path) -> Result<Ingested, IndexError> {
         diagnostics,
         stat_fingerprint,
         content_fingerprint,
-    })
+        files_read,
+    };
+    Ok((ingested, new_cache))
+}
+
+/// The indexed text of the source page at `disk` (relative to `root`), read again; `None` when
+/// it cannot be read or parsed.
+pub fn read_page_text(root: &Path, disk: &str, path: &str) -> Option<PageText> {
+    let disk_path = root.join(disk);
+    let meta = std::fs::metadata(&disk_path).ok()?;
+    let file = WalkedFile {
+        disk_path,
+        relative: disk.to_string(),
+        size: meta.len(),
+        mtime_ns: 0,
+    };
+    let mut r = read_one(&file, path.to_string(), PathClass::Page);
+    r.summary.is_some().then(|| page_text(&mut r))
 }
 
 /// A `formatVersion: 1` bundle (or any other unknown version) is refused with a clear error.
@@ -305,22 +484,21 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
         disk: file.relative.clone(),
         class,
         size: file.size,
+        mtime_ns: file.mtime_ns,
         sha256: String::new(),
         frontmatter: Map::new(),
         raw_frontmatter: None,
         summary: None,
-        json: None,
+        record: None,
         json_title: None,
-        diagnostics: Vec::new(),
+        problems: Vec::new(),
+        from_cache: false,
     };
     let (bytes, sha) = match read_bytes(file) {
         Ok(x) => x,
         Err(e) => {
-            out.diagnostics.push(Diagnostic::new(
-                file.relative.clone(),
-                None,
-                format!("cannot read: {e}; skipped"),
-            ));
+            out.problems
+                .push((None, format!("cannot read: {e}; skipped")));
             out.sha256 = "unreadable".into();
             return out;
         }
@@ -332,8 +510,7 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
         bytes.len() as u64
     };
     if file.size > MAX_PARSE_BYTES {
-        out.diagnostics.push(Diagnostic::new(
-            file.relative.clone(),
+        out.problems.push((
             None,
             format!(
                 "{} bytes, more than the {} bytes kbtools parses; listed but not indexed",
@@ -346,8 +523,7 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
         Ok(text) => text,
         Err(e) => {
             let valid = e.utf8_error().valid_up_to();
-            out.diagnostics.push(Diagnostic::new(
-                file.relative.clone(),
+            out.problems.push((
                 None,
                 format!("invalid UTF-8 at byte {valid}; read as text with U+FFFD replacements"),
             ));
@@ -362,20 +538,18 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
             PathClass::DocumentPacket | PathClass::PageDirectoryRouter | PathClass::PerFileGraph
         );
         let parsed = if keep {
-            records::parse_json(&text).map(Some)
-        } else {
-            records::parse_title(&text).map(|title| {
-                out.json_title = title;
-                None
+            records::parse_json(&text).map(|json| {
+                out.json_title = json
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                out.record = Some(ParsedRecord::of(&json, class));
             })
+        } else {
+            records::parse_title(&text).map(|title| out.json_title = title)
         };
-        match parsed {
-            Ok(value) => out.json = value,
-            Err(e) => out.diagnostics.push(Diagnostic::new(
-                file.relative.clone(),
-                None,
-                format!("invalid JSON: {e}"),
-            )),
+        if let Err(e) = parsed {
+            out.problems.push((None, format!("invalid JSON: {e}")));
         }
         return out;
     }
@@ -384,8 +558,7 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
         match frontmatter::parse(&block) {
             Ok(map) => out.frontmatter = map,
             Err(e) => {
-                out.diagnostics.push(Diagnostic::new(
-                    file.relative.clone(),
+                out.problems.push((
                     e.line,
                     format!("invalid frontmatter, kept as raw text: {}", e.message),
                 ));
@@ -440,19 +613,17 @@ fn resolve_title(record_title: Option<&str>, r: &ReadFile) -> String {
         .or_else(|| string_field(&r.frontmatter, "title"))
         .or_else(|| r.summary.as_ref().and_then(|s| s.first_h1.clone()))
         .or_else(|| r.json_title.clone())
-        .or_else(|| {
-            r.json
-                .as_ref()
-                .and_then(|j| j.get("title"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
         .or_else(|| file_stem(&r.path))
         .unwrap_or_else(|| "Untitled".to_string())
 }
 
-fn page_text(r: &ReadFile) -> PageText {
-    let summary = r.summary.clone().unwrap_or_default();
+/// The indexed text of a page (its plain text is taken out of `r`).
+fn page_text(r: &mut ReadFile) -> PageText {
+    let plain_text = r
+        .summary
+        .as_mut()
+        .map(|s| std::mem::take(&mut s.plain_text))
+        .unwrap_or_default();
     // Every frontmatter value but the title (which the title field and the H1 already hold).
     let mut frontmatter = r.frontmatter.clone();
     frontmatter.remove("title");
@@ -460,7 +631,7 @@ fn page_text(r: &ReadFile) -> PageText {
     if let Some(raw) = &r.raw_frontmatter {
         metadata.push_str(raw);
     }
-    let body = cap_indexed_text(summary.plain_text);
+    let body = cap_indexed_text(plain_text);
     PageText { metadata, body }
 }
 
@@ -509,8 +680,10 @@ fn metadata_values_text(value: &Value) -> String {
     out
 }
 
-fn to_file(r: ReadFile, source_backed: bool, title: String) -> IngestedFile {
-    let text = (source_backed && r.summary.is_some()).then(|| page_text(&r));
+fn to_file(mut r: ReadFile, source_backed: bool, title: String) -> IngestedFile {
+    let indexed = source_backed && r.summary.is_some();
+    let text = (indexed && !r.from_cache).then(|| page_text(&mut r));
+    let text_cached = indexed && r.from_cache;
     let frontmatter = if source_backed {
         r.frontmatter
     } else {
@@ -528,6 +701,7 @@ fn to_file(r: ReadFile, source_backed: bool, title: String) -> IngestedFile {
         virtual_content: None,
         listed: true,
         text,
+        text_cached,
     }
 }
 
@@ -547,13 +721,13 @@ fn routed_packets(
             diagnostics.push(Diagnostic::new(router, None, "router is missing".into()));
             continue;
         };
-        let Some(json) = &file.json else { continue };
-        for child in records::listed_paths(json, "childDirectories") {
-            queue.push(child);
+        let Some(record) = &file.record else { continue };
+        for child in &record.children {
+            queue.push(child.clone());
         }
-        for resource in records::listed_paths(json, "resources") {
+        for resource in &record.resources {
             if by_path.contains_key(resource.as_str()) {
-                packets.push(resource);
+                packets.push(resource.clone());
             } else {
                 diagnostics.push(Diagnostic::new(
                     router.clone(),
@@ -567,7 +741,7 @@ fn routed_packets(
 }
 
 fn assemble_bundle(
-    read: Vec<ReadFile>,
+    mut read: Vec<ReadFile>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> (Vec<IngestedFile>, Vec<Relation>) {
     let by_path: HashMap<&str, &ReadFile> = read.iter().map(|r| (r.path.as_str(), r)).collect();
@@ -587,17 +761,25 @@ fn assemble_bundle(
     }
     packet_paths.sort();
     packet_paths.dedup();
-    let mut records: BTreeMap<String, DocumentRecord> = BTreeMap::new();
+    // Path → title of every document record.
+    let mut records: BTreeMap<String, Option<String>> = BTreeMap::new();
     for packet in &packet_paths {
-        let Some(json) = by_path.get(packet.as_str()).and_then(|r| r.json.as_ref()) else {
+        let Some(record) = by_path.get(packet.as_str()).and_then(|r| r.record.as_ref()) else {
             continue;
         };
-        let (good, bad) = records::typed_items::<DocumentRecord>(json, "documents");
+        let Some((good, bad)) = &record.documents else {
+            diagnostics.push(Diagnostic::new(
+                packet.clone(),
+                None,
+                "`documents` is missing".into(),
+            ));
+            continue;
+        };
         for message in bad {
-            diagnostics.push(Diagnostic::new(packet.clone(), None, message));
+            diagnostics.push(Diagnostic::new(packet.clone(), None, message.clone()));
         }
-        for record in good {
-            records.entry(record.path.clone()).or_insert(record);
+        for (path, title) in good {
+            records.entry(path.clone()).or_insert_with(|| title.clone());
         }
     }
     for path in records.keys() {
@@ -613,9 +795,15 @@ fn assemble_bundle(
     // Relations: each page's own per-file graph is authoritative.
     let mut own: BTreeMap<String, Vec<Relation>> = BTreeMap::new();
     let mut graph_of: HashMap<String, String> = HashMap::new();
-    for r in read.iter().filter(|r| r.class == PathClass::PerFileGraph) {
-        let Some(json) = &r.json else { continue };
-        let Some(page) = json.get("path").and_then(Value::as_str) else {
+    for r in read
+        .iter_mut()
+        .filter(|r| r.class == PathClass::PerFileGraph)
+    {
+        // Moved out: the relations are not needed in the record any more.
+        let Some(record) = r.record.take() else {
+            continue;
+        };
+        let Some(page) = record.page.as_deref() else {
             diagnostics.push(Diagnostic::new(
                 r.path.clone(),
                 None,
@@ -624,12 +812,11 @@ fn assemble_bundle(
             continue;
         };
         graph_of.insert(page.to_string(), r.path.clone());
-        let (good, bad) = records::typed_items::<LocalRelationship>(json, "relationships");
-        for message in bad {
+        for message in record.relationship_problems {
             diagnostics.push(Diagnostic::new(r.path.clone(), None, message));
         }
         let list = own.entry(page.to_string()).or_default();
-        for rel in good {
+        for rel in record.relationships {
             list.push(Relation {
                 from: page.to_string(),
                 to: rel.target_path,
@@ -656,7 +843,7 @@ fn assemble_bundle(
                 "page is not in the _index document records; served as a source page".into(),
             ));
         }
-        let title = resolve_title(record.and_then(|d| d.title.as_deref()), &r);
+        let title = resolve_title(record.and_then(|title| title.as_deref()), &r);
         files.push(to_file(r, source_backed, title));
     }
 
@@ -665,11 +852,12 @@ fn assemble_bundle(
         .filter(|f| f.source_backed)
         .map(|f| f.path.clone())
         .collect();
+    let has_own: BTreeSet<String> = own.keys().cloned().collect();
     let mut relations = Vec::new();
-    for (page, list) in &own {
-        if !source_pages.contains(page) {
+    for (page, list) in own {
+        if !source_pages.contains(&page) {
             diagnostics.push(Diagnostic::new(
-                graph_of.get(page).cloned().unwrap_or_else(|| page.clone()),
+                graph_of.get(&page).cloned().unwrap_or_else(|| page.clone()),
                 None,
                 format!("relation records for {page}, which is not a readable page; skipped"),
             ));
@@ -678,7 +866,7 @@ fn assemble_bundle(
         for rel in list {
             if !source_pages.contains(&rel.to) {
                 diagnostics.push(Diagnostic::new(
-                    graph_of.get(page).cloned().unwrap_or_default(),
+                    graph_of.get(&page).cloned().unwrap_or_default(),
                     None,
                     format!(
                         "relation to {}, which is not a readable page; skipped",
@@ -687,13 +875,13 @@ fn assemble_bundle(
                 ));
                 continue;
             }
-            relations.push(rel.clone());
+            relations.push(rel);
         }
     }
     // A page without its own per-file graph still gets the relations others record with it.
     let mut mirrored = Vec::new();
     for rel in &relations {
-        if !own.contains_key(&rel.to) {
+        if !has_own.contains(&rel.to) {
             mirrored.push(Relation {
                 from: rel.to.clone(),
                 to: rel.from.clone(),
@@ -763,7 +951,17 @@ fn add_virtual_graphs(files: &mut Vec<IngestedFile>, relations: &[Relation]) {
             continue;
         }
         let rels = by_page.get(file.path.as_str()).cloned().unwrap_or_default();
-        let content = render_per_file_graph(&file.path, &titles, &rels);
+        let views: Vec<RelationView<'_>> = rels
+            .iter()
+            .map(|rel| RelationView {
+                to: &rel.to,
+                to_title: titles.get(&rel.to).map_or("", String::as_str),
+                relation_type: &rel.relation_type,
+                direction: &rel.direction,
+                reason: rel.reason.as_deref(),
+            })
+            .collect();
+        let content = render_per_file_graph(&file.path, &titles[&file.path], &views);
         let mut hasher = Sha256::new();
         hasher.update(content.as_bytes());
         added.push(IngestedFile {
@@ -778,43 +976,42 @@ fn add_virtual_graphs(files: &mut Vec<IngestedFile>, relations: &[Relation]) {
             virtual_content: Some(content),
             listed: !rels.is_empty(),
             text: None,
+            text_cached: false,
         });
     }
     files.extend(added);
     files.sort_by(|a, b| a.path.cmp(&b.path));
 }
 
-/// A per-file graph record in the bundle format (bundle-format.md §1.15).
-fn render_per_file_graph(
-    page: &str,
-    titles: &HashMap<String, String>,
-    rels: &[&Relation],
-) -> String {
+/// One relation of a page as its per-file graph record shows it.
+pub struct RelationView<'a> {
+    pub to: &'a str,
+    pub to_title: &'a str,
+    pub relation_type: &'a str,
+    pub direction: &'a str,
+    pub reason: Option<&'a str>,
+}
+
+/// The per-file graph record kbtools renders for a source page without one on disk, in the
+/// bundle format (bundle-format.md §1.15). Ingest hashes it; the catalog renders it again when
+/// it is read.
+pub fn render_per_file_graph(page: &str, page_title: &str, rels: &[RelationView<'_>]) -> String {
     let dir = paths::parent_of(page);
     let scope = dir.strip_prefix("pages").unwrap_or(dir);
     let relationships: Vec<Value> = rels
         .iter()
         .map(|rel| {
             let mut item = Map::new();
-            item.insert("targetPath".into(), Value::from(rel.to.clone()));
-            item.insert(
-                "targetTitle".into(),
-                Value::from(titles.get(&rel.to).cloned().unwrap_or_default()),
-            );
-            item.insert("direction".into(), Value::from(rel.direction.clone()));
-            item.insert(
-                "relationType".into(),
-                Value::from(rel.relation_type.clone()),
-            );
+            item.insert("targetPath".into(), Value::from(rel.to));
+            item.insert("targetTitle".into(), Value::from(rel.to_title));
+            item.insert("direction".into(), Value::from(rel.direction));
+            item.insert("relationType".into(), Value::from(rel.relation_type));
             item.insert("weight".into(), Value::from(1));
-            item.insert(
-                "reason".into(),
-                rel.reason.clone().map_or(Value::Null, Value::from),
-            );
+            item.insert("reason".into(), rel.reason.map_or(Value::Null, Value::from));
             let evidence_path = if rel.direction == "incoming" {
-                &rel.to
+                rel.to
             } else {
-                &rel.from
+                page
             };
             item.insert(
                 "evidence".into(),
@@ -825,7 +1022,7 @@ fn render_per_file_graph(
         .collect();
     let value = serde_json::json!({
         "formatVersion": 2,
-        "title": format!("{} relationships", titles.get(page).cloned().unwrap_or_default()),
+        "title": format!("{page_title} relationships"),
         "path": page,
         "indexPath": format!("_index/pages{scope}/index.json"),
         "directoryGraphPath": format!("_graph/by-directory{scope}/index.json"),

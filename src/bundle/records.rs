@@ -150,7 +150,7 @@ pub struct DocumentRecord {
 }
 
 /// One relationship of a `_graph/by-file/**` per-file graph (bundle-format.md §1.15).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct LocalRelationship {
     pub target_path: String,

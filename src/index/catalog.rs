@@ -3,9 +3,9 @@
 //! from them when an index is opened.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 use crate::bundle::paths::{self, PathClass};
 use crate::bundle::BundleKind;
@@ -23,12 +23,16 @@ pub struct CatalogFile {
     pub size: u64,
     pub sha256: String,
     pub title: Option<String>,
-    pub frontmatter: Map<String, Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub virtual_content: Option<String>,
+    /// Parsed on first use.
+    pub frontmatter: crate::json_text::LazyObject,
+    /// For a per-file graph record kbtools renders itself (no file on disk): the catalog
+    /// position of its page. Its content is rendered from the catalog when read.
+    pub graph_of: Option<u32>,
     pub listed: bool,
     /// The revision in which this source page last changed; `None` for generated files.
     pub resource_revision: Option<u64>,
+    /// The page's key in the full-text index; `None` when it is not indexed.
+    pub index_key: Option<u64>,
 }
 
 impl CatalogFile {
@@ -58,6 +62,11 @@ impl CatalogFile {
     pub fn source_file_id(&self) -> Option<&str> {
         self.source_backed.then_some(self.file_id.as_str())
     }
+
+    /// True for a relation record kbtools renders itself.
+    pub fn is_virtual(&self) -> bool {
+        self.graph_of.is_some()
+    }
 }
 
 /// A relation between two source pages, by catalog position, from `from`'s point of view.
@@ -81,6 +90,17 @@ pub struct CatalogData {
     /// Sorted by path (byte order).
     pub files: Vec<CatalogFile>,
     pub relations: Vec<CatalogRelation>,
+    /// Unordered page pairs with at least one relation (counted when built).
+    pub distinct_relations: Option<u64>,
+}
+
+/// Unordered page pairs with at least one relation.
+pub fn distinct_pairs(relations: &[CatalogRelation]) -> u64 {
+    let pairs: std::collections::HashSet<(u32, u32)> = relations
+        .iter()
+        .map(|r| (r.from.min(r.to), r.from.max(r.to)))
+        .collect();
+    pairs.len() as u64
 }
 
 /// A child of a directory in the tree.
@@ -100,45 +120,43 @@ pub struct DirectoryInfo {
     pub descendant_source_files: u64,
 }
 
-/// The catalog with its lookup tables.
+/// The catalog with its lookup tables. Only what every call needs is built when an index is
+/// opened; the tree, the id table and the case-folded paths are built on first use, so that a
+/// one-shot call on a large knowledge base does not pay for them.
 #[derive(Debug)]
 pub struct Catalog {
     pub data: CatalogData,
-    by_path: HashMap<String, u32>,
-    by_folded_path: HashMap<String, Vec<u32>>,
-    by_id: HashMap<String, u32>,
-    /// Directory path (`""` for the root) → children in byte order of path.
-    children: HashMap<String, Vec<(String, TreeChild)>>,
-    directories: HashMap<String, DirectoryInfo>,
-    /// Catalog position → positions in `data.relations` of its relations.
-    relations_of: HashMap<u32, Vec<u32>>,
+    by_folded_path: OnceLock<HashMap<String, Vec<u32>>>,
+    by_id: OnceLock<HashMap<String, u32>>,
+    tree: OnceLock<Tree>,
+    /// Position in `data.relations` of the first relation of each page: relations are sorted
+    /// by `from` (checked when opened), so a page's relations are one range.
+    relation_order: Vec<u32>,
     source_page_count: u64,
     /// Unordered page pairs with at least one relation (computed once: search reports it on
     /// every graph-mode query).
     distinct_relation_count: u64,
 }
 
+/// The directory tree of the listed files.
+#[derive(Debug, Default)]
+struct Tree {
+    /// Directory path (`""` for the root) → children in byte order of path.
+    children: HashMap<String, Vec<(String, TreeChild)>>,
+    directories: HashMap<String, DirectoryInfo>,
+}
+
 fn fold(path: &str) -> String {
     crate::text::nfc(path).to_lowercase()
 }
 
-impl Catalog {
-    pub fn new(data: CatalogData) -> Self {
-        let mut by_path = HashMap::with_capacity(data.files.len());
-        let mut by_folded_path: HashMap<String, Vec<u32>> = HashMap::new();
-        let mut by_id = HashMap::with_capacity(data.files.len());
+impl Tree {
+    fn new(files: &[CatalogFile]) -> Self {
         let mut children: HashMap<String, Vec<(String, TreeChild)>> = HashMap::new();
         let mut directories: HashMap<String, DirectoryInfo> = HashMap::new();
         directories.insert(String::new(), DirectoryInfo::default());
-        let mut source_page_count = 0;
-        for (i, file) in data.files.iter().enumerate() {
+        for (i, file) in files.iter().enumerate() {
             let i = i as u32;
-            by_path.insert(file.path.clone(), i);
-            by_folded_path.entry(fold(&file.path)).or_default().push(i);
-            by_id.entry(file.file_id.clone()).or_insert(i);
-            if file.source_backed {
-                source_page_count += 1;
-            }
             if !file.listed {
                 continue;
             }
@@ -180,21 +198,69 @@ impl Catalog {
         for list in children.values_mut() {
             list.sort_by(|a, b| a.0.cmp(&b.0));
         }
-        let mut relations_of: HashMap<u32, Vec<u32>> = HashMap::new();
-        let mut pairs = std::collections::HashSet::with_capacity(data.relations.len());
-        for (i, rel) in data.relations.iter().enumerate() {
-            relations_of.entry(rel.from).or_default().push(i as u32);
-            pairs.insert((rel.from.min(rel.to), rel.from.max(rel.to)));
-        }
-        let distinct_relation_count = pairs.len() as u64;
-        Catalog {
-            data,
-            by_path,
-            by_folded_path,
-            by_id,
+        Tree {
             children,
             directories,
-            relations_of,
+        }
+    }
+}
+
+impl Catalog {
+    pub fn new(mut data: CatalogData) -> Self {
+        // Files sorted by path make `by_path` a binary search; relations sorted by `from` make a
+        // page's relations a range. Both hold for what `index::build` writes.
+        if !data.files.is_sorted_by(|a, b| a.path < b.path) {
+            let mut order: Vec<u32> = (0..data.files.len() as u32).collect();
+            order.sort_by(|a, b| {
+                data.files[*a as usize]
+                    .path
+                    .cmp(&data.files[*b as usize].path)
+            });
+            let mut new_position = vec![0u32; order.len()];
+            for (new, old) in order.iter().enumerate() {
+                new_position[*old as usize] = new as u32;
+            }
+            let mut files: Vec<Option<CatalogFile>> = data.files.drain(..).map(Some).collect();
+            data.files = order
+                .iter()
+                .filter_map(|old| files[*old as usize].take())
+                .collect();
+            for f in &mut data.files {
+                f.graph_of = f
+                    .graph_of
+                    .and_then(|p| new_position.get(p as usize).copied());
+            }
+            data.relations.retain(|r| {
+                (r.from as usize) < new_position.len() && (r.to as usize) < new_position.len()
+            });
+            for r in &mut data.relations {
+                r.from = new_position[r.from as usize];
+                r.to = new_position[r.to as usize];
+            }
+        }
+        if !data.relations.is_sorted_by_key(|r| r.from) {
+            data.relations.sort_by_key(|r| r.from);
+        }
+        let mut relation_order = Vec::with_capacity(data.files.len() + 1);
+        let mut next = 0usize;
+        for i in 0..data.files.len() as u32 {
+            relation_order.push(next as u32);
+            while next < data.relations.len() && data.relations[next].from == i {
+                next += 1;
+            }
+        }
+        relation_order.push(data.relations.len() as u32);
+        let source_page_count = data.files.iter().filter(|f| f.source_backed).count() as u64;
+        let distinct_relation_count = match data.distinct_relations {
+            Some(count) => count,
+            None => distinct_pairs(&data.relations),
+        };
+        Catalog {
+            data,
+            by_folded_path: OnceLock::new(),
+            by_id: OnceLock::new(),
+            tree: OnceLock::new(),
+            relation_order,
             source_page_count,
             distinct_relation_count,
         }
@@ -214,44 +280,93 @@ impl Catalog {
 
     /// A file by exact path, else by NFC + lower-case when that is unambiguous.
     pub fn by_path(&self, path: &str) -> Option<u32> {
-        self.by_path.get(path).copied().or_else(|| {
-            match self.by_folded_path.get(&fold(path)).map(Vec::as_slice) {
+        self.exact_path(path).or_else(|| {
+            let folded = self.by_folded_path.get_or_init(|| {
+                let mut map: HashMap<String, Vec<u32>> = HashMap::new();
+                for (i, file) in self.data.files.iter().enumerate() {
+                    map.entry(fold(&file.path)).or_default().push(i as u32);
+                }
+                map
+            });
+            match folded.get(&fold(path)).map(Vec::as_slice) {
                 Some([only]) => Some(*only),
                 _ => None,
             }
         })
     }
 
+    /// A file by exact path (files are sorted by path).
+    fn exact_path(&self, path: &str) -> Option<u32> {
+        self.data
+            .files
+            .binary_search_by(|f| f.path.as_str().cmp(path))
+            .ok()
+            .map(|i| i as u32)
+    }
+
     pub fn by_id(&self, id: &str) -> Option<u32> {
-        self.by_id.get(id).copied()
+        self.by_id
+            .get_or_init(|| {
+                let mut map = HashMap::with_capacity(self.data.files.len());
+                for (i, file) in self.data.files.iter().enumerate() {
+                    map.entry(file.file_id.clone()).or_insert(i as u32);
+                }
+                map
+            })
+            .get(id)
+            .copied()
     }
 
     /// A file by id, or by path when `id` is a path (DECISIONS 5: both accepted).
     pub fn by_id_or_path(&self, id: &str) -> Option<u32> {
-        self.by_id(id).or_else(|| self.by_path.get(id).copied())
+        self.by_id(id).or_else(|| self.exact_path(id))
+    }
+
+    fn tree(&self) -> &Tree {
+        self.tree.get_or_init(|| Tree::new(&self.data.files))
     }
 
     pub fn children(&self, dir: &str) -> &[(String, TreeChild)] {
-        self.children
+        self.tree()
+            .children
             .get(dir)
             .map(Vec::as_slice)
             .unwrap_or_default()
     }
 
     pub fn directory(&self, dir: &str) -> Option<&DirectoryInfo> {
-        self.directories.get(dir)
+        self.tree().directories.get(dir)
+    }
+
+    /// The content of a per-file graph record kbtools renders itself (`None` for other files):
+    /// rendered from the page's relations, byte for byte what ingest hashed.
+    pub fn virtual_content(&self, file: &CatalogFile) -> Option<String> {
+        let page = self.file(file.graph_of?);
+        let relations = self.relations_of(file.graph_of?);
+        let views: Vec<crate::bundle::RelationView<'_>> = relations
+            .iter()
+            .map(|rel| crate::bundle::RelationView {
+                to: &self.file(rel.to).path,
+                to_title: self.file(rel.to).title.as_deref().unwrap_or(""),
+                relation_type: &rel.relation_type,
+                direction: &rel.direction,
+                reason: rel.reason.as_deref(),
+            })
+            .collect();
+        Some(crate::bundle::render_per_file_graph(
+            &page.path,
+            page.title.as_deref().unwrap_or(""),
+            &views,
+        ))
     }
 
     /// The relations recorded for a source page, in catalog order (target path order).
     pub fn relations_of(&self, page: u32) -> Vec<&CatalogRelation> {
-        self.relations_of
-            .get(&page)
-            .map(|list| {
-                list.iter()
-                    .map(|&r| &self.data.relations[r as usize])
-                    .collect()
-            })
-            .unwrap_or_default()
+        let range = |i: usize| self.relation_order.get(i).map(|r| *r as usize);
+        match (range(page as usize), range(page as usize + 1)) {
+            (Some(start), Some(end)) => self.data.relations[start..end].iter().collect(),
+            _ => Vec::new(),
+        }
     }
 
     pub fn source_page_count(&self) -> u64 {

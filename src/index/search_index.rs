@@ -1,13 +1,14 @@
 //! The tantivy full-text index of source pages: schema, writing, and the lexical lanes of
 //! `search_files` (BM25 over weighted fields, the dictionary-word lane, exact path and title).
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STRING,
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED, STRING,
 };
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
@@ -51,7 +52,8 @@ pub struct LaneHit {
 
 /// What one source page contributes to the index.
 pub struct IndexedPage<'a> {
-    pub position: u32,
+    /// The page's stable key ([`page_key`]).
+    pub key: u64,
     pub path: &'a str,
     pub title: &'a str,
     pub text: &'a PageText,
@@ -72,7 +74,9 @@ fn schema() -> Schema {
             .set_tokenizer(WORDS_ANALYZER)
             .set_index_option(IndexRecordOption::WithFreqs),
     );
-    builder.add_u64_field("doc", FAST);
+    // The page's stable key: a fast field to map hits to catalog positions, indexed so that an
+    // incremental build can delete the page's document.
+    builder.add_u64_field("key", INDEXED | FAST);
     builder.add_text_field("title", positions(false));
     builder.add_text_field("path", positions(false));
     builder.add_text_field("meta", positions(false));
@@ -98,17 +102,58 @@ pub fn exact_path_keys(path: &str) -> Vec<String> {
     keys
 }
 
+/// The stable key of a source page in the index: the first 8 bytes of the SHA-256 of its path.
+/// Catalog positions shift when pages come and go; keys do not, so an incremental build can
+/// delete and add single pages.
+pub fn page_key(path: &str) -> u64 {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(path.as_bytes());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(bytes)
+}
+
+/// Writer memory per indexing thread (bytes). Tantivy flushes a segment when a thread's arena
+/// is full, so this bounds the build's memory, not what it can index.
+const WRITER_BYTES_PER_THREAD: usize = 64_000_000;
+
 /// Writes the index of `pages` into `dir` (which must exist and be empty).
 pub fn write(dir: &Path, pages: &[IndexedPage<'_>], threads: usize) -> Result<(), IndexError> {
-    let schema = schema();
-    let index = Index::create_in_dir(dir, schema.clone())?;
-    analysis::register(&index);
+    let index = Index::create_in_dir(dir, schema())?;
+    update_index(&index, &[], pages, threads)
+}
+
+/// Updates the index in `dir` (a copy of a previous generation's): deletes the documents of
+/// `deleted` keys, then adds `pages`.
+pub fn update(
+    dir: &Path,
+    deleted: &[u64],
+    pages: &[IndexedPage<'_>],
+    threads: usize,
+) -> Result<(), IndexError> {
+    let index = Index::open_in_dir(dir)?;
+    if index.schema() != schema() {
+        return Err(IndexError::Tantivy(
+            "the previous index has another schema".into(),
+        ));
+    }
+    update_index(&index, deleted, pages, threads)
+}
+
+fn update_index(
+    index: &Index,
+    deleted: &[u64],
+    pages: &[IndexedPage<'_>],
+    threads: usize,
+) -> Result<(), IndexError> {
+    analysis::register(index);
+    let schema = index.schema();
     let threads = threads.clamp(1, 8);
-    let mut writer =
-        index.writer_with_num_threads::<TantivyDocument>(threads, threads * 96_000_000)?;
+    let mut writer = index
+        .writer_with_num_threads::<TantivyDocument>(threads, threads * WRITER_BYTES_PER_THREAD)?;
     let f = |name| field(&schema, name);
-    let (doc, title, path_f, meta, body, body_w, exact_path, exact_title) = (
-        f("doc")?,
+    let (key, title, path_f, meta, body, body_w, exact_path, exact_title) = (
+        f("key")?,
         f("title")?,
         f("path")?,
         f("meta")?,
@@ -117,9 +162,12 @@ pub fn write(dir: &Path, pages: &[IndexedPage<'_>], threads: usize) -> Result<()
         f("exact_path")?,
         f("exact_title")?,
     );
+    for k in deleted {
+        writer.delete_term(Term::from_field_u64(key, *k));
+    }
     for page in pages {
         let mut d = TantivyDocument::default();
-        d.add_u64(doc, u64::from(page.position));
+        d.add_u64(key, page.key);
         d.add_text(title, page.title);
         let path_words = page
             .path
@@ -130,8 +178,8 @@ pub fn write(dir: &Path, pages: &[IndexedPage<'_>], threads: usize) -> Result<()
         d.add_text(meta, &page.text.metadata);
         d.add_text(body, &page.text.body);
         d.add_text(body_w, &page.text.body);
-        for key in exact_path_keys(page.path) {
-            d.add_text(exact_path, &key);
+        for k in exact_path_keys(page.path) {
+            d.add_text(exact_path, &k);
         }
         d.add_text(exact_title, crate::text::exact_key(page.title));
         writer.add_document(d)?;
@@ -146,10 +194,14 @@ pub struct SearchIndex {
     reader: IndexReader,
     schema: Schema,
     fields: Fields,
+    /// Page key → catalog position.
+    positions: HashMap<u64, u32>,
 }
 
 impl SearchIndex {
-    pub fn open(dir: &Path) -> Result<Self, IndexError> {
+    /// Opens the index in `dir`; `positions` maps each indexed page's key to its catalog
+    /// position.
+    pub fn open(dir: &Path, positions: HashMap<u64, u32>) -> Result<Self, IndexError> {
         let index = Index::open_in_dir(dir)?;
         analysis::register(&index);
         let schema = index.schema();
@@ -166,6 +218,7 @@ impl SearchIndex {
             reader,
             schema,
             fields,
+            positions,
         })
     }
 
@@ -177,7 +230,7 @@ impl SearchIndex {
         searcher
             .segment_readers()
             .iter()
-            .map(|segment| Ok(segment.fast_fields().u64("doc")?))
+            .map(|segment| Ok(segment.fast_fields().u64("key")?))
             .collect()
     }
 
@@ -202,11 +255,11 @@ impl SearchIndex {
         let mut hits: Vec<LaneHit> = top
             .into_iter()
             .filter_map(|(score, address)| {
-                let position = columns
+                let key = columns
                     .get(address.segment_ord as usize)?
                     .first(address.doc_id)?;
                 Some(LaneHit {
-                    position: position as u32,
+                    position: *self.positions.get(&key)?,
                     score,
                     address,
                 })
@@ -371,7 +424,7 @@ impl SearchIndex {
         }
         let columns = self.doc_columns(searcher)?;
         if clauses.is_empty() {
-            return Ok((0..self.num_docs() as u32).collect());
+            return Ok(self.positions.values().copied().collect());
         }
         let docs = searcher.search(
             &BooleanQuery::new(clauses),
@@ -380,7 +433,7 @@ impl SearchIndex {
         Ok(docs
             .into_iter()
             .filter_map(|a| columns.get(a.segment_ord as usize)?.first(a.doc_id))
-            .map(|p| p as u32)
+            .filter_map(|key| self.positions.get(&key).copied())
             .collect())
     }
 

@@ -218,7 +218,7 @@ impl GeneratedFile {
             title: file.title.clone(),
             description: str_field(&file.frontmatter, "description"),
             tags: tags_of(&file.frontmatter),
-            frontmatter: file.frontmatter.clone(),
+            frontmatter: file.frontmatter.map().clone(),
             okf_signals: OkfSignals::compute(&file.frontmatter, kb.options.today),
             deletable: file.source_backed,
             content_available: true,
@@ -287,8 +287,8 @@ pub fn read_content(kb: &KnowledgeBase, file: &CatalogFile) -> Result<String, To
             messages::PAYLOAD_TOO_LARGE,
         ));
     }
-    if let Some(content) = &file.virtual_content {
-        return Ok(content.clone());
+    if let Some(content) = kb.catalog.virtual_content(file) {
+        return Ok(content);
     }
     let Some(relative) = &file.disk else {
         return Err(ToolError::not_found());

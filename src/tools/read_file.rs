@@ -77,7 +77,7 @@ fn target<'a>(input: &Input<'a>) -> Result<Target<'a>, ToolError> {
 fn is_virtual_graph(kb: &KnowledgeBase, path: &str) -> bool {
     kb.catalog.by_path(path).is_some_and(|i| {
         let file = kb.catalog.file(i);
-        file.path == path && file.class == PathClass::PerFileGraph && file.virtual_content.is_some()
+        file.path == path && file.class == PathClass::PerFileGraph && file.is_virtual()
     })
 }
 

@@ -1240,7 +1240,7 @@ fn result(
             .and_then(Value::as_str)
             .map(str::to_string),
         tags: tags_of(&file.frontmatter),
-        frontmatter: file.frontmatter.clone(),
+        frontmatter: file.frontmatter.map().clone(),
         okf_signals: OkfSignals::compute(&file.frontmatter, kb.options.today),
         matched_fields,
         evidence_types,
