@@ -10,7 +10,10 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Map, Value};
 
+use std::sync::Arc;
+
 use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
+use kbtools::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchMode, WatchOptions};
 use kbtools::mcp::{serve_stdio, Format, McpOptions};
 use kbtools::{error::new_request_id, tools};
 
@@ -80,6 +83,9 @@ enum Command {
         /// Writer threads (0: pick from the machine).
         #[arg(long, default_value_t = 0)]
         threads: usize,
+        /// Read and index every file again instead of only what changed since the last build.
+        #[arg(long)]
+        full: bool,
     },
     /// Serve the Developer OpenAPI read routes of the six tools over HTTP (read-only), one
     /// knowledge base per bundle; Ctrl-C stops it gracefully.
@@ -97,6 +103,10 @@ enum Command {
         /// Longest time one request may take, in seconds.
         #[arg(long, default_value_t = 30)]
         request_timeout: u64,
+        /// Rebuild the index when files in a bundle change (the server switches to the rebuilt
+        /// index between requests).
+        #[arg(long)]
+        watch: bool,
     },
     /// Serve the six tools as a local MCP server on stdio (for agents); logs go to stderr.
     Mcp {
@@ -112,6 +122,10 @@ enum Command {
         /// Append one JSON line per call (tool, input, contract JSON output, duration) to FILE.
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
+        /// Rebuild the index when files in the bundle change (the server switches to the rebuilt
+        /// index between calls).
+        #[arg(long)]
+        watch: bool,
     },
     /// Run one tool with its JSON input exactly as an agent sends it; prints the contract JSON
     /// (or, with --format text, the compact text for models).
@@ -282,7 +296,8 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Index {
             bundle_path,
             threads,
-        } => build_index(&bundle_path, threads, &source),
+            full,
+        } => build_index(&bundle_path, threads, full, &source),
         Command::Call {
             tool,
             input,
@@ -334,24 +349,27 @@ fn run(cli: Cli) -> Result<i32> {
             addr,
             token,
             request_timeout,
-        } => serve_http(&source, bundles, &addr, token, request_timeout),
+            watch,
+        } => serve_http(&source, bundles, &addr, token, request_timeout, watch),
         Command::Mcp {
             bundle_path,
             result_format,
             text_budget,
             audit_log,
+            watch,
         } => {
             let mut source = source;
             if bundle_path.is_some() {
                 source.bundle = bundle_path;
             }
-            let kb = open(&source)?;
+            let (live, watcher) = open_live(&source, watch)?;
             let options = McpOptions {
                 format: Format::parse(&result_format).unwrap_or_default(),
                 text_budget,
                 audit_log,
             };
             if !source.quiet {
+                let kb = live.snapshot();
                 eprintln!(
                     "kbtools: MCP server on stdio for {} (revision {}, {} files)",
                     kb.manifest.bundle_root,
@@ -359,7 +377,8 @@ fn run(cli: Cli) -> Result<i32> {
                     kb.manifest.counts.files
                 );
             }
-            serve_stdio(kb, options)?;
+            serve_stdio(live, options)?;
+            drop(watcher);
             Ok(0)
         }
         Command::Eval {
@@ -542,7 +561,7 @@ fn serve_options(source: &Source) -> Result<ServeOptions> {
     })
 }
 
-fn build_index(bundle: &Path, threads: usize, source: &Source) -> Result<i32> {
+fn build_index(bundle: &Path, threads: usize, full: bool, source: &Source) -> Result<i32> {
     let index_dir = source
         .index
         .clone()
@@ -550,6 +569,7 @@ fn build_index(bundle: &Path, threads: usize, source: &Source) -> Result<i32> {
     let options = BuildOptions {
         knowledge_base_id: source.kb_id.clone(),
         threads,
+        full,
     };
     let mut progress = progress_printer(source.quiet);
     let started = std::time::Instant::now();
@@ -588,20 +608,21 @@ fn print_diagnostics(diagnostics: &[kbtools::bundle::Diagnostic], quiet: bool) {
     eprintln!("kbtools: {} diagnostics in all", diagnostics.len());
 }
 
-fn open(source: &Source) -> Result<KnowledgeBase> {
-    let options = serve_options(source)?;
-    let build_options = BuildOptions {
-        knowledge_base_id: source.kb_id.clone(),
-        threads: 0,
-    };
-    let mut progress = progress_printer(source.quiet);
-    let (bundle, index_dir) = match (&source.bundle, &source.index) {
-        (Some(bundle), index) => (
-            bundle.clone(),
-            index
+/// Where a command's knowledge base lives: a bundle and its index folder, or only an index
+/// folder whose bundle moved away (answered as built).
+struct Location {
+    bundle: Option<PathBuf>,
+    index_dir: PathBuf,
+}
+
+fn locate(source: &Source) -> Result<Location> {
+    match (&source.bundle, &source.index) {
+        (Some(bundle), index) => Ok(Location {
+            bundle: Some(bundle.clone()),
+            index_dir: index
                 .clone()
                 .unwrap_or_else(|| index::default_index_dir(bundle)),
-        ),
+        }),
         (None, Some(index_dir)) => {
             let manifest = index::read_manifest(index_dir)?.ok_or_else(|| {
                 anyhow!(
@@ -611,24 +632,105 @@ fn open(source: &Source) -> Result<KnowledgeBase> {
                 )
             })?;
             let root = PathBuf::from(&manifest.bundle_root);
-            if !root.is_dir() {
-                // The bundle moved away: answer from the index as built.
-                return Ok(KnowledgeBase::open(index_dir, None, options)?);
-            }
-            (root, index_dir.clone())
+            Ok(Location {
+                bundle: root.is_dir().then_some(root),
+                index_dir: index_dir.clone(),
+            })
         }
-        (None, None) => {
-            return Err(anyhow!(
+        (None, None) => Err(anyhow!(
             "say which bundle to answer from: --bundle <DIR> (or --index <DIR>, or KBTOOLS_BUNDLE)"
-        ))
-        }
+        )),
+    }
+}
+
+fn build_options(source: &Source) -> BuildOptions {
+    BuildOptions {
+        knowledge_base_id: source.kb_id.clone(),
+        threads: 0,
+        full: false,
+    }
+}
+
+fn open(source: &Source) -> Result<KnowledgeBase> {
+    open_at(source, &locate(source)?)
+}
+
+/// Opens the index at `location`, building it first when it is missing or stale.
+fn open_at(source: &Source, location: &Location) -> Result<KnowledgeBase> {
+    let options = serve_options(source)?;
+    let Some(bundle) = &location.bundle else {
+        // The bundle moved away: answer from the index as built.
+        return Ok(KnowledgeBase::open(&location.index_dir, None, options)?);
     };
-    let (kb, report) =
-        KnowledgeBase::open_or_build(&bundle, &index_dir, &build_options, options, &mut progress)?;
+    let mut progress = progress_printer(source.quiet);
+    let (kb, report) = KnowledgeBase::open_or_build(
+        bundle,
+        &location.index_dir,
+        &build_options(source),
+        options,
+        &mut progress,
+    )?;
     if let Some(report) = report {
         print_diagnostics(&report.diagnostics, source.quiet);
     }
     Ok(kb)
+}
+
+/// What a server says while it runs: progress unless `quiet`, warnings always (on stderr; the
+/// MCP server's stdout carries the protocol only).
+fn server_log(quiet: bool) -> Log {
+    Arc::new(move |level: Level, line: &str| match level {
+        Level::Progress if quiet => {}
+        Level::Progress => eprintln!("kbtools: {line}"),
+        Level::Warning => eprintln!("kbtools: warning: {line}"),
+    })
+}
+
+/// Opens the knowledge base of a server: it follows its index folder (a rebuilt index is
+/// switched to between requests) and, with `watch`, a watcher rebuilds the index when the
+/// bundle changes. Keep the watcher as long as the server runs.
+fn open_live(
+    source: &Source,
+    watch: bool,
+) -> Result<(Arc<LiveKnowledgeBase>, Option<BundleWatcher>)> {
+    let location = locate(source)?;
+    let kb = open_at(source, &location)?;
+    let log = server_log(source.quiet);
+    let live = Arc::new(LiveKnowledgeBase::from_opened(
+        kb,
+        &location.index_dir,
+        location.bundle.as_deref(),
+        log.clone(),
+    ));
+    if !watch {
+        return Ok((live, None));
+    }
+    let Some(bundle) = &location.bundle else {
+        return Err(anyhow!(
+            "--watch: the bundle {} of the index {} is gone; there is nothing to watch",
+            live.snapshot().manifest.bundle_root,
+            location.index_dir.display()
+        ));
+    };
+    let watcher = BundleWatcher::start(
+        bundle,
+        &location.index_dir,
+        build_options(source),
+        Some(live.clone()),
+        WatchOptions::default(),
+        log,
+    )?;
+    if !source.quiet {
+        let how = match watcher.mode() {
+            WatchMode::Events => "file events",
+            WatchMode::Polling => "polling",
+        };
+        eprintln!(
+            "kbtools: watching {} for changes ({how}); the index is rebuilt when it changes",
+            bundle.display()
+        );
+    }
+    Ok((live, Some(watcher)))
 }
 
 fn answer(source: &Source, render: &RenderArgs, tool: &str, input: &Value) -> Result<i32> {
@@ -640,6 +742,9 @@ fn answer(source: &Source, render: &RenderArgs, tool: &str, input: &Value) -> Re
     }
     let kb = open(source)?;
     let result = tools::call(&kb, tool, input);
+    // A one-shot process: the OS frees the knowledge base faster than its destructors would
+    // (hundreds of thousands of small allocations on a large bundle).
+    std::mem::forget(kb);
     if render.format == OutputFormat::Text {
         let text = match &result {
             Ok(output) => kbtools::render::render_output(tool, input, output, render.text_budget),
@@ -666,6 +771,7 @@ fn serve_http(
     addr: &str,
     token: Option<String>,
     request_timeout: u64,
+    watch: bool,
 ) -> Result<i32> {
     let bundles = if bundles.is_empty() {
         source.bundle.clone().into_iter().collect()
@@ -678,13 +784,20 @@ fn serve_http(
         ));
     }
     let mut kbs = Vec::new();
+    let mut watchers = Vec::new();
+    let mut add = |source: &Source| -> Result<()> {
+        let (live, watcher) = open_live(source, watch)?;
+        kbs.push(live);
+        watchers.extend(watcher);
+        Ok(())
+    };
     if bundles.is_empty() {
-        kbs.push(open(source)?);
+        add(source)?;
     }
     for bundle in bundles {
         let mut one = source.clone();
         one.bundle = Some(bundle);
-        kbs.push(open(&one)?);
+        add(&one)?;
     }
     let token = token.filter(|t| !t.trim().is_empty());
     let options = kbtools::http::HttpOptions {
@@ -702,7 +815,7 @@ fn serve_http(
             .with_context(|| format!("cannot listen on {addr}"))?;
         let local = listener.local_addr()?;
         if !source.quiet {
-            for kb in &kbs {
+            for kb in kbs.iter().map(|live| live.snapshot()) {
                 eprintln!(
                     "kbtools: serving {} as http://{local}/openapi/v2/knowledge-bases/{}",
                     kb.manifest.bundle_root, kb.manifest.knowledge_base_id
@@ -713,10 +826,11 @@ fn serve_http(
             }
             eprintln!("kbtools: listening on http://{local} (Ctrl-C stops)");
         }
-        kbtools::http::serve(listener, kbs, options, kbtools::http::shutdown_signal())
+        kbtools::http::serve_live(listener, kbs, options, kbtools::http::shutdown_signal())
             .await
             .map_err(|e| anyhow!("{e}"))
     })?;
+    drop(watchers);
     Ok(0)
 }
 

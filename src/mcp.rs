@@ -2,7 +2,8 @@
 //! Rust SDK `rmcp`. A result is compact text by default ([`crate::render`]) or, per call
 //! (`format: "json"`) or per server, the exact contract JSON. Tool errors are tool results with
 //! `isError: true`; an unknown tool or a malformed request is a JSON-RPC error. stdout carries
-//! the protocol only.
+//! the protocol only. Each call answers from one snapshot of a [`LiveKnowledgeBase`], so a
+//! rebuilt index is picked up between calls.
 
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
@@ -22,6 +23,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{new_request_id, ErrorCode, ToolError};
 use crate::index::KnowledgeBase;
+use crate::live::LiveKnowledgeBase;
 use crate::render;
 use crate::tools::{self, TOOL_NAMES};
 
@@ -174,18 +176,24 @@ pub fn tool_definitions() -> Vec<Tool> {
         .collect()
 }
 
-/// The MCP server over one opened knowledge base.
+/// The MCP server over one knowledge base.
 #[derive(Clone)]
 pub struct KbServer {
-    kb: Arc<KnowledgeBase>,
+    kb: Arc<LiveKnowledgeBase>,
     options: Arc<McpOptions>,
     audit: Option<Arc<Mutex<File>>>,
     tools: Arc<Vec<Tool>>,
 }
 
 impl KbServer {
-    /// A server over `kb`; opens the audit log (append) when one is configured.
+    /// A server over `kb` as it is; opens the audit log (append) when one is configured.
     pub fn new(kb: KnowledgeBase, options: McpOptions) -> std::io::Result<Self> {
+        Self::live(Arc::new(LiveKnowledgeBase::fixed(kb)), options)
+    }
+
+    /// A server over a live knowledge base: each call answers from the generation live when it
+    /// starts.
+    pub fn live(kb: Arc<LiveKnowledgeBase>, options: McpOptions) -> std::io::Result<Self> {
         let audit = match &options.audit_log {
             Some(path) => Some(Arc::new(Mutex::new(
                 OpenOptions::new().create(true).append(true).open(path)?,
@@ -193,16 +201,16 @@ impl KbServer {
             None => None,
         };
         Ok(KbServer {
-            kb: Arc::new(kb),
+            kb,
             options: Arc::new(options),
             audit,
             tools: Arc::new(tool_definitions()),
         })
     }
 
-    /// The knowledge base the server answers from.
-    pub fn knowledge_base(&self) -> &KnowledgeBase {
-        &self.kb
+    /// A snapshot of the knowledge base the server answers from now.
+    pub fn knowledge_base(&self) -> Arc<KnowledgeBase> {
+        self.kb.get()
     }
 
     /// Answers one tool call: the result a client sees, and the audit record.
@@ -216,7 +224,7 @@ impl KbServer {
         };
         let input = Value::Object(input);
         let (result, format) = match format {
-            Ok(format) => (tools::call(&self.kb, tool, &input), format),
+            Ok(format) => (tools::call(&self.kb.get(), tool, &input), format),
             Err(()) => (
                 Err(ToolError::invalid_field(
                     "format must be \"text\" or \"json\".",
@@ -326,8 +334,8 @@ pub enum McpServeError {
 }
 
 /// Serves `kb` over stdio until the client closes the connection.
-pub fn serve_stdio(kb: KnowledgeBase, options: McpOptions) -> Result<(), McpServeError> {
-    let server = KbServer::new(kb, options).map_err(McpServeError::AuditLog)?;
+pub fn serve_stdio(kb: Arc<LiveKnowledgeBase>, options: McpOptions) -> Result<(), McpServeError> {
+    let server = KbServer::live(kb, options).map_err(McpServeError::AuditLog)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

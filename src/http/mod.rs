@@ -7,6 +7,10 @@
 //! bearer token answers 401 `UNAUTHORIZED` before anything else, as online; request bodies are
 //! refused beyond a few KiB (every route is a `GET`); a request that runs too long is cut off; the
 //! server stops gracefully when the shutdown future resolves.
+//!
+//! Each knowledge base is a [`LiveKnowledgeBase`]: a request takes one snapshot when it starts
+//! and answers from it, so a rebuilt index is picked up between requests and a response is never
+//! a mix of two revisions.
 
 pub mod spec;
 
@@ -27,6 +31,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{new_request_id, ErrorCode, ToolError};
 use crate::index::KnowledgeBase;
+use crate::live::LiveKnowledgeBase;
 use crate::tools;
 
 /// How the server behaves.
@@ -53,7 +58,7 @@ impl Default for HttpOptions {
 /// The knowledge bases one server answers for, by id; the first is the default of the short
 /// routes.
 struct Served {
-    by_id: HashMap<String, Arc<KnowledgeBase>>,
+    by_id: HashMap<String, Arc<LiveKnowledgeBase>>,
     order: Vec<String>,
     token_digest: Option<[u8; 32]>,
     spec: Value,
@@ -86,29 +91,48 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// Builds the router over `kbs` (each under its manifest's knowledge-base id).
+/// Builds the router over `kbs` as they are (each under its manifest's knowledge-base id).
 pub fn router(kbs: Vec<KnowledgeBase>, options: &HttpOptions) -> Result<Router, HttpError> {
+    router_live(fixed(kbs), options)
+}
+
+fn fixed(kbs: Vec<KnowledgeBase>) -> Vec<Arc<LiveKnowledgeBase>> {
+    kbs.into_iter()
+        .map(|kb| Arc::new(LiveKnowledgeBase::fixed(kb)))
+        .collect()
+}
+
+/// Builds the router over live knowledge bases (each under its knowledge-base id), which switch
+/// to a rebuilt index between requests.
+pub fn router_live(
+    kbs: Vec<Arc<LiveKnowledgeBase>>,
+    options: &HttpOptions,
+) -> Result<Router, HttpError> {
     if kbs.is_empty() {
         return Err(HttpError::Empty);
     }
     let mut by_id = HashMap::new();
     let mut order = Vec::new();
     for kb in kbs {
-        let id = kb.manifest.knowledge_base_id.clone();
+        let id = kb.kb_id().to_string();
         if by_id.contains_key(&id) {
             return Err(HttpError::DuplicateId(id));
         }
         order.push(id.clone());
-        by_id.insert(id, Arc::new(kb));
+        by_id.insert(id, kb);
     }
+    // The document describes the knowledge bases as they are when the server starts.
+    let first = order
+        .first()
+        .and_then(|id| by_id.get(id))
+        .map(|kb| kb.get());
     let spec_options = spec::SpecOptions {
         with_auth: options.token.is_some(),
         knowledge_base_ids: order.clone(),
-        virtual_index_graphs: by_id.values().any(|kb| renders_index_graphs(kb)),
-        example_page: order
-            .first()
-            .and_then(|id| by_id.get(id))
-            .and_then(|kb| example_page(kb)),
+        virtual_index_graphs: by_id
+            .values()
+            .any(|kb| renders_index_graphs(&kb.snapshot())),
+        example_page: first.as_deref().and_then(example_page),
     };
     let served: Shared = Arc::new(Served {
         by_id,
@@ -169,20 +193,30 @@ fn example_page(kb: &KnowledgeBase) -> Option<(String, String)> {
 /// does not list them.
 fn renders_index_graphs(kb: &KnowledgeBase) -> bool {
     kb.catalog.files().iter().any(|f| {
-        f.virtual_content.is_some()
-            && f.path.starts_with("_graph/by-file/")
-            && f.path.ends_with("/index.json")
+        f.is_virtual() && f.path.starts_with("_graph/by-file/") && f.path.ends_with("/index.json")
     })
 }
 
-/// Serves `kbs` on `listener` until `shutdown` resolves, then finishes the requests in flight.
+/// Serves `kbs` as they are on `listener` until `shutdown` resolves, then finishes the requests
+/// in flight.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     kbs: Vec<KnowledgeBase>,
     options: HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), HttpError> {
-    let app = router(kbs, &options)?;
+    serve_live(listener, fixed(kbs), options, shutdown).await
+}
+
+/// Serves live knowledge bases on `listener` until `shutdown` resolves, then finishes the
+/// requests in flight; each request answers from the generation live when it starts.
+pub async fn serve_live(
+    listener: tokio::net::TcpListener,
+    kbs: Vec<Arc<LiveKnowledgeBase>>,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), HttpError> {
+    let app = router_live(kbs, &options)?;
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await?;
@@ -309,7 +343,16 @@ async fn list_kbs(
     request: Request,
 ) -> Response {
     let id = request_id(request.extensions());
-    match knowledge_base_page(&served, query.as_deref()) {
+    // On the blocking pool: the page takes a snapshot of each knowledge base it lists.
+    let page = tokio::task::spawn_blocking(move || knowledge_base_page(&served, query.as_deref()))
+        .await
+        .unwrap_or_else(|e| {
+            Err(ToolError::new(
+                ErrorCode::InternalError,
+                format!("The request failed: {e}"),
+            ))
+        });
+    match page {
         Ok(page) => json_response(StatusCode::OK, &page),
         Err(e) => error_response(&e, &id),
     }
@@ -348,7 +391,7 @@ fn knowledge_base_page(served: &Served, query: Option<&str>) -> Result<Value, To
         .skip(offset)
         .take(limit)
         .filter_map(|kb_id| served.by_id.get(kb_id))
-        .map(|kb| knowledge_base_record(kb, &served.started))
+        .map(|kb| knowledge_base_record(&kb.get(), &served.started))
         .collect();
     let end = offset.saturating_add(limit);
     let next = if end < served.order.len() {
@@ -536,7 +579,9 @@ async fn short_route(State(served): State<Shared>, request: Request) -> Response
     answer(kb, &path, request.uri().query(), &id).await
 }
 
-async fn answer(kb: Arc<KnowledgeBase>, rest: &str, query: Option<&str>, id: &str) -> Response {
+/// Answers one tool route from one snapshot of `kb`, taken on the blocking pool (switching to a
+/// rebuilt index opens it there, never on the async threads).
+async fn answer(kb: Arc<LiveKnowledgeBase>, rest: &str, query: Option<&str>, id: &str) -> Response {
     let Some((route, file_id)) = classify(rest) else {
         return error_response(&unsupported_route(), id);
     };
@@ -545,7 +590,7 @@ async fn answer(kb: Arc<KnowledgeBase>, rest: &str, query: Option<&str>, id: &st
         Err(e) => return error_response(&e, id),
     };
     let (tool, input) = tool_input(route, file_id, query);
-    let result = tokio::task::spawn_blocking(move || tools::call(&kb, tool, &input)).await;
+    let result = tokio::task::spawn_blocking(move || tools::call(&kb.get(), tool, &input)).await;
     match result {
         Ok(Ok(output)) => json_response(StatusCode::OK, &output),
         Ok(Err(error)) => error_response(&error, id),
