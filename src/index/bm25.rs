@@ -30,12 +30,14 @@ pub fn top_docs(
     searcher: &Searcher,
     fields: &[FieldQuery<'_>],
     limit: usize,
+    order: &dyn Fn(DocAddress) -> u64,
+    average_field_length: &dyn Fn(Field) -> Result<f32, IndexError>,
 ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
     let total_docs = searcher.num_docs().max(1) as f32;
     // Collection statistics: document frequency and average field length, over all segments.
     let mut average_length = Vec::with_capacity(fields.len());
     for fq in fields {
-        average_length.push(average_field_length(searcher, fq.field, total_docs)?);
+        average_length.push(average_field_length(fq.field)?);
     }
     let mut idf: Vec<Vec<f32>> = Vec::with_capacity(fields.len());
     for fq in fields {
@@ -79,7 +81,7 @@ pub fn top_docs(
         }
         collect_scored(segment, segment_ord, &scores, &mut best);
     }
-    Ok(best_first(best, limit))
+    Ok(best_first(best, limit, order))
 }
 
 /// BM25F: per term, the fields' length-normalized frequencies are weighted and summed first,
@@ -93,11 +95,13 @@ pub fn top_docs_bm25f(
     term_weights: &[f32],
     k1: f32,
     limit: usize,
+    order: &dyn Fn(DocAddress) -> u64,
+    average_field_length: &dyn Fn(Field) -> Result<f32, IndexError>,
 ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
     let total_docs = searcher.num_docs().max(1) as f32;
     let mut average_length = Vec::with_capacity(fields.len());
     for (field, _) in fields {
-        average_length.push(average_field_length(searcher, *field, total_docs)?);
+        average_length.push(average_field_length(*field)?);
     }
     let mut idf = Vec::with_capacity(terms.len());
     for t in terms {
@@ -157,7 +161,7 @@ pub fn top_docs_bm25f(
         }
         collect_scored(segment, segment_ord, &scores, &mut best);
     }
-    Ok(best_first(best, limit))
+    Ok(best_first(best, limit, order))
 }
 
 /// The query weight of term `i` (1 when none is given).
@@ -165,17 +169,25 @@ fn term_weight(weights: &[f32], i: usize) -> f32 {
     weights.get(i).copied().unwrap_or(1.0)
 }
 
-/// Average number of tokens of `field` per document, over all segments (at least 1).
-fn average_field_length(
-    searcher: &Searcher,
-    field: Field,
-    total_docs: f32,
-) -> Result<f32, IndexError> {
-    let mut tokens = 0u64;
+/// Average length of `field` over the live documents (at least 1), from the same quantized
+/// field norms the scores use. Tantivy's own token totals are estimates once a segment with
+/// deleted documents is merged, and the average must not depend on how the index was built
+/// (incrementally or at once).
+pub fn average_field_length(searcher: &Searcher, field: Field) -> Result<f32, IndexError> {
+    let mut total = 0u64;
+    let mut docs = 0u64;
     for segment in searcher.segment_readers() {
-        tokens += segment.inverted_index(field)?.total_num_tokens();
+        let norms = segment.get_fieldnorms_reader(field)?;
+        let alive = segment.alive_bitset();
+        for doc in 0..segment.max_doc() {
+            if alive.is_some_and(|a| !a.is_alive(doc)) {
+                continue;
+            }
+            total += u64::from(norms.fieldnorm(doc));
+            docs += 1;
+        }
     }
-    Ok((tokens as f32 / total_docs).max(1.0))
+    Ok((total as f32 / docs.max(1) as f32).max(1.0))
 }
 
 /// Appends the positive scores of a segment's live documents.
@@ -194,10 +206,18 @@ fn collect_scored(
     }
 }
 
-/// The best `limit` scored documents, best first, ties by address.
-fn best_first(mut best: Vec<(f32, DocAddress)>, limit: usize) -> Vec<(f32, DocAddress)> {
-    let by_score =
-        |a: &(f32, DocAddress), b: &(f32, DocAddress)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+/// The best `limit` scored documents, best first, ties by `order` (the catalog position: where
+/// the writer put a document must not decide which of two equal documents makes the cut).
+fn best_first(
+    mut best: Vec<(f32, DocAddress)>,
+    limit: usize,
+    order: &dyn Fn(DocAddress) -> u64,
+) -> Vec<(f32, DocAddress)> {
+    let by_score = |a: &(f32, DocAddress), b: &(f32, DocAddress)| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| order(a.1).cmp(&order(b.1)))
+            .then(a.1.cmp(&b.1))
+    };
     if best.len() > limit {
         best.select_nth_unstable_by(limit, by_score);
         best.truncate(limit);

@@ -185,6 +185,20 @@ fn update_index(
         writer.add_document(d)?;
     }
     writer.commit()?;
+    if !deleted.is_empty() {
+        // Segments with deleted documents are merged at once: BM25 statistics (document
+        // frequencies, field lengths) count a deleted document until its segment is merged, and an
+        // incremental build must rank exactly as a full build of the same pages.
+        let with_deletes: Vec<_> = index
+            .searchable_segment_metas()?
+            .into_iter()
+            .filter(|meta| meta.has_deletes())
+            .map(|meta| meta.id())
+            .collect();
+        if !with_deletes.is_empty() {
+            writer.merge(&with_deletes).wait()?;
+        }
+    }
     writer.wait_merging_threads()?;
     Ok(())
 }
@@ -196,6 +210,8 @@ pub struct SearchIndex {
     fields: Fields,
     /// Page key → catalog position.
     positions: HashMap<u64, u32>,
+    /// Average field lengths, computed on first use.
+    average_lengths: std::sync::Mutex<HashMap<Field, f32>>,
 }
 
 impl SearchIndex {
@@ -219,6 +235,7 @@ impl SearchIndex {
             schema,
             fields,
             positions,
+            average_lengths: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -232,6 +249,32 @@ impl SearchIndex {
             .iter()
             .map(|segment| Ok(segment.fast_fields().u64("key")?))
             .collect()
+    }
+
+    /// The average length of `field`, computed once (the reader never reloads).
+    fn average_field_length(&self, searcher: &Searcher, field: Field) -> Result<f32, IndexError> {
+        if let Some(v) = self
+            .average_lengths
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&field).copied())
+        {
+            return Ok(v);
+        }
+        let v = bm25::average_field_length(searcher, field)?;
+        if let Ok(mut m) = self.average_lengths.lock() {
+            m.insert(field, v);
+        }
+        Ok(v)
+    }
+
+    /// The catalog position of a document, for ordering ties (unknown documents last).
+    fn order_of(&self, columns: &[Column<u64>], address: DocAddress) -> u64 {
+        columns
+            .get(address.segment_ord as usize)
+            .and_then(|c| c.first(address.doc_id))
+            .and_then(|key| self.positions.get(&key))
+            .map_or(u64::MAX, |p| u64::from(*p))
     }
 
     fn run(
@@ -329,7 +372,10 @@ impl SearchIndex {
                 term_weights: if words { &[] } else { &text_weights },
             })
             .collect();
-        let top = bm25::top_docs(searcher, &queries, limit)?;
+        let columns = self.doc_columns(searcher)?;
+        let order = |a: DocAddress| self.order_of(&columns, a);
+        let average = |f: Field| self.average_field_length(searcher, f);
+        let top = bm25::top_docs(searcher, &queries, limit, &order, &average)?;
         self.hits(searcher, top)
     }
 
@@ -349,7 +395,12 @@ impl SearchIndex {
             .collect();
         let terms = analysis::query_terms(query_text);
         let weights = analysis::query_term_weights(&terms);
-        let top = bm25::top_docs_bm25f(searcher, &fields, &terms, &weights, BM25.k1, limit)?;
+        let columns = self.doc_columns(searcher)?;
+        let order = |a: DocAddress| self.order_of(&columns, a);
+        let average = |f: Field| self.average_field_length(searcher, f);
+        let top = bm25::top_docs_bm25f(
+            searcher, &fields, &terms, &weights, BM25.k1, limit, &order, &average,
+        )?;
         self.hits(searcher, top)
     }
 
