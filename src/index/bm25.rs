@@ -30,14 +30,13 @@ pub fn top_docs(
     searcher: &Searcher,
     fields: &[FieldQuery<'_>],
     limit: usize,
-    order: &dyn Fn(DocAddress) -> u64,
-    average_field_length: &dyn Fn(Field) -> Result<f32, IndexError>,
+    collection: &Collection<'_>,
 ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
     let total_docs = searcher.num_docs().max(1) as f32;
     // Collection statistics: document frequency and average field length, over all segments.
     let mut average_length = Vec::with_capacity(fields.len());
     for fq in fields {
-        average_length.push(average_field_length(fq.field)?);
+        average_length.push((collection.average_field_length)(fq.field)?);
     }
     let mut idf: Vec<Vec<f32>> = Vec::with_capacity(fields.len());
     for fq in fields {
@@ -81,7 +80,7 @@ pub fn top_docs(
         }
         collect_scored(segment, segment_ord, &scores, &mut best);
     }
-    Ok(best_first(best, limit, order))
+    Ok(best_first(best, limit, collection.order))
 }
 
 /// BM25F: per term, the fields' length-normalized frequencies are weighted and summed first,
@@ -95,13 +94,12 @@ pub fn top_docs_bm25f(
     term_weights: &[f32],
     k1: f32,
     limit: usize,
-    order: &dyn Fn(DocAddress) -> u64,
-    average_field_length: &dyn Fn(Field) -> Result<f32, IndexError>,
+    collection: &Collection<'_>,
 ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
     let total_docs = searcher.num_docs().max(1) as f32;
     let mut average_length = Vec::with_capacity(fields.len());
     for (field, _) in fields {
-        average_length.push(average_field_length(*field)?);
+        average_length.push((collection.average_field_length)(*field)?);
     }
     let mut idf = Vec::with_capacity(terms.len());
     for t in terms {
@@ -161,7 +159,15 @@ pub fn top_docs_bm25f(
         }
         collect_scored(segment, segment_ord, &scores, &mut best);
     }
-    Ok(best_first(best, limit, order))
+    Ok(best_first(best, limit, collection.order))
+}
+
+/// What scoring needs of the index beyond the searcher.
+pub struct Collection<'a> {
+    /// A document's catalog position, to order equal scores.
+    pub order: &'a dyn Fn(DocAddress) -> u64,
+    /// The average length of a field over the live documents.
+    pub average_field_length: &'a dyn Fn(Field) -> Result<f32, IndexError>,
 }
 
 /// The query weight of term `i` (1 when none is given).

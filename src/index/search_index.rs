@@ -375,7 +375,11 @@ impl SearchIndex {
         let columns = self.doc_columns(searcher)?;
         let order = |a: DocAddress| self.order_of(&columns, a);
         let average = |f: Field| self.average_field_length(searcher, f);
-        let top = bm25::top_docs(searcher, &queries, limit, &order, &average)?;
+        let collection = bm25::Collection {
+            order: &order,
+            average_field_length: &average,
+        };
+        let top = bm25::top_docs(searcher, &queries, limit, &collection)?;
         self.hits(searcher, top)
     }
 
@@ -398,8 +402,18 @@ impl SearchIndex {
         let columns = self.doc_columns(searcher)?;
         let order = |a: DocAddress| self.order_of(&columns, a);
         let average = |f: Field| self.average_field_length(searcher, f);
+        let collection = bm25::Collection {
+            order: &order,
+            average_field_length: &average,
+        };
         let top = bm25::top_docs_bm25f(
-            searcher, &fields, &terms, &weights, BM25.k1, limit, &order, &average,
+            searcher,
+            &fields,
+            &terms,
+            &weights,
+            BM25.k1,
+            limit,
+            &collection,
         )?;
         self.hits(searcher, top)
     }
