@@ -31,6 +31,9 @@ use kbtools::bundle_gen::{self, GenOptions};
 use kbtools::eval;
 use kbtools::index::{self, BuildOptions, BuildReport, KnowledgeBase, ServeOptions};
 use kbtools::tools;
+#[path = "common/latency.rs"]
+mod latency;
+use latency::{ms, percentile, warm_latencies};
 use serde_json::{json, Value};
 
 /// Pages per tool benchmark's input cycle (spread evenly over the bundle).
@@ -289,16 +292,6 @@ fn items(out: &Value, key: &str) -> usize {
     out[key].as_array().map_or(0, Vec::len)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    // Nearest rank.
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 /// One benchmark cycling through `inputs`, each output checked by `check` (at setup, every
 /// input; in the timed loop, the one just answered).
 fn bench_cycle(
@@ -423,22 +416,9 @@ fn bench_search(c: &mut Criterion, scale: &Scale, kb: &KnowledgeBase) {
         });
         group.finish();
 
-        let mut rounds = vec![Vec::with_capacity(ROUNDS); inputs.len()];
-        for _ in 0..ROUNDS {
-            for (times, input) in rounds.iter_mut().zip(&inputs) {
-                let started = Instant::now();
-                std::hint::black_box(tools::call(kb, "search_files", input).unwrap());
-                times.push(started.elapsed());
-            }
-        }
-        let mut per_query: Vec<Duration> = rounds
-            .iter_mut()
-            .map(|times| {
-                times.sort();
-                times[times.len() / 2]
-            })
-            .collect();
-        per_query.sort();
+        let (per_query, _) = warm_latencies(&inputs, ROUNDS, |input| {
+            std::hint::black_box(tools::call(kb, "search_files", input).unwrap());
+        });
         println!(
             "search_files/{mode}: warm latency per query (median of {ROUNDS} rounds, {} queries, \
              {} pages): median {:.2} ms, p99 {:.2} ms, max {:.2} ms",

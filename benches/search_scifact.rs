@@ -21,6 +21,9 @@ use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use kbtools::eval;
 use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
 use kbtools::tools;
+#[path = "common/latency.rs"]
+mod latency;
+use latency::{ms, percentile, warm_latencies};
 use serde_json::{json, Value};
 
 const ROUNDS: usize = 5;
@@ -44,16 +47,6 @@ fn test_queries(shared: &Path) -> Vec<Value> {
         .filter(|(id, _)| ids.contains(id.as_str()))
         .map(|(_, text)| json!({ "query": eval::fit_query(text), "mode": "hybrid" }))
         .collect()
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    // Nearest rank.
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 fn bench_scifact(c: &mut Criterion) {
@@ -103,24 +96,9 @@ fn bench_scifact(c: &mut Criterion) {
     group.finish();
 
     // Our own per-query figures.
-    let mut rounds = vec![Vec::with_capacity(ROUNDS); inputs.len()];
-    for _ in 0..ROUNDS {
-        for (times, input) in rounds.iter_mut().zip(&inputs) {
-            let started = Instant::now();
-            std::hint::black_box(run(input));
-            times.push(started.elapsed());
-        }
-    }
-    let mut per_query: Vec<Duration> = rounds
-        .iter_mut()
-        .map(|times| {
-            times.sort();
-            times[times.len() / 2]
-        })
-        .collect();
-    per_query.sort();
-    let mut all: Vec<Duration> = rounds.into_iter().flatten().collect();
-    all.sort();
+    let (per_query, all) = warm_latencies(&inputs, ROUNDS, |input| {
+        std::hint::black_box(run(input));
+    });
     println!(
         "search_scifact: warm latency per query (median of {ROUNDS} rounds, 300 queries, hybrid): \
          median {:.2} ms, p99 {:.2} ms, max {:.2} ms",

@@ -140,23 +140,10 @@ fn is_request_id(id: &str) -> bool {
     groups_ok && hex_ok && b[14] == b'4' && matches!(b[19], b'8' | b'9' | b'a' | b'b')
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// A writable copy of the fixture bundle in a temporary folder.
 fn copied_fixture(tmp: &Path) -> PathBuf {
     let bundle = tmp.join("focowiki-docs");
-    copy_dir(&common::fixture("focowiki-docs"), &bundle);
+    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
     bundle
 }
 

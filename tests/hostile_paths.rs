@@ -207,19 +207,6 @@ struct Hostile {
     bundle: PathBuf,
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// `<tmp>/outside/{secret.md, secret.json, guides/install.md}` and `<tmp>/bundle/`, a copy of
 /// `fixture`.
 fn hostile_copy(fixture: &str) -> Hostile {
@@ -236,7 +223,7 @@ fn hostile_copy(fixture: &str) -> Hostile {
     )
     .unwrap();
     let bundle = dir.path().join("bundle");
-    copy_dir(&common::fixture(fixture), &bundle);
+    common::copy_dir(&common::fixture(fixture), &bundle);
     Hostile { _dir: dir, bundle }
 }
 

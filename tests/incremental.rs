@@ -48,20 +48,6 @@ fn base_mtime() -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(BASE_MTIME)
 }
 
-/// Copies `from` into `to` (files and folders).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// Sets every file's mtime under `dir` to `BASE_MTIME`.
 fn pin_mtimes(dir: &Path) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -78,7 +64,7 @@ impl Workspace {
     fn fixture() -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let bundle = tmp.path().join("focowiki-docs");
-        copy_dir(&common::fixture("focowiki-docs"), &bundle);
+        common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
         Self::new("focowiki-docs", tmp, bundle)
     }
 

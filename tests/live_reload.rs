@@ -46,7 +46,7 @@ struct Fixture {
 impl Fixture {
     fn new() -> Fixture {
         let bundle = tempfile::tempdir().unwrap();
-        copy_dir(&common::fixture("focowiki-docs"), bundle.path());
+        common::copy_dir(&common::fixture("focowiki-docs"), bundle.path());
         let index = tempfile::tempdir().unwrap();
         let fixture = Fixture { bundle, index };
         fixture.build();
@@ -81,19 +81,6 @@ impl Fixture {
 fn build(root: &Path, index_dir: &Path) -> index::BuildReport {
     index::build(root, index_dir, &BuildOptions::default(), &mut |_| {})
         .unwrap_or_else(|e| panic!("building {}: {e}", root.display()))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// Appends a sentence with `word` to the page.
@@ -489,7 +476,7 @@ fn a_generation_that_does_not_open_is_skipped_and_logged_once() {
 
     // A damaged generation: a copy of the live one without its full-text index.
     let broken = fixture.index_dir().join("gen-broken");
-    copy_dir(&good, &broken);
+    common::copy_dir(&good, &broken);
     std::fs::remove_dir_all(broken.join("search")).unwrap();
     let tmp = fixture.index_dir().join("CURRENT.test.tmp");
     std::fs::write(&tmp, "gen-broken").unwrap();
@@ -774,7 +761,7 @@ fn free_port() -> u16 {
 #[test]
 fn kbtools_serve_watch_serves_an_edit_without_a_restart() {
     let bundle = tempfile::tempdir().unwrap();
-    copy_dir(&common::fixture("focowiki-docs"), bundle.path());
+    common::copy_dir(&common::fixture("focowiki-docs"), bundle.path());
     let index_dir = tempfile::tempdir().unwrap();
     let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let addr_text = addr.to_string();
@@ -883,7 +870,7 @@ fn response(lines: &Receiver<String>, id: u64, process: &Process) -> Value {
 #[test]
 fn kbtools_mcp_watch_serves_an_edit_and_keeps_stdout_for_the_protocol() {
     let bundle = tempfile::tempdir().unwrap();
-    copy_dir(&common::fixture("focowiki-docs"), bundle.path());
+    common::copy_dir(&common::fixture("focowiki-docs"), bundle.path());
     let index_dir = tempfile::tempdir().unwrap();
     let mut process = Process::spawn(
         &[

@@ -209,21 +209,6 @@ struct IngestCacheRef<'a> {
 #[derive(Debug, Default)]
 pub struct EncodedIngestCache(pub Vec<u8>);
 
-impl IngestCache {
-    /// Decodes an [`EncodedIngestCache`] read from disk.
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
-        crate::compact::decode(bytes)
-    }
-
-    pub fn len(&self) -> usize {
-        self.files.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-}
-
 /// Modification times this close before the cache was made are not trusted (ns).
 const RACY_WINDOW_NS: i128 = 2_000_000_000;
 

@@ -292,8 +292,7 @@ pub fn build(
     let cache: Option<bundle::IngestCache> = previous
         .as_ref()
         .filter(|_| !options.full)
-        .and_then(|p| std::fs::read(p.generation.join(INGEST_CACHE_FILE)).ok())
-        .and_then(|bytes| bundle::IngestCache::decode(&bytes).ok());
+        .and_then(|p| read_postcard(&p.generation.join(INGEST_CACHE_FILE)).ok());
     let used_cache = cache.is_some();
     let (ingested, new_cache) = bundle::ingest_with_cache(bundle_root, walked, cache)?;
     progress(&format!(
@@ -347,9 +346,7 @@ pub fn build(
     // Catalog position → the page's text (read in this ingest, or `None` when it came from the
     // cache and must be read again if it is indexed again).
     let mut texts: HashMap<u32, Option<bundle::PageText>> = HashMap::new();
-    let mut keys: HashMap<u64, &str> = HashMap::new();
     let mut virtual_of: Vec<(usize, String)> = Vec::new();
-    let mut key_paths: Vec<String> = Vec::new();
     for (i, f) in ingested_files.into_iter().enumerate() {
         let file_id = if f.source_backed {
             ids::source_file_id(&kb_id, &f.path)
@@ -366,7 +363,6 @@ pub fn build(
         if f.text.is_some() || f.text_cached {
             index_key = Some(search_index::page_key(&f.path));
             texts.insert(i as u32, f.text);
-            key_paths.push(f.path.clone());
         }
         if f.virtual_content.is_some() {
             virtual_of.push((i, f.path.clone()));
@@ -387,7 +383,9 @@ pub fn build(
             index_key,
         });
     }
-    // Two pages with one key (a 64-bit hash collision) cannot both be indexed.
+    // Two pages with one key (a 64-bit hash collision) cannot both be indexed: the first in path
+    // order is.
+    let mut keys: HashMap<u64, String> = HashMap::new();
     for (i, file) in files.iter_mut().enumerate() {
         let Some(key) = file.index_key else { continue };
         if let Some(first) = keys.get(&key) {
@@ -400,7 +398,7 @@ pub fn build(
             texts.remove(&(i as u32));
             continue;
         }
-        keys.insert(key, &key_paths[keys.len()]);
+        keys.insert(key, file.path.clone());
     }
     drop(keys);
     let position: HashMap<&str, u32> = files

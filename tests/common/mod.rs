@@ -143,3 +143,17 @@ pub fn checked_call(kb: &KnowledgeBase, tool: &str, input: Value) -> Result<Valu
     );
     result
 }
+
+/// Copies the folder `from` into `to` (files and folders).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
