@@ -1,11 +1,9 @@
-//! The relation graph of source pages (petgraph), and the bounded walk shared by
+//! The relation graph of source pages (the catalog's per-page relation ranges), and the bounded walk shared by
 //! `expand_graph` and the `graphContext` of search results: breadth-first from a seed, at most
 //! `fanout` new relations per explored node, each target listed once at its shallowest depth
 //! (DECISIONS 11), relations taken in target-path order.
 
 use std::collections::HashSet;
-
-use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::index::catalog::{Catalog, CatalogRelation};
 
@@ -18,11 +16,12 @@ pub struct Step {
     pub depth: u8,
 }
 
-/// Relations as a directed graph over catalog positions; edge weights are relation positions.
-pub struct RelationGraph {
-    graph: DiGraph<u32, u32>,
-    node_of: std::collections::HashMap<u32, NodeIndex>,
-}
+/// The relations as a directed graph over catalog positions: the catalog keeps each page's
+/// relations as one range of relation numbers, sorted by source page, which is the graph's
+/// adjacency list (compressed sparse rows) read in place, so opening a knowledge base builds
+/// nothing and a walk decodes only the blocks of the pages it visits.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RelationGraph;
 
 fn preference(rel: &CatalogRelation) -> u8 {
     // `related` is preferred over `references` when both reach one target (as online).
@@ -34,34 +33,22 @@ fn preference(rel: &CatalogRelation) -> u8 {
 }
 
 impl RelationGraph {
-    pub fn new(catalog: &Catalog) -> Self {
-        let mut graph = DiGraph::new();
-        let mut node_of = std::collections::HashMap::new();
-        let mut node = |graph: &mut DiGraph<u32, u32>, pos: u32| {
-            *node_of.entry(pos).or_insert_with(|| graph.add_node(pos))
-        };
-        for (i, rel) in catalog.data.relations.iter().enumerate() {
-            let a = node(&mut graph, rel.from);
-            let b = node(&mut graph, rel.to);
-            graph.add_edge(a, b, i as u32);
-        }
-        RelationGraph { graph, node_of }
+    pub fn new(_catalog: &Catalog) -> Self {
+        RelationGraph
     }
 
-    /// The relations of `page`, ordered by target path, then preferred type, then type.
+    /// The relations of `page` with their numbers, ordered by target path, then preferred
+    /// type, then type.
     pub fn ordered_relations<'c>(
         &self,
         catalog: &'c Catalog,
         page: u32,
     ) -> Vec<(u32, &'c CatalogRelation)> {
-        let Some(&node) = self.node_of.get(&page) else {
+        let Some(range) = catalog.relation_range(page) else {
             return Vec::new();
         };
-        let mut out: Vec<(u32, &CatalogRelation)> = self
-            .graph
-            .edges(node)
-            .map(|e| (*e.weight(), &catalog.data.relations[*e.weight() as usize]))
-            .collect();
+        let mut out: Vec<(u32, &CatalogRelation)> =
+            range.map(|r| (r, catalog.relation(r))).collect();
         out.sort_by(|a, b| {
             let (fa, fb) = (catalog.file(a.1.to), catalog.file(b.1.to));
             fa.path

@@ -466,6 +466,48 @@ fn a_changed_page_is_reindexed_with_a_new_revision() {
 }
 
 #[test]
+fn no_refresh_answers_from_the_index_as_built() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = copied_fixture(tmp.path());
+    let bundle = s(&bundle);
+    let dir = tmp.path().join("index");
+    let read = json!({ "path": PAGE });
+    let no_refresh = |dir: &Path| {
+        kbtools(&[
+            "call",
+            "read_file",
+            &read.to_string(),
+            "--bundle",
+            bundle,
+            "--index",
+            s(dir),
+            "--no-refresh",
+        ])
+    };
+    // No index yet: it is built all the same.
+    let first = no_refresh(&dir).expect(0);
+    assert!(first.built(), "{}", first.stderr);
+    assert_eq!(revision(&first.json()), 1);
+
+    // A changed page is not noticed with --no-refresh (the index answers as built, revision 1)…
+    let page = Path::new(bundle).join(PAGE);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&page)
+        .unwrap();
+    file.write_all(b"\n\nA paragraph added after the export.\n")
+        .unwrap();
+    drop(file);
+    let stale = no_refresh(&dir).expect(0);
+    assert!(!stale.built(), "{}", stale.stderr);
+    assert_eq!(revision(&stale.json()), 1);
+    // …and is without it.
+    let fresh = call(bundle, &dir, "read_file", &read).expect(0);
+    assert!(fresh.built(), "{}", fresh.stderr);
+    assert_eq!(revision(&fresh.json()), 2);
+}
+
+#[test]
 fn a_touched_page_is_reindexed_but_keeps_the_revision() {
     let tmp = tempfile::tempdir().unwrap();
     let bundle = copied_fixture(tmp.path());

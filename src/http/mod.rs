@@ -180,8 +180,12 @@ pub fn router_live(
 /// The first source page of a knowledge base with relations (else the first source page), for
 /// the document's parameter examples.
 fn example_page(kb: &KnowledgeBase) -> Option<(String, String)> {
-    let files = kb.catalog.files();
-    let pages = || files.iter().enumerate().filter(|(_, f)| f.source_backed);
+    let pages = || {
+        kb.catalog
+            .iter_files()
+            .enumerate()
+            .filter(|(_, f)| f.source_backed)
+    };
     pages()
         .find(|(i, _)| !kb.catalog.relations_of(*i as u32).is_empty())
         .or_else(|| pages().next())
@@ -192,7 +196,7 @@ fn example_page(kb: &KnowledgeBase) -> Option<(String, String)> {
 /// with a page named `index.md`); `read_file` opens those paths although the bundle path table
 /// does not list them.
 fn renders_index_graphs(kb: &KnowledgeBase) -> bool {
-    kb.catalog.files().iter().any(|f| {
+    kb.catalog.iter_files().any(|f| {
         f.is_virtual() && f.path.starts_with("_graph/by-file/") && f.path.ends_with("/index.json")
     })
 }

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::bundle::paths::{self, PathClass};
 use crate::bundle::BundleKind;
 
+pub mod store;
+
 /// One served file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -120,22 +122,29 @@ pub struct DirectoryInfo {
     pub descendant_source_files: u64,
 }
 
-/// The catalog with its lookup tables. Only what every call needs is built when an index is
-/// opened; the tree, the id table and the case-folded paths are built on first use, so that a
-/// one-shot call on a large knowledge base does not pay for them.
-#[derive(Debug)]
+/// The catalog as kbtools reads it: the on-disk form ([`store`]) kept as bytes (memory-mapped
+/// when opened from an index), each block of files and of relations decoded on first use. A
+/// one-shot call on a large knowledge base reads the header and the few blocks it touches; the
+/// tree, the id table and the case-folded paths are built on first use.
 pub struct Catalog {
-    pub data: CatalogData,
+    store: store::Store,
+    /// Decoded blocks of files (`store::BLOCK` files each, in path order).
+    file_blocks: Box<[OnceLock<Box<[CatalogFile]>>]>,
+    /// Decoded blocks of relations: the relations of the pages of the file block.
+    relation_blocks: Box<[OnceLock<Box<[CatalogRelation]>>]>,
     by_folded_path: OnceLock<HashMap<String, Vec<u32>>>,
     by_id: OnceLock<HashMap<String, u32>>,
     tree: OnceLock<Tree>,
-    /// Position in `data.relations` of the first relation of each page: relations are sorted
-    /// by `from` (checked when opened), so a page's relations are one range.
-    relation_order: Vec<u32>,
-    source_page_count: u64,
-    /// Unordered page pairs with at least one relation (computed once: search reports it on
-    /// every graph-mode query).
-    distinct_relation_count: u64,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("knowledge_base_id", &self.kb_id())
+            .field("files", &self.file_count())
+            .field("relations", &self.relation_count())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The directory tree of the listed files.
@@ -151,11 +160,11 @@ fn fold(path: &str) -> String {
 }
 
 impl Tree {
-    fn new(files: &[CatalogFile]) -> Self {
+    fn new<'a>(files: impl Iterator<Item = &'a CatalogFile>) -> Self {
         let mut children: HashMap<String, Vec<(String, TreeChild)>> = HashMap::new();
         let mut directories: HashMap<String, DirectoryInfo> = HashMap::new();
         directories.insert(String::new(), DirectoryInfo::default());
-        for (i, file) in files.iter().enumerate() {
+        for (i, file) in files.enumerate() {
             let i = i as u32;
             if !file.listed {
                 continue;
@@ -206,76 +215,88 @@ impl Tree {
 }
 
 impl Catalog {
-    pub fn new(mut data: CatalogData) -> Self {
-        // Files sorted by path make `by_path` a binary search; relations sorted by `from` make a
-        // page's relations a range. Both hold for what `index::build` writes.
-        if !data.files.is_sorted_by(|a, b| a.path < b.path) {
-            let mut order: Vec<u32> = (0..data.files.len() as u32).collect();
-            order.sort_by(|a, b| {
-                data.files[*a as usize]
-                    .path
-                    .cmp(&data.files[*b as usize].path)
-            });
-            let mut new_position = vec![0u32; order.len()];
-            for (new, old) in order.iter().enumerate() {
-                new_position[*old as usize] = new as u32;
-            }
-            let mut files: Vec<Option<CatalogFile>> = data.files.drain(..).map(Some).collect();
-            data.files = order
-                .iter()
-                .filter_map(|old| files[*old as usize].take())
-                .collect();
-            for f in &mut data.files {
-                f.graph_of = f
-                    .graph_of
-                    .and_then(|p| new_position.get(p as usize).copied());
-            }
-            data.relations.retain(|r| {
-                (r.from as usize) < new_position.len() && (r.to as usize) < new_position.len()
-            });
-            for r in &mut data.relations {
-                r.from = new_position[r.from as usize];
-                r.to = new_position[r.to as usize];
-            }
-        }
-        if !data.relations.is_sorted_by_key(|r| r.from) {
-            data.relations.sort_by_key(|r| r.from);
-        }
-        let mut relation_order = Vec::with_capacity(data.files.len() + 1);
-        let mut next = 0usize;
-        for i in 0..data.files.len() as u32 {
-            relation_order.push(next as u32);
-            while next < data.relations.len() && data.relations[next].from == i {
-                next += 1;
-            }
-        }
-        relation_order.push(data.relations.len() as u32);
-        let source_page_count = data.files.iter().filter(|f| f.source_backed).count() as u64;
-        let distinct_relation_count = match data.distinct_relations {
-            Some(count) => count,
-            None => distinct_pairs(&data.relations),
-        };
-        Catalog {
-            data,
+    /// The catalog of `data` (sorted and checked as [`store::encode`] does), kept in memory.
+    pub fn new(data: CatalogData) -> Self {
+        let bytes = store::encode(data);
+        Self::open(store::Bytes::Owned(bytes), "catalog")
+            .expect("a catalog kbtools encoded itself opens")
+    }
+
+    /// Opens the on-disk form; `name` names it in errors. The whole file is checked against its
+    /// checksum, so damage is found here, not while answering.
+    pub fn open(bytes: store::Bytes, name: &str) -> Result<Self, String> {
+        let store = store::Store::open(bytes).map_err(|e| format!("{name}: {e}"))?;
+        let blocks = store.block_count();
+        Ok(Catalog {
+            file_blocks: (0..blocks).map(|_| OnceLock::new()).collect(),
+            relation_blocks: (0..blocks).map(|_| OnceLock::new()).collect(),
+            store,
             by_folded_path: OnceLock::new(),
             by_id: OnceLock::new(),
             tree: OnceLock::new(),
-            relation_order,
-            source_page_count,
-            distinct_relation_count,
+        })
+    }
+
+    /// Everything, decoded (a build's previous catalog).
+    pub fn into_data(self) -> CatalogData {
+        let files = self.iter_files().cloned().collect();
+        let relations = (0..self.relation_count() as u32)
+            .map(|r| self.relation(r).clone())
+            .collect();
+        let header = self.store.header();
+        CatalogData {
+            knowledge_base_id: header.knowledge_base_id.clone(),
+            knowledge_base_name: header.knowledge_base_name.clone(),
+            kind: header.kind,
+            files,
+            relations,
+            distinct_relations: Some(header.distinct_relations),
         }
     }
 
+    fn file_block(&self, block: usize) -> &[CatalogFile] {
+        self.file_blocks[block].get_or_init(|| self.store.file_block(block))
+    }
+
+    fn relation_block(&self, block: usize) -> &[CatalogRelation] {
+        self.relation_blocks[block].get_or_init(|| self.store.relation_block(block))
+    }
+
     pub fn kb_id(&self) -> &str {
-        &self.data.knowledge_base_id
+        &self.store.header().knowledge_base_id
     }
 
+    pub fn kb_name(&self) -> &str {
+        &self.store.header().knowledge_base_name
+    }
+
+    pub fn kind(&self) -> BundleKind {
+        self.store.header().kind
+    }
+
+    /// The file at catalog position `i` (positions are `0..file_count()`, in path order).
     pub fn file(&self, i: u32) -> &CatalogFile {
-        &self.data.files[i as usize]
+        let i = i as usize;
+        &self.file_block(i / store::BLOCK)[i % store::BLOCK]
     }
 
-    pub fn files(&self) -> &[CatalogFile] {
-        &self.data.files
+    /// The file at `i`, or `None` past the end.
+    pub fn get(&self, i: u32) -> Option<&CatalogFile> {
+        ((i as usize) < self.file_count()).then(|| self.file(i))
+    }
+
+    /// True when position `i` is a source page (read without decoding the file).
+    pub fn is_source(&self, i: u32) -> bool {
+        self.store.is_source(i)
+    }
+
+    pub fn file_count(&self) -> usize {
+        self.store.header().file_count as usize
+    }
+
+    /// Every file in catalog order (decoding every block).
+    pub fn iter_files(&self) -> impl Iterator<Item = &CatalogFile> + '_ {
+        (0..self.store.block_count()).flat_map(|b| self.file_block(b).iter())
     }
 
     /// A file by exact path, else by NFC + lower-case when that is unambiguous.
@@ -283,7 +304,7 @@ impl Catalog {
         self.exact_path(path).or_else(|| {
             let folded = self.by_folded_path.get_or_init(|| {
                 let mut map: HashMap<String, Vec<u32>> = HashMap::new();
-                for (i, file) in self.data.files.iter().enumerate() {
+                for (i, file) in self.iter_files().enumerate() {
                     map.entry(fold(&file.path)).or_default().push(i as u32);
                 }
                 map
@@ -295,20 +316,21 @@ impl Catalog {
         })
     }
 
-    /// A file by exact path (files are sorted by path).
+    /// A file by exact path: the block by its first path, then the file within it.
     fn exact_path(&self, path: &str) -> Option<u32> {
-        self.data
-            .files
+        let block = self.store.block_of_path(path)?;
+        let within = self
+            .file_block(block)
             .binary_search_by(|f| f.path.as_str().cmp(path))
-            .ok()
-            .map(|i| i as u32)
+            .ok()?;
+        Some((block * store::BLOCK + within) as u32)
     }
 
     pub fn by_id(&self, id: &str) -> Option<u32> {
         self.by_id
             .get_or_init(|| {
-                let mut map = HashMap::with_capacity(self.data.files.len());
-                for (i, file) in self.data.files.iter().enumerate() {
+                let mut map = HashMap::with_capacity(self.file_count());
+                for (i, file) in self.iter_files().enumerate() {
                     map.entry(file.file_id.clone()).or_insert(i as u32);
                 }
                 map
@@ -322,8 +344,23 @@ impl Catalog {
         self.by_id(id).or_else(|| self.exact_path(id))
     }
 
+    /// The catalog position of the page indexed under `key`.
+    pub fn by_index_key(&self, key: u64) -> Option<u32> {
+        self.store.position_of_key(key)
+    }
+
+    /// The positions of every indexed page.
+    pub fn indexed_positions(&self) -> Vec<u32> {
+        self.store.indexed_positions()
+    }
+
+    /// The key table as an owned handle ([`store::KeyTable`]) the full-text index keeps.
+    pub fn key_table(&self) -> store::KeyTable {
+        self.store.key_table()
+    }
+
     fn tree(&self) -> &Tree {
-        self.tree.get_or_init(|| Tree::new(&self.data.files))
+        self.tree.get_or_init(|| Tree::new(self.iter_files()))
     }
 
     pub fn children(&self, dir: &str) -> &[(String, TreeChild)] {
@@ -360,21 +397,35 @@ impl Catalog {
         ))
     }
 
-    /// The relations recorded for a source page, in catalog order (target path order).
+    /// The relations recorded for a source page, in catalog order (target path order), with
+    /// their relation numbers.
     pub fn relations_of(&self, page: u32) -> Vec<&CatalogRelation> {
-        let range = |i: usize| self.relation_order.get(i).map(|r| *r as usize);
-        match (range(page as usize), range(page as usize + 1)) {
-            (Some(start), Some(end)) => self.data.relations[start..end].iter().collect(),
-            _ => Vec::new(),
-        }
+        self.relation_range(page)
+            .map(|range| range.map(|r| self.relation(r)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The relation numbers of `page`'s relations.
+    pub fn relation_range(&self, page: u32) -> Option<std::ops::Range<u32>> {
+        self.store.relation_range(page)
+    }
+
+    /// Relation number `r` (`0..relation_count()`; relations are numbered in `from` order).
+    pub fn relation(&self, r: u32) -> &CatalogRelation {
+        let (block, within) = self.store.relation_place(r);
+        &self.relation_block(block)[within]
+    }
+
+    pub fn relation_count(&self) -> usize {
+        self.store.header().relation_count as usize
     }
 
     pub fn source_page_count(&self) -> u64 {
-        self.source_page_count
+        self.store.header().source_page_count
     }
 
     /// Distinct relations: unordered page pairs with at least one relation.
     pub fn distinct_relation_count(&self) -> u64 {
-        self.distinct_relation_count
+        self.store.header().distinct_relations
     }
 }

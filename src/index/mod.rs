@@ -8,7 +8,7 @@
 //! ```text
 //! CURRENT            name of the live generation folder (replaced atomically)
 //! gen-<n>/manifest.json       format version, revision, fingerprints, counts (JSON)
-//!         catalog.bin         the document catalog (postcard)
+//!         catalog.bin         the document catalog (read in place: catalog/store.rs)
 //!         ingest-cache.bin    each file's parse, for incremental builds (postcard)
 //!         diagnostics.json    the build's diagnostics
 //!         search/             tantivy
@@ -33,7 +33,7 @@ use catalog::{Catalog, CatalogData, CatalogFile, CatalogRelation};
 use search_index::{IndexedPage, SearchIndex};
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
-pub const INDEX_FORMAT_VERSION: u64 = 5;
+pub const INDEX_FORMAT_VERSION: u64 = 6;
 
 /// Counts recorded in the manifest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -201,7 +201,7 @@ struct Previous {
 fn load_previous(index_dir: &Path) -> Option<Previous> {
     let manifest = read_manifest(index_dir).ok()??;
     let generation = current_generation(index_dir)?;
-    let catalog = read_catalog(&generation).ok()?;
+    let catalog = open_catalog(&generation).ok()?.into_data();
     Some(Previous {
         manifest,
         generation,
@@ -218,17 +218,14 @@ fn read_postcard<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, IndexEr
     })
 }
 
-fn write_postcard<T: Serialize>(path: &Path, value: &T) -> Result<(), IndexError> {
-    let bytes = crate::compact::encode(value).map_err(|reason| IndexError::Corrupt {
+/// The catalog of a generation folder, memory-mapped and checked.
+fn open_catalog(generation: &Path) -> Result<Catalog, IndexError> {
+    let path = generation.join(CATALOG_FILE);
+    let bytes = catalog::store::Bytes::map(&path).map_err(|e| IndexError::io(&path, e))?;
+    Catalog::open(bytes, &path.display().to_string()).map_err(|reason| IndexError::Corrupt {
         path: path.display().to_string(),
         reason,
-    })?;
-    write_file(path, &bytes)
-}
-
-/// The catalog of a generation folder.
-fn read_catalog(generation: &Path) -> Result<CatalogData, IndexError> {
-    read_postcard(&generation.join(CATALOG_FILE))
+    })
 }
 
 /// File names inside a generation folder.
@@ -522,7 +519,7 @@ pub fn build(
         },
     };
     let json = |v: &dyn erased::Json| v.to_json();
-    write_postcard(&tmp.join(CATALOG_FILE), &data)?;
+    write_file(&tmp.join(CATALOG_FILE), &catalog::store::encode(data))?;
     write_file(&tmp.join("diagnostics.json"), &json(&diagnostics))?;
     write_file(&tmp.join("manifest.json"), &json(&manifest))?;
     sync_dir(&tmp);
@@ -787,21 +784,14 @@ impl KnowledgeBase {
             path: index_dir.display().to_string(),
             reason: "CURRENT is missing".into(),
         })?;
-        let data: CatalogData = read_catalog(&generation)?;
-        if data.knowledge_base_id != manifest.knowledge_base_id {
+        let catalog = open_catalog(&generation)?;
+        if catalog.kb_id() != manifest.knowledge_base_id {
             return Err(IndexError::Corrupt {
                 path: generation.display().to_string(),
                 reason: "catalog and manifest disagree".into(),
             });
         }
-        let catalog = Catalog::new(data);
-        let positions = catalog
-            .files()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| Some((f.index_key?, i as u32)))
-            .collect();
-        let search = SearchIndex::open(&generation.join("search"), positions)?;
+        let search = SearchIndex::open(&generation.join("search"), catalog.key_table())?;
         let bundle_root = match bundle_root {
             Some(root) => root.canonicalize().map_err(|e| IndexError::io(root, e))?,
             None => PathBuf::from(&manifest.bundle_root),

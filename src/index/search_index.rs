@@ -14,6 +14,7 @@ use tantivy::snippet::SnippetGenerator;
 use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use super::bm25;
+use super::catalog::store::KeyTable;
 use crate::analysis::{self, TEXT_ANALYZER, WORDS_ANALYZER};
 use crate::bundle::PageText;
 use crate::error::IndexError;
@@ -209,7 +210,7 @@ pub struct SearchIndex {
     schema: Schema,
     fields: Fields,
     /// Page key → catalog position.
-    positions: HashMap<u64, u32>,
+    positions: KeyTable,
     /// Average field lengths, computed on first use.
     average_lengths: std::sync::Mutex<HashMap<Field, f32>>,
 }
@@ -217,7 +218,7 @@ pub struct SearchIndex {
 impl SearchIndex {
     /// Opens the index in `dir`; `positions` maps each indexed page's key to its catalog
     /// position.
-    pub fn open(dir: &Path, positions: HashMap<u64, u32>) -> Result<Self, IndexError> {
+    pub fn open(dir: &Path, positions: KeyTable) -> Result<Self, IndexError> {
         let index = Index::open_in_dir(dir)?;
         analysis::register(&index);
         let schema = index.schema();
@@ -273,8 +274,8 @@ impl SearchIndex {
         columns
             .get(address.segment_ord as usize)
             .and_then(|c| c.first(address.doc_id))
-            .and_then(|key| self.positions.get(&key))
-            .map_or(u64::MAX, |p| u64::from(*p))
+            .and_then(|key| self.positions.get(key))
+            .map_or(u64::MAX, u64::from)
     }
 
     fn run(
@@ -302,7 +303,7 @@ impl SearchIndex {
                     .get(address.segment_ord as usize)?
                     .first(address.doc_id)?;
                 Some(LaneHit {
-                    position: *self.positions.get(&key)?,
+                    position: self.positions.get(key)?,
                     score,
                     address,
                 })
@@ -489,7 +490,7 @@ impl SearchIndex {
         }
         let columns = self.doc_columns(searcher)?;
         if clauses.is_empty() {
-            return Ok(self.positions.values().copied().collect());
+            return Ok(self.positions.positions().collect());
         }
         let docs = searcher.search(
             &BooleanQuery::new(clauses),
@@ -498,7 +499,7 @@ impl SearchIndex {
         Ok(docs
             .into_iter()
             .filter_map(|a| columns.get(a.segment_ord as usize)?.first(a.doc_id))
-            .filter_map(|key| self.positions.get(&key).copied())
+            .filter_map(|key| self.positions.get(key))
             .collect())
     }
 

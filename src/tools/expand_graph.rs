@@ -128,7 +128,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let relationships: Vec<RelatedFile> = page
         .iter()
         .map(|step| {
-            let rel = &kb.catalog.data.relations[step.relation as usize];
+            let rel = kb.catalog.relation(step.relation);
             RelatedFile::new(kb, revision, rel, &rel.direction, step.depth)
         })
         .collect();

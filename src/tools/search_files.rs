@@ -805,8 +805,7 @@ pub fn ranked(
     let mut fused: HashMap<u32, Candidate> = HashMap::new();
     for (lane, hits) in &results {
         for (rank, hit) in hits.iter().enumerate() {
-            let known = (hit.position as usize) < kb.catalog.files().len();
-            if !known || !kb.catalog.file(hit.position).source_backed {
+            if !kb.catalog.is_source(hit.position) {
                 continue;
             }
             let entry = fused.entry(hit.position).or_insert(Candidate {
@@ -840,18 +839,8 @@ pub fn ranked(
         class(a)
             .cmp(&class(b))
             .then(b.score.total_cmp(&a.score))
-            .then_with(|| {
-                kb.catalog
-                    .file(a.position)
-                    .path
-                    .cmp(&kb.catalog.file(b.position).path)
-            })
-            .then_with(|| {
-                kb.catalog
-                    .file(a.position)
-                    .file_id
-                    .cmp(&kb.catalog.file(b.position).file_id)
-            })
+            // Catalog positions are in path order (and paths are distinct).
+            .then(a.position.cmp(&b.position))
     });
     candidates.truncate(MAX_RESULTS);
     check_deadline()?;
@@ -959,15 +948,12 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
 fn graph_hits(kb: &KnowledgeBase, scores: HashMap<u32, f64>) -> Vec<LaneHit> {
     let mut hits: Vec<(u32, f64)> = scores
         .into_iter()
-        .filter(|&(position, score)| {
-            score > 0.0
-                && (position as usize) < kb.catalog.files().len()
-                && kb.catalog.file(position).source_backed
-        })
+        .filter(|&(position, score)| score > 0.0 && kb.catalog.is_source(position))
         .collect();
     hits.sort_by(|a, b| {
         b.1.total_cmp(&a.1)
-            .then_with(|| kb.catalog.file(a.0).path.cmp(&kb.catalog.file(b.0).path))
+            // Catalog positions are in path order.
+            .then(a.0.cmp(&b.0))
     });
     hits.into_iter()
         .map(|(position, score)| LaneHit {
@@ -1096,7 +1082,7 @@ fn relationship_lane(
         let score = match record_scores.get(&step.relation) {
             Some(&score) => score,
             None => {
-                let rel = &kb.catalog.data.relations[step.relation as usize];
+                let rel = kb.catalog.relation(step.relation);
                 found.clear();
                 for page in [rel.from, rel.to] {
                     if let Some(title) = &kb.catalog.file(page).title {
@@ -1208,7 +1194,7 @@ fn result(
         let relationships: Vec<RelatedFile> = steps
             .iter()
             .map(|s| {
-                let rel = &kb.catalog.data.relations[s.relation as usize];
+                let rel = kb.catalog.relation(s.relation);
                 RelatedFile::new(kb, revision, rel, &rel.direction, s.depth)
             })
             .collect();
