@@ -8,8 +8,9 @@ Python's sqlite3) and with plain `rg -i -l`, on the same `pages/**/*.md` files i
           Wall time of the whole process (python startup included, like kbtools) and peak RSS
           (/usr/bin/time -f "%e %M"); --builds rounds, alternating the two; medians. On-disk size
           of the index folder and of the .db file beside the pages' bytes.
-  query   one cold process per query: (3) `kbtools --index DIR call search_files
-          '{"query": Q, "mode": "file", "limit": 10}'`, (4) `python3 -c` connecting to the db and
+  query   one cold process per query: (3) `kbtools --index DIR --no-refresh call search_files
+          '{"query": Q, "mode": "file", "limit": 10}'` (the index as built; also timed without
+          --no-refresh, which first checks the bundle's stat fingerprint), (4) `python3 -c` connecting to the db and
           running `SELECT path FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10` with Q turned
           into an OR of quoted tokens, (5) `rg -i -l -e 'term1|term2|…' pages/` (Q's tokens of
           3+ characters, regex-escaped; unranked, every file holding any term). One untimed
@@ -274,10 +275,14 @@ def run(args, bundle, pages_dir, pages, pages_bytes, queries, source, work):
     if fts_rows != len(pages):
         fail(f"FTS5 table holds {fts_rows} rows, expected {len(pages)}")
 
-    def kb_query(q):
+    def kb_query(q, refresh=False):
         req = json.dumps({"query": q, "mode": "file", "limit": 10}, ensure_ascii=False)
-        ms, out = run_ms([KBTOOLS, "--index", kb_index, "-q", "call", "search_files", req])
+        flags = [] if refresh else ["--no-refresh"]
+        ms, out = run_ms([KBTOOLS, "--index", kb_index, "-q", *flags, "call", "search_files", req])
         return ms, len(json.loads(out)["items"])
+
+    def kb_query_checked(q):
+        return kb_query(q, refresh=True)
 
     def fts_query(q):
         ms, out = run_ms([sys.executable, "-c", FTS_QUERY, fts_db, q])
@@ -289,7 +294,8 @@ def run(args, bundle, pages_dir, pages, pages_bytes, queries, source, work):
 
     tools = [("kbtools call search_files (cold)", kb_query),
              ("FTS5 query, python3 -c (cold)", fts_query),
-             ("rg -i -l, any term (cold)", rg_query)]
+             ("rg -i -l, any term (cold)", rg_query),
+             ("  kbtools, bundle checked first", kb_query_checked)]
     for q in queries:  # warm-up pass
         for _, fn in tools:
             fn(q)
@@ -323,6 +329,9 @@ def run(args, bundle, pages_dir, pages, pages_bytes, queries, source, work):
           f"{p90(results[tools[1][0]][0]) / p90(results[tools[0][0]][0]):8.2f}x")
     print(f"{'  ratio rg/kbtools cold':34} {med(results[tools[2][0]][0]) / kbm:8.2f}x "
           f"{p90(results[tools[2][0]][0]) / p90(results[tools[0][0]][0]):8.2f}x")
+    checked = results[tools[3][0]][0]
+    print(f"{'  ratio rg/kbtools checked':34} {med(results[tools[2][0]][0]) / med(checked):8.2f}x "
+          f"{p90(results[tools[2][0]][0]) / p90(checked):8.2f}x")
     print()
     print(f"compare: load average {os.getloadavg()[0]:.2f} at end; build wall times "
           f"kbtools {', '.join(f'{w:.3f}' for w in kb['wall'])} s, FTS5 "

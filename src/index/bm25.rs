@@ -4,7 +4,7 @@
 
 use tantivy::postings::Postings;
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{DocAddress, DocSet, Searcher, Term, TERMINATED};
+use tantivy::{DocAddress, DocId, DocSet, Searcher, Term, TERMINATED};
 
 use crate::error::IndexError;
 
@@ -33,6 +33,7 @@ pub fn top_docs(
     collection: &Collection<'_>,
 ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
     let total_docs = searcher.num_docs().max(1) as f32;
+    let deleted = deleted_docs(searcher);
     // Collection statistics: document frequency and average field length, over all segments.
     let mut average_length = Vec::with_capacity(fields.len());
     for fq in fields {
@@ -42,7 +43,8 @@ pub fn top_docs(
     for fq in fields {
         let mut row = Vec::with_capacity(fq.terms.len());
         for t in fq.terms {
-            let df = searcher.doc_freq(&Term::from_field_text(fq.field, t))? as f32;
+            let df =
+                alive_doc_freq(searcher, &deleted, &Term::from_field_text(fq.field, t))? as f32;
             row.push(
                 (1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln()
                     * term_weight(fq.term_weights, row.len()),
@@ -97,6 +99,7 @@ pub fn top_docs_bm25f(
     collection: &Collection<'_>,
 ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
     let total_docs = searcher.num_docs().max(1) as f32;
+    let deleted = deleted_docs(searcher);
     let mut average_length = Vec::with_capacity(fields.len());
     for (field, _) in fields {
         average_length.push((collection.average_field_length)(*field)?);
@@ -105,7 +108,11 @@ pub fn top_docs_bm25f(
     for t in terms {
         let mut df = 0u64;
         for (field, _) in fields {
-            df = df.max(searcher.doc_freq(&Term::from_field_text(*field, t))?);
+            df = df.max(alive_doc_freq(
+                searcher,
+                &deleted,
+                &Term::from_field_text(*field, t),
+            )?);
         }
         let df = df as f32;
         idf.push(
@@ -194,6 +201,64 @@ pub fn average_field_length(searcher: &Searcher, field: Field) -> Result<f32, In
         }
     }
     Ok((total as f32 / docs.max(1) as f32).max(1.0))
+}
+
+/// The deleted documents of each segment, ascending.
+pub fn deleted_docs(searcher: &Searcher) -> Vec<Vec<DocId>> {
+    searcher
+        .segment_readers()
+        .iter()
+        .map(|segment| match segment.alive_bitset() {
+            Some(alive) if segment.num_deleted_docs() > 0 => (0..segment.max_doc())
+                .filter(|d| !alive.is_alive(*d))
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The number of live documents that contain `term` (`deleted` from [`deleted_docs`]).
+/// tantivy's document frequency counts a deleted document until its segment is merged; an
+/// incremental build deletes changed pages without rewriting the segments that held them, and
+/// must rank exactly as a full build. Deleted documents are few (the build merges a segment once
+/// they are many), so each is looked up in the term's postings.
+pub fn alive_doc_freq(
+    searcher: &Searcher,
+    deleted: &[Vec<DocId>],
+    term: &Term,
+) -> Result<u64, IndexError> {
+    let mut total = 0u64;
+    for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+        let inverted = segment.inverted_index(term.field())?;
+        let Some(info) = inverted
+            .get_term_info(term)
+            .map_err(tantivy::TantivyError::from)?
+        else {
+            continue;
+        };
+        let mut df = u64::from(info.doc_freq);
+        let gone = deleted.get(ord).map(Vec::as_slice).unwrap_or_default();
+        if !gone.is_empty() {
+            let mut postings = inverted
+                .read_postings_from_terminfo(&info, IndexRecordOption::Basic)
+                .map_err(tantivy::TantivyError::from)?;
+            for &doc in gone {
+                let at = if postings.doc() < doc {
+                    postings.seek(doc)
+                } else {
+                    postings.doc()
+                };
+                if at == TERMINATED {
+                    break;
+                }
+                if at == doc {
+                    df -= 1;
+                }
+            }
+        }
+        total += df;
+    }
+    Ok(total)
 }
 
 /// Appends the positive scores of a segment's live documents.

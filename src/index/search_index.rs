@@ -141,6 +141,9 @@ pub fn update(
     update_index(&index, deleted, pages, threads)
 }
 
+/// Deleted documents kept in all before the segments holding them are merged.
+const MAX_DELETED: u32 = 2_000;
+
 fn update_index(
     index: &Index,
     deleted: &[u64],
@@ -186,19 +189,22 @@ fn update_index(
         writer.add_document(d)?;
     }
     writer.commit()?;
-    if !deleted.is_empty() {
-        // Segments with deleted documents are merged at once: BM25 statistics (document
-        // frequencies, field lengths) count a deleted document until its segment is merged, and an
-        // incremental build must rank exactly as a full build of the same pages.
-        let with_deletes: Vec<_> = index
-            .searchable_segment_metas()?
-            .into_iter()
-            .filter(|meta| meta.has_deletes())
-            .map(|meta| meta.id())
-            .collect();
-        if !with_deletes.is_empty() {
-            writer.merge(&with_deletes).wait()?;
-        }
+    // Deleted documents stay in their segments (BM25 counts only live ones: `bm25::
+    // alive_doc_freq`, live field norms) until they are more than a tenth of a segment or
+    // `MAX_DELETED` in all, when the segments holding them are merged: rewriting a large
+    // segment for one changed page would cost more than the rest of the build.
+    let metas = index.searchable_segment_metas()?;
+    let deleted_now: u32 = metas.iter().map(|m| m.num_deleted_docs()).sum();
+    let to_merge: Vec<_> = metas
+        .iter()
+        .filter(|m| {
+            m.has_deletes()
+                && (deleted_now > MAX_DELETED || m.num_deleted_docs() * 10 > m.max_doc())
+        })
+        .map(|m| m.id())
+        .collect();
+    if !to_merge.is_empty() {
+        writer.merge(&to_merge).wait()?;
     }
     writer.wait_merging_threads()?;
     Ok(())
@@ -526,8 +532,31 @@ impl SearchIndex {
     /// A snippet generator for excerpts around the query's terms in the body.
     pub fn excerpter(&self, searcher: &Searcher, query_text: &str) -> Option<Excerpter> {
         let query = self.body_query(query_text)?;
-        let mut generator = SnippetGenerator::create(searcher, &query, self.fields.body).ok()?;
-        generator.set_max_num_chars(EXCERPT_WINDOW_BYTES);
+        // As `SnippetGenerator::create` weighs terms (1 / (1 + document frequency)), with the
+        // frequency among live documents: an incremental build keeps deleted ones around.
+        let mut terms = std::collections::BTreeSet::new();
+        query.query_terms(&mut |term, _| {
+            if term.field() == self.fields.body {
+                terms.insert(term.clone());
+            }
+        });
+        let deleted = bm25::deleted_docs(searcher);
+        let mut weights = std::collections::BTreeMap::new();
+        for term in terms {
+            let Some(text) = term.value().as_str().map(str::to_string) else {
+                continue;
+            };
+            let df = bm25::alive_doc_freq(searcher, &deleted, &term).ok()?;
+            if df > 0 {
+                weights.insert(text, 1.0 / (1.0 + df as f32));
+            }
+        }
+        let tokenizer = searcher
+            .index()
+            .tokenizer_for_field(self.fields.body)
+            .ok()?;
+        let generator =
+            SnippetGenerator::new(weights, tokenizer, self.fields.body, EXCERPT_WINDOW_BYTES);
         Some(Excerpter { generator })
     }
 
@@ -535,7 +564,11 @@ impl SearchIndex {
     /// lexical lane weighs it), for scoring text that is not in the index.
     pub fn idf(&self, searcher: &Searcher, term: &str) -> Result<f32, IndexError> {
         let total = searcher.num_docs().max(1) as f32;
-        let df = searcher.doc_freq(&Term::from_field_text(self.fields.body, term))? as f32;
+        let df = bm25::alive_doc_freq(
+            searcher,
+            &bm25::deleted_docs(searcher),
+            &Term::from_field_text(self.fields.body, term),
+        )? as f32;
         Ok((1.0 + (total - df + 0.5) / (df + 0.5)).ln())
     }
 
