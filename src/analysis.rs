@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use jieba_rs::Jieba;
 use tantivy::tokenizer::{
-    Language, RemoveLongFilter, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer,
+    RemoveLongFilter, TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer,
 };
 use unicode_normalization::UnicodeNormalization;
 
@@ -28,8 +28,21 @@ fn jieba() -> &'static Jieba {
     JIEBA.get_or_init(Jieba::new)
 }
 
+/// NFKC, then each character lower-cased (not `str::to_lowercase`, whose final sigma differs).
 fn normalize_token(raw: &str) -> String {
+    // ASCII is its own NFKC form; text already in NFKC (the quick check says so for almost all
+    // text) needs only lower-casing. Both give what the full path gives, for less work.
+    if raw.is_ascii() {
+        return raw.to_ascii_lowercase();
+    }
     let mut out = String::with_capacity(raw.len());
+    if unicode_normalization::is_nfkc_quick(raw.chars()) == unicode_normalization::IsNormalized::Yes
+    {
+        for c in raw.chars() {
+            out.extend(c.to_lowercase());
+        }
+        return out;
+    }
     for c in raw.nfkc() {
         out.extend(c.to_lowercase());
     }
@@ -48,8 +61,12 @@ fn runs(text: &str) -> Vec<Run> {
     let mut current: Option<Run> = None;
     for (i, c) in text.char_indices() {
         let end = i + c.len_utf8();
-        let kind_cjk = is_cjk(c);
-        let is_word = !kind_cjk && c.is_alphanumeric();
+        let (kind_cjk, is_word) = if c.is_ascii() {
+            (false, c.is_ascii_alphanumeric())
+        } else {
+            let cjk = is_cjk(c);
+            (cjk, !cjk && c.is_alphanumeric())
+        };
         current = match (current, kind_cjk, is_word) {
             (Some(Run::Cjk(s, _)), true, _) => Some(Run::Cjk(s, end)),
             (Some(Run::Word(s, _)), _, true) => Some(Run::Word(s, end)),
@@ -201,8 +218,85 @@ impl Tokenizer for KbTokenizer {
 pub fn text_analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(KbTokenizer { words: false })
         .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
-        .filter(Stemmer::new(Language::English))
+        .filter(CachedStemmer)
         .build()
+}
+
+/// The English Snowball stemmer (frostem, as tantivy's `Stemmer` applies it), remembering the
+/// stems of the words it saw on this thread: words repeat (Zipf), and a lookup costs a fraction
+/// of stemming. Stemming is a pure function of the word, so the tokens are the same.
+#[derive(Clone, Copy)]
+struct CachedStemmer;
+
+/// Words whose stems a thread remembers; the memory is dropped when it grows past this.
+const STEM_CACHE_WORDS: usize = 200_000;
+
+thread_local! {
+    static STEMS: std::cell::RefCell<std::collections::HashMap<String, String>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+fn stem_into(word: &mut String) {
+    static STEMMER: OnceLock<frostem::Stemmer> = OnceLock::new();
+    let stemmer = STEMMER.get_or_init(|| frostem::Stemmer::new(frostem::Algorithm::English));
+    STEMS.with(|stems| {
+        let mut stems = stems.borrow_mut();
+        if let Some(stem) = stems.get(word.as_str()) {
+            word.clear();
+            word.push_str(stem);
+            return;
+        }
+        let stem = stemmer.stem(word).into_owned();
+        if stems.len() >= STEM_CACHE_WORDS {
+            stems.clear();
+        }
+        stems.insert(std::mem::replace(word, stem.clone()), stem);
+    });
+}
+
+impl TokenFilter for CachedStemmer {
+    type Tokenizer<T: Tokenizer> = CachedStemmerFilter<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> CachedStemmerFilter<T> {
+        CachedStemmerFilter { inner: tokenizer }
+    }
+}
+
+#[derive(Clone)]
+struct CachedStemmerFilter<T> {
+    inner: T,
+}
+
+impl<T: Tokenizer> Tokenizer for CachedStemmerFilter<T> {
+    type TokenStream<'a> = CachedStemmerStream<T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        CachedStemmerStream {
+            tail: self.inner.token_stream(text),
+        }
+    }
+}
+
+struct CachedStemmerStream<T> {
+    tail: T,
+}
+
+impl<T: TokenStream> TokenStream for CachedStemmerStream<T> {
+    fn advance(&mut self) -> bool {
+        if !self.tail.advance() {
+            return false;
+        }
+        stem_into(&mut self.tail.token_mut().text);
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.tail.token()
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.tail.token_mut()
+    }
 }
 
 /// The `kb_words` analyzer.
@@ -347,6 +441,60 @@ pub fn has_cjk(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cached stemmer gives tantivy's English stemmer's tokens, also when a word comes back.
+    #[test]
+    fn cached_stemming_is_tantivy_stemming() {
+        let text = "Running runners ran; the generously generous generation's studies studied \
+                    ponies caresses CONSIGNMENT consigned 数据库 running runners";
+        let mut ours = text_analyzer();
+        let mut theirs = TextAnalyzer::builder(KbTokenizer { words: false })
+            .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+            .filter(tantivy::tokenizer::Stemmer::new(
+                tantivy::tokenizer::Language::English,
+            ))
+            .build();
+        let tokens = |a: &mut TextAnalyzer| {
+            let mut out = Vec::new();
+            let mut stream = a.token_stream(text);
+            while stream.advance() {
+                let t = stream.token();
+                out.push((t.text.clone(), t.position, t.offset_from, t.offset_to));
+            }
+            out
+        };
+        for _ in 0..2 {
+            assert_eq!(tokens(&mut ours), tokens(&mut theirs));
+        }
+    }
+
+    /// The fast paths of `normalize_token` give what NFKC + per-character lower-casing gives.
+    #[test]
+    fn normalize_token_fast_paths_agree_with_the_full_path() {
+        let full = |raw: &str| -> String { raw.nfkc().flat_map(char::to_lowercase).collect() };
+        for raw in [
+            "Hello",
+            "ABC123",
+            "naïve",
+            "ÉCOLE",
+            "ΟΔΟΣ",
+            "Straße",
+            "İstanbul",
+            "ﬁle",
+            "Ｆｕｌｌ",
+            "①②",
+            "e\u{301}",
+            "Å",
+            "ǅ",
+            "ᾼ",
+            "数据",
+            "ｶﾀｶﾅ",
+            "x\u{0}y",
+            "",
+        ] {
+            assert_eq!(normalize_token(raw), full(raw), "{raw:?}");
+        }
+    }
 
     #[test]
     fn mixed_runs_split_and_bigram() {
