@@ -256,9 +256,9 @@ fn bench_ingest_and_full_build(c: &mut Criterion, scale: &Scale) {
     group.bench_function("bundle", |b| {
         b.iter(|| {
             let ingested = kbtools::bundle::ingest(&scale.bundle).unwrap();
-            let source_pages = ingested.files.iter().filter(|f| f.source_backed).count();
+            let source_pages = ingested.source_page_count();
             assert_eq!(source_pages, scale.pages);
-            assert_eq!(ingested.relations.len(), 2 * scale.relations);
+            assert_eq!(ingested.assembly.relations.len(), 2 * scale.relations);
             assert!(ingested.diagnostics.is_empty());
             ingested
         })

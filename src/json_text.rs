@@ -42,6 +42,16 @@ impl LazyObject {
     }
 }
 
+impl LazyObject {
+    /// The object whose JSON text (as `serde_json` writes a map; `""` for none) is `text`.
+    pub fn from_text(text: String) -> Self {
+        LazyObject {
+            text: text.into_boxed_str(),
+            parsed: std::sync::OnceLock::new(),
+        }
+    }
+}
+
 impl From<Map<String, Value>> for LazyObject {
     fn from(map: Map<String, Value>) -> Self {
         let text = if map.is_empty() {

@@ -939,3 +939,161 @@ fn an_incremental_index_answers_every_tool_as_a_full_build_does() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The pages of `dir` (not the navigation), in path order.
+fn document_pages(bundle: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut dirs = vec![bundle.join("pages")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if name.ends_with(".md") && !is_navigation(name) {
+                let relative = path.strip_prefix(bundle).unwrap().to_str().unwrap();
+                out.push(relative.to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Edits that leave the bundle's structure as it is — a page's text, a title its document record
+/// overrides, a frontmatter turned invalid (a diagnostic), the same bytes written again, the
+/// text and then the title of `log.md` (a title of its own), the root title (the knowledge
+/// base's name) — each followed by a build over the live index: every tool answers as a full
+/// build of the same bundle, with the same counts and diagnostics.
+#[test]
+fn page_only_edits_answer_as_a_full_build_does() {
+    let mut problems: Vec<String> = Vec::new();
+    for mut ws in workspaces() {
+        let name = ws.name;
+        let related = ws.related_pages();
+        let pages = document_pages(&ws.bundle);
+        ws.build();
+        let mut works = Vec::new();
+
+        let text_only = related[0].clone();
+        let content = ws.read(&text_only);
+        ws.write(&text_only, &format!("{content}\nkbtestpatchword here.\n"));
+        works.push(("page text", ws.build().work));
+
+        // A new H1 and frontmatter title (the page's own title, unless its record gives one).
+        let retitled = related[1].clone();
+        let content = ws.read(&retitled);
+        let body = match content
+            .strip_prefix("---\n")
+            .and_then(|r| r.find("\n---\n").map(|i| &r[i + 5..]))
+        {
+            Some(body) => body.to_string(),
+            None => content.clone(),
+        };
+        ws.write(
+            &retitled,
+            &format!("---\ntitle: \"Kbtest Retitled\"\n---\n# Kbtest Retitled\n\n{body}"),
+        );
+        works.push(("page title", ws.build().work));
+
+        let broken = pages[pages.len() / 2].clone();
+        let content = ws.read(&broken);
+        ws.write(&broken, &format!("---\ntitle: [unclosed\n---\n{content}"));
+        works.push(("invalid frontmatter", ws.build().work));
+
+        let same = pages[pages.len() / 3].clone();
+        let content = ws.read(&same);
+        ws.write(&same, &content);
+        works.push(("same bytes", ws.build().work));
+
+        // `log.md` has the title of its H1: more text, then a new title.
+        let content = ws.read("log.md");
+        ws.write("log.md", &format!("{content}\nkbtestlogword\n"));
+        works.push(("log text", ws.build().work));
+        ws.write("log.md", &format!("# Kbtest Log\n\n{content}"));
+        works.push(("log title", ws.build().work));
+
+        let content = ws.read("index.md");
+        ws.write(
+            "index.md",
+            &format!("---\ntitle: \"Kbtest Base\"\n---\n{content}"),
+        );
+        works.push(("root title", ws.build().work));
+
+        let fresh_dir = tempfile::tempdir().unwrap();
+        let fresh = index::build(
+            &ws.bundle,
+            fresh_dir.path(),
+            &BuildOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let last = ws.build();
+        assert!(last.work.unchanged, "{name}");
+        if fresh.manifest.counts != last.manifest.counts
+            || fresh.manifest.content_fingerprint != last.manifest.content_fingerprint
+            || fresh.manifest.knowledge_base_name != last.manifest.knowledge_base_name
+        {
+            problems.push(format!(
+                "{name}: manifests differ:\n{:?}\n{:?}",
+                last.manifest, fresh.manifest
+            ));
+        }
+        let diagnostics = |dir: &Path| {
+            KnowledgeBase::diagnostics(dir)
+                .unwrap()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+        };
+        let (got, want) = (diagnostics(&ws.index_dir), diagnostics(fresh_dir.path()));
+        if got != want {
+            problems.push(format!("{name}: diagnostics differ:\n{got:?}\n{want:?}"));
+        }
+        if !want.iter().any(|d| d.contains("invalid frontmatter")) {
+            problems.push(format!(
+                "{name}: no invalid frontmatter diagnostic: {want:?}"
+            ));
+        }
+
+        let incremental = ws.open();
+        let full =
+            KnowledgeBase::open(fresh_dir.path(), Some(&ws.bundle), serve_options()).unwrap();
+        let queries: Vec<String> = [
+            "kbtestpatchword",
+            "Kbtest Retitled",
+            "Kbtest Base",
+            "kbtestlogword",
+        ]
+        .map(String::from)
+        .to_vec();
+        let calls = calls(&full, &[], &queries);
+        let mut differences = Vec::new();
+        for (tool, input) in &calls {
+            let (want, got) = (
+                answer(&full, tool, input),
+                answer(&incremental, tool, input),
+            );
+            if got != want {
+                let diff = first_difference(&json!(got), &json!(want), String::new());
+                differences.push(format!("{tool} {input}: {}", diff.unwrap_or_default()));
+            }
+        }
+        if !differences.is_empty() {
+            problems.push(format!(
+                "{name}: {} of {} calls answer differently; the first ones:\n{}",
+                differences.len(),
+                calls.len(),
+                differences[..differences.len().min(3)].join("\n")
+            ));
+        }
+        for (what, work) in &works {
+            if !work.incremental || work.files_read > FEW_FILES {
+                problems.push(format!(
+                    "{name}: {what}: not a small incremental build: {work:?}"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

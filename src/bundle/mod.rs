@@ -8,7 +8,7 @@ pub mod plain;
 pub mod records;
 pub mod walk;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
 
@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::IndexError;
 use crate::markdown;
+use markdown::Link;
 use paths::PathClass;
 use records::{DocumentRecord, LocalRelationship};
 use walk::{hex, WalkedFile};
@@ -72,28 +73,77 @@ pub struct PageText {
     pub body: String,
 }
 
-/// One file kbtools serves.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IngestedFile {
-    /// Bundle-logical path.
-    pub path: String,
-    /// Path relative to the root on disk; `None` for a virtual file.
-    pub disk: Option<String>,
-    pub class: PathClass,
-    pub source_backed: bool,
-    pub size: u64,
-    pub sha256: String,
-    pub title: Option<String>,
-    pub frontmatter: Map<String, Value>,
-    /// Content of a virtual file (relation records kbtools renders).
-    pub virtual_content: Option<String>,
-    /// False for virtual relation files of pages without relations: readable, not listed.
-    pub listed: bool,
-    /// The indexed text of a source page read in this ingest.
-    pub text: Option<PageText>,
-    /// A source page whose parse came from the ingest cache: its text is read again only if it
-    /// has to be indexed again ([`read_page_text`]).
-    pub text_cached: bool,
+/// A word of a relation (its type or direction): the common ones are shared, not allocated for
+/// each of the hundreds of thousands of relations of a large bundle.
+#[derive(Debug, Clone)]
+pub enum Word {
+    Known(&'static str),
+    Other(Box<str>),
+}
+
+/// The relation types and directions of the bundle format.
+const KNOWN_WORDS: [&str; 5] = [
+    "references",
+    "related",
+    "outgoing",
+    "incoming",
+    "bidirectional",
+];
+
+impl Word {
+    pub fn new(text: &str) -> Self {
+        match KNOWN_WORDS.iter().find(|known| **known == text) {
+            Some(known) => Word::Known(known),
+            None => Word::Other(text.into()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Word::Known(word) => word,
+            Word::Other(word) => word,
+        }
+    }
+}
+
+impl PartialEq for Word {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Serialize for Word {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Word {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(Word::new(&text))
+    }
+}
+
+/// One relationship of a per-file graph record, as ingest keeps it (the target title is not
+/// kept: the catalog has every page's title).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Relationship {
+    pub target: Box<str>,
+    pub relation_type: Word,
+    pub direction: Word,
+    pub reason: Option<Box<str>>,
+}
+
+impl From<LocalRelationship> for Relationship {
+    fn from(rel: LocalRelationship) -> Self {
+        Relationship {
+            target: rel.target_path.into(),
+            relation_type: Word::new(&rel.relation_type),
+            direction: Word::new(&rel.direction),
+            reason: rel.reason.map(String::into_boxed_str),
+        }
+    }
 }
 
 /// A relation of a source page to another, from that page's point of view.
@@ -106,49 +156,12 @@ pub struct Relation {
     pub reason: Option<String>,
 }
 
-/// Everything ingest found.
-#[derive(Debug)]
-pub struct Ingested {
-    pub kind: BundleKind,
-    pub name: String,
-    pub files: Vec<IngestedFile>,
-    pub relations: Vec<Relation>,
-    pub diagnostics: Vec<Diagnostic>,
-    pub stat_fingerprint: String,
-    pub content_fingerprint: String,
-    /// Files read and parsed (the others came from the ingest cache).
-    pub files_read: u64,
-}
-
-/// What one file read gave before the bundle-wide steps. The index keeps it (without the page
-/// text) as the ingest cache, so that a re-index reads only files whose size or modification
-/// time changed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ReadFile {
-    path: String,
-    disk: String,
-    class: PathClass,
-    size: u64,
-    mtime_ns: i128,
-    sha256: String,
-    #[serde(with = "crate::json_text")]
-    frontmatter: Map<String, Value>,
-    raw_frontmatter: Option<String>,
-    summary: Option<markdown::MarkdownSummary>,
-    record: Option<ParsedRecord>,
-    json_title: Option<String>,
-    /// Problems of this file: line and message.
-    problems: Vec<(Option<usize>, String)>,
-    #[serde(skip)]
-    from_cache: bool,
-}
-
 /// The document records of a packet as (path, title), and a message per bad item.
 type PacketDocuments = (Vec<(String, Option<String>)>, Vec<String>);
 
 /// What ingest takes from a JSON record it reads (routers, document packets, per-file graphs).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct ParsedRecord {
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParsedRecord {
     /// `childDirectories[].path` (routers).
     children: Vec<String>,
     /// `resources[].path` (routers).
@@ -158,7 +171,7 @@ struct ParsedRecord {
     /// The `path` of a per-file graph.
     page: Option<String>,
     /// `relationships[]` of a per-file graph, with a message per bad item.
-    relationships: Vec<LocalRelationship>,
+    relationships: Vec<Relationship>,
     relationship_problems: Vec<String>,
 }
 
@@ -176,41 +189,97 @@ impl ParsedRecord {
         };
         if class == PathClass::PerFileGraph {
             record.page = json.get("path").and_then(Value::as_str).map(str::to_string);
-            let (mut good, bad) = records::typed_items::<LocalRelationship>(json, "relationships");
-            // Ingest does not use the target titles (the catalog has every page's title).
-            for rel in &mut good {
-                rel.target_title = None;
-            }
-            record.relationships = good;
+            let (good, bad) = records::typed_items::<LocalRelationship>(json, "relationships");
+            record.relationships = good.into_iter().map(Relationship::from).collect();
             record.relationship_problems = bad;
         }
         record
     }
 }
 
-/// The parse of every file of the last ingest (see [`ReadFile`]).
-#[derive(Debug, Default, Deserialize)]
-pub struct IngestCache {
-    /// When the cache was made (ns since the epoch): a file modified within the clock
-    /// granularity before it may have changed again without changing its stat, so it is read
-    /// again.
-    made_ns: i128,
-    files: Vec<ReadFile>,
+/// True for the classes whose JSON records ingest reads (their content shapes the whole bundle:
+/// which pages are source pages, their titles, the relations).
+pub fn is_record_class(class: PathClass) -> bool {
+    matches!(
+        class,
+        PathClass::PageDirectoryRouter | PathClass::DocumentPacket | PathClass::PerFileGraph
+    )
 }
 
-/// The same, borrowed, to encode it.
-#[derive(Serialize)]
-struct IngestCacheRef<'a> {
-    made_ns: i128,
-    files: &'a [ReadFile],
+/// What reading one file gave (its parse), before the bundle-wide steps: what the ingest cache
+/// keeps of a file besides its identity, so that a re-index reads only the files whose size or
+/// modification time changed. The page text is not kept: it is read again when the page is
+/// indexed ([`read_page_text`]), so that a large bundle's texts are never all held at once.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Detail {
+    /// The file's own title: its frontmatter `title`, else its first H1, else the `title` of
+    /// its JSON record.
+    pub own_title: Option<String>,
+    /// The frontmatter as JSON text (`""` when there is none).
+    pub frontmatter: String,
+    /// A Markdown file that was parsed (readable, not too large): as a source page it is
+    /// indexed.
+    pub parsed: bool,
+    /// The links of a page (kept for a plain folder only, where they make the relations).
+    pub links: Vec<Link>,
+    pub record: Option<ParsedRecord>,
 }
 
-/// An ingest cache in the compact encoding ([`crate::compact`]), as written to disk.
-#[derive(Debug, Default)]
-pub struct EncodedIngestCache(pub Vec<u8>);
+/// One file read: its identity and stat, checksum, problems and [`Detail`].
+#[derive(Debug, Clone)]
+pub struct ReadFile {
+    /// Bundle-logical path.
+    pub path: String,
+    /// Path relative to the root on disk.
+    pub disk: String,
+    pub class: PathClass,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub sha256: String,
+    /// Problems of this file: line and message.
+    pub problems: Vec<(Option<usize>, String)>,
+    pub detail: Detail,
+}
 
-/// Modification times this close before the cache was made are not trusted (ns).
-const RACY_WINDOW_NS: i128 = 2_000_000_000;
+/// A file of the walk with the logical path and class it is served under.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub file: WalkedFile,
+    pub path: String,
+    pub class: PathClass,
+}
+
+/// What a walk holds for ingest: the files to serve in logical path order, and the diagnostics
+/// of the walk and of the paths.
+#[derive(Debug)]
+pub struct Scan {
+    pub kind: BundleKind,
+    /// In byte order of logical path.
+    pub jobs: Vec<Job>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub stat_fingerprint: String,
+}
+
+/// Everything ingest found (the whole bundle read; an index build reuses the ingest cache
+/// instead, see `index::build`).
+#[derive(Debug)]
+pub struct Ingested {
+    pub kind: BundleKind,
+    pub name: String,
+    /// Every file read, in logical path order.
+    pub read: Vec<ReadFile>,
+    pub assembly: Assembly,
+    /// The diagnostics of the walk, of each file, then of the assembly.
+    pub diagnostics: Vec<Diagnostic>,
+    pub stat_fingerprint: String,
+    pub content_fingerprint: String,
+}
+
+impl Ingested {
+    pub fn source_page_count(&self) -> usize {
+        self.assembly.source_backed.iter().filter(|s| **s).count()
+    }
+}
 
 /// Detects the kind of the directory at `root`.
 pub fn detect_kind(root: &Path) -> BundleKind {
@@ -223,17 +292,34 @@ pub fn detect_kind(root: &Path) -> BundleKind {
 
 /// Reads the bundle at `root`.
 pub fn ingest(root: &Path) -> Result<Ingested, IndexError> {
-    ingest_with_cache(root, walk::walk(root), None).map(|(ingested, _)| ingested)
+    let scan = scan(root, walk::walk(root))?;
+    let kind = scan.kind;
+    let jobs: Vec<&Job> = scan.jobs.iter().collect();
+    let read = read_files(kind, &jobs);
+    let mut diagnostics = scan.diagnostics;
+    diagnostics.extend(problem_diagnostics(
+        read.iter()
+            .map(|r| (r.disk.as_str(), r.problems.as_slice())),
+    ));
+    let assembly = assemble(kind, &read);
+    diagnostics.extend(assembly.diagnostics.iter().cloned());
+    Ok(Ingested {
+        kind,
+        name: knowledge_base_name(root, &read),
+        content_fingerprint: content_fingerprint(
+            kind,
+            read.iter().map(|r| (r.path.as_str(), r.sha256.as_str())),
+        ),
+        read,
+        assembly,
+        diagnostics,
+        stat_fingerprint: scan.stat_fingerprint,
+    })
 }
 
-/// Reads the bundle at `root` from its `walked` files, taking the parse of every file whose path,
-/// size and modification time match an entry of `cache` from there instead of reading it.
-/// Returns what it found and the cache of this ingest.
-pub fn ingest_with_cache(
-    root: &Path,
-    walked: walk::Walk,
-    cache: Option<IngestCache>,
-) -> Result<(Ingested, EncodedIngestCache), IndexError> {
+/// The files of the bundle at `root` from its `walked` files: each file's logical path and
+/// class, in logical path order; the files kbtools does not serve are reported.
+pub fn scan(root: &Path, walked: walk::Walk) -> Result<Scan, IndexError> {
     if !root.is_dir() {
         return Err(IndexError::Bundle(format!(
             "{}: not a directory (expected a bundle folder or a folder of Markdown files)",
@@ -245,16 +331,6 @@ pub fn ingest_with_cache(
         check_format_version(root)?;
     }
     let stat_fingerprint = walk::stat_fingerprint(&walked);
-    let mut cached: HashMap<String, ReadFile> = cache
-        .map(|c| {
-            let made_ns = c.made_ns;
-            c.files
-                .into_iter()
-                .filter(|r| r.mtime_ns < made_ns - RACY_WINDOW_NS)
-                .map(|r| (r.disk.clone(), r))
-                .collect()
-        })
-        .unwrap_or_default();
     let mut diagnostics = walked.diagnostics;
 
     // Logical paths: as they are in a bundle, under `pages/` for a plain folder. A name that is
@@ -274,104 +350,99 @@ pub fn ingest_with_cache(
             seen.insert(logical, first);
             continue;
         }
-        jobs.push((file, logical, class));
+        jobs.push(Job {
+            file,
+            path: logical,
+            class,
+        });
     }
-
-    // Files whose parse the cache holds (same path, size and modification time) are taken from
-    // it; the others are read, in parallel.
-    let mut read: Vec<ReadFile> = Vec::with_capacity(jobs.len());
-    let mut to_read = Vec::new();
-    for (file, logical, class) in jobs {
-        match cached.remove(&file.relative) {
-            Some(mut r)
-                if r.size == file.size
-                    && r.mtime_ns == file.mtime_ns
-                    && r.path == logical
-                    && r.class == class =>
-            {
-                r.from_cache = true;
-                read.push(r);
-            }
-            _ => to_read.push((file, logical, class)),
-        }
-    }
-    drop(cached);
-    read.par_extend(
-        to_read
-            .into_par_iter()
-            .map(|(file, logical, class)| read_one(&file, logical, class)),
-    );
-    read.sort_by(|a, b| a.path.cmp(&b.path));
-    let files_read = read.iter().filter(|r| !r.from_cache).count() as u64;
-    for r in &read {
-        for (line, message) in &r.problems {
-            diagnostics.push(Diagnostic::new(r.disk.clone(), *line, message.clone()));
-        }
-    }
-    // The cache is encoded without the page texts (taken out and put back: no copy).
-    let texts: Vec<String> = read
-        .iter_mut()
-        .map(|r| {
-            r.summary
-                .as_mut()
-                .map(|s| std::mem::take(&mut s.plain_text))
-                .unwrap_or_default()
-        })
-        .collect();
-    let new_cache = crate::compact::encode(&IngestCacheRef {
-        made_ns: walk::now_ns(),
-        files: &read,
-    })
-    .map(EncodedIngestCache)
-    .unwrap_or_default();
-    for (r, text) in read.iter_mut().zip(texts) {
-        if let Some(summary) = &mut r.summary {
-            summary.plain_text = text;
-        }
-    }
-
-    let mut content_hasher = Sha256::new();
-    content_hasher.update(format!("{kind:?}").as_bytes());
-    for r in &read {
-        content_hasher.update(r.path.as_bytes());
-        content_hasher.update([0]);
-        content_hasher.update(r.sha256.as_bytes());
-    }
-    let content_fingerprint = hex(&content_hasher.finalize());
-
-    let name = knowledge_base_name(root, &read);
-    let (files, relations) = match kind {
-        BundleKind::Focowiki => assemble_bundle(read, &mut diagnostics),
-        BundleKind::PlainFolder => assemble_plain(read, &mut diagnostics),
-    };
-    let ingested = Ingested {
+    jobs.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    Ok(Scan {
         kind,
-        name,
-        files,
-        relations,
+        jobs,
         diagnostics,
         stat_fingerprint,
-        content_fingerprint,
-        files_read,
-    };
-    Ok((ingested, new_cache))
+    })
+}
+
+/// Reads `jobs`, in parallel, in their order.
+pub fn read_files(kind: BundleKind, jobs: &[&Job]) -> Vec<ReadFile> {
+    jobs.par_iter()
+        .map(|job| read_one(&job.file, job.path.clone(), job.class, kind))
+        .collect()
+}
+
+/// The diagnostics of each file's own problems, for `(disk path, problems)` in path order.
+pub fn problem_diagnostics<'a>(
+    files: impl Iterator<Item = (&'a str, &'a [(Option<usize>, String)])>,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (disk, problems) in files {
+        for (line, message) in problems {
+            out.push(Diagnostic::new(disk.to_string(), *line, message.clone()));
+        }
+    }
+    out
+}
+
+/// The content fingerprint of a bundle of `kind` from its files' (path, sha256) in path order.
+pub fn content_fingerprint<'a>(
+    kind: BundleKind,
+    files: impl Iterator<Item = (&'a str, &'a str)>,
+) -> String {
+    let mut content_hasher = Sha256::new();
+    content_hasher.update(format!("{kind:?}").as_bytes());
+    for (path, sha256) in files {
+        content_hasher.update(path.as_bytes());
+        content_hasher.update([0]);
+        content_hasher.update(sha256.as_bytes());
+    }
+    hex(&content_hasher.finalize())
 }
 
 /// The indexed text of the source page at `disk` (relative to `root`), read again; `None` when
 /// it cannot be read or parsed.
-pub fn read_page_text(root: &Path, disk: &str, path: &str) -> Option<PageText> {
+pub fn read_page_text(root: &Path, disk: &str, _path: &str) -> Option<PageText> {
     let disk_path = root.join(disk);
     let meta = std::fs::metadata(&disk_path).ok()?;
+    if meta.len() > MAX_PARSE_BYTES {
+        return None;
+    }
     let file = WalkedFile {
         disk_path,
         relative: disk.to_string(),
         size: meta.len(),
         mtime_ns: 0,
     };
-    let mut r = read_one(&file, path.to_string(), PathClass::Page);
-    r.summary.is_some().then(|| page_text(&mut r))
+    let (bytes, _) = read_bytes(&file).ok()?;
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Some(page_text(&text))
 }
 
+/// The indexed text of a page whose file content is `text`.
+fn page_text(text: &str) -> PageText {
+    let mut frontmatter = Map::new();
+    let mut raw_frontmatter = None;
+    let mut body = text;
+    if let Some(block) = frontmatter::locate(text) {
+        match frontmatter::parse(&block) {
+            Ok(map) => frontmatter = map,
+            Err(_) => raw_frontmatter = Some(block.yaml),
+        }
+        body = &text[block.body_start..];
+    }
+    // Every frontmatter value but the title (which the title field and the H1 already hold).
+    frontmatter.remove("title");
+    let mut metadata = metadata_values_text(&Value::Object(frontmatter));
+    if let Some(raw) = raw_frontmatter {
+        metadata.push_str(raw);
+    }
+    let body = cap_indexed_text(markdown::summarize(body).plain_text);
+    PageText { metadata, body }
+}
 /// A `formatVersion: 1` bundle (or any other unknown version) is refused with a clear error.
 fn check_format_version(root: &Path) -> Result<(), IndexError> {
     let catalog = root.join("_index").join("catalog.json");
@@ -463,7 +534,7 @@ fn read_bytes(file: &WalkedFile) -> std::io::Result<(Vec<u8>, String)> {
     Ok((bytes, hex(&hasher.finalize())))
 }
 
-fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
+fn read_one(file: &WalkedFile, path: String, class: PathClass, kind: BundleKind) -> ReadFile {
     let mut out = ReadFile {
         path,
         disk: file.relative.clone(),
@@ -471,13 +542,8 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
         size: file.size,
         mtime_ns: file.mtime_ns,
         sha256: String::new(),
-        frontmatter: Map::new(),
-        raw_frontmatter: None,
-        summary: None,
-        record: None,
-        json_title: None,
         problems: Vec::new(),
-        from_cache: false,
+        detail: Detail::default(),
     };
     let (bytes, sha) = match read_bytes(file) {
         Ok(x) => x,
@@ -516,22 +582,18 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
         }
     };
     if out.path.ends_with(".json") {
-        // Only the records ingest reads are kept as JSON trees; of the others (term postings
-        // can be megabytes) only the syntax is checked and the title taken.
-        let keep = matches!(
-            class,
-            PathClass::DocumentPacket | PathClass::PageDirectoryRouter | PathClass::PerFileGraph
-        );
-        let parsed = if keep {
+        // Only the records ingest reads are kept (as what ingest takes from them); of the others
+        // (term postings can be megabytes) only the syntax is checked and the title taken.
+        let parsed = if is_record_class(class) {
             records::parse_json(&text).map(|json| {
-                out.json_title = json
+                out.detail.own_title = json
                     .get("title")
                     .and_then(Value::as_str)
                     .map(str::to_string);
-                out.record = Some(ParsedRecord::of(&json, class));
+                out.detail.record = Some(ParsedRecord::of(&json, class));
             })
         } else {
-            records::parse_title(&text).map(|title| out.json_title = title)
+            records::parse_title(&text).map(|title| out.detail.own_title = title)
         };
         if let Err(e) = parsed {
             out.problems.push((None, format!("invalid JSON: {e}")));
@@ -539,33 +601,43 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass) -> ReadFile {
         return out;
     }
     let mut body = text.as_str();
+    let mut frontmatter = Map::new();
     if let Some(block) = frontmatter::locate(&text) {
         match frontmatter::parse(&block) {
-            Ok(map) => out.frontmatter = map,
+            Ok(map) => frontmatter = map,
             Err(e) => {
                 out.problems.push((
                     e.line,
                     format!("invalid frontmatter, kept as raw text: {}", e.message),
                 ));
-                out.raw_frontmatter = Some(block.yaml.to_string());
             }
         }
         body = &text[block.body_start..];
     }
-    out.summary = Some(markdown::summarize(body));
+    let summary = markdown::summarize(body);
+    out.detail.parsed = true;
+    out.detail.own_title = string_field(&frontmatter, "title").or(summary.first_h1);
+    if kind == BundleKind::PlainFolder {
+        out.detail.links = summary.links;
+    }
+    if !frontmatter.is_empty() {
+        out.detail.frontmatter = serde_json::to_string(&frontmatter).unwrap_or_default();
+    }
     out
 }
 
 /// The knowledge-base name: the root `index.md` title, else the folder name (DECISIONS 4).
-fn knowledge_base_name(root: &Path, read: &[ReadFile]) -> String {
-    let from_index = read
+pub fn knowledge_base_name(root: &Path, read: &[ReadFile]) -> String {
+    let index = read
         .iter()
-        .find(|r| r.path == "index.md" && r.class == PathClass::RootIndex)
-        .and_then(|r| {
-            string_field(&r.frontmatter, "title")
-                .or_else(|| r.summary.as_ref().and_then(|s| s.first_h1.clone()))
-        });
-    from_index
+        .find(|r| r.path == "index.md" && r.class == PathClass::RootIndex);
+    name_from(root, index.map(|r| &r.detail))
+}
+
+/// The knowledge-base name from the [`Detail`] of the root `index.md`, if there is one.
+pub fn name_from(root: &Path, index: Option<&Detail>) -> String {
+    index
+        .and_then(|d| d.own_title.clone())
         .or_else(|| {
             root.canonicalize()
                 .ok()
@@ -588,36 +660,19 @@ fn file_stem(path: &str) -> Option<String> {
     (!stem.is_empty()).then(|| stem.to_string())
 }
 
-/// Title of a file (DECISIONS 22): record title, frontmatter `title`, first H1, JSON `title`,
-/// file stem, "Untitled".
-fn resolve_title(record_title: Option<&str>, r: &ReadFile) -> String {
-    record_title
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_string)
-        .or_else(|| string_field(&r.frontmatter, "title"))
-        .or_else(|| r.summary.as_ref().and_then(|s| s.first_h1.clone()))
-        .or_else(|| r.json_title.clone())
-        .or_else(|| file_stem(&r.path))
-        .unwrap_or_else(|| "Untitled".to_string())
+/// The title a document record gives, if it gives one.
+fn record_title(record_title: Option<&str>) -> Option<&str> {
+    record_title.map(str::trim).filter(|t| !t.is_empty())
 }
 
-/// The indexed text of a page (its plain text is taken out of `r`).
-fn page_text(r: &mut ReadFile) -> PageText {
-    let plain_text = r
-        .summary
-        .as_mut()
-        .map(|s| std::mem::take(&mut s.plain_text))
-        .unwrap_or_default();
-    // Every frontmatter value but the title (which the title field and the H1 already hold).
-    let mut frontmatter = r.frontmatter.clone();
-    frontmatter.remove("title");
-    let mut metadata = metadata_values_text(&Value::Object(frontmatter));
-    if let Some(raw) = &r.raw_frontmatter {
-        metadata.push_str(raw);
-    }
-    let body = cap_indexed_text(plain_text);
-    PageText { metadata, body }
+/// Title of a file (DECISIONS 22): record title, frontmatter `title`, first H1, JSON `title`,
+/// file stem, "Untitled".
+pub fn resolve_title(record: Option<&str>, path: &str, detail: &Detail) -> String {
+    record_title(record)
+        .map(str::to_string)
+        .or_else(|| detail.own_title.clone())
+        .or_else(|| file_stem(path))
+        .unwrap_or_else(|| "Untitled".to_string())
 }
 
 /// `text` cut to [`MAX_INDEXED_TEXT`] bytes at a character boundary.
@@ -665,57 +720,207 @@ fn metadata_values_text(value: &Value) -> String {
     out
 }
 
-fn to_file(mut r: ReadFile, source_backed: bool, title: String) -> IngestedFile {
-    let indexed = source_backed && r.summary.is_some();
-    let text = (indexed && !r.from_cache).then(|| page_text(&mut r));
-    let text_cached = indexed && r.from_cache;
-    let frontmatter = if source_backed {
-        r.frontmatter
-    } else {
-        Map::new()
-    };
-    IngestedFile {
-        path: r.path,
-        disk: Some(r.disk),
-        class: r.class,
-        source_backed,
-        size: r.size,
-        sha256: r.sha256,
-        title: Some(title),
-        frontmatter,
-        virtual_content: None,
-        listed: true,
-        text,
-        text_cached,
+/// A per-file graph record kbtools renders for a source page that has none on disk.
+#[derive(Debug, Clone)]
+pub struct VirtualFile {
+    pub path: String,
+    /// The read file (a source page) whose relations it renders.
+    pub page: u32,
+    pub size: u64,
+    pub sha256: String,
+    pub title: String,
+    /// False for a page without relations: readable, not listed.
+    pub listed: bool,
+}
+
+/// Marks a relation seen from its target's side (a mirrored relation).
+const FLIPPED: u32 = 1 << 31;
+/// The source of a relation a plain folder derives.
+const PLAIN: u32 = u32::MAX;
+
+/// A relation between two source pages (by their index among the files read), from `from`'s
+/// point of view. Its type, direction and reason stay where ingest read them ([`Assembly::text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelationRef {
+    pub from: u32,
+    pub to: u32,
+    /// The per-file graph record (a file index) that holds it, or [`PLAIN`].
+    source: u32,
+    /// Its place in that record (with [`FLIPPED`]), or in [`Assembly::plain`].
+    item: u32,
+}
+
+/// The type, direction and reason of a relation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RelationText<'a> {
+    pub relation_type: &'a str,
+    pub direction: &'a str,
+    pub reason: Option<&'a str>,
+}
+
+/// What the bundle-wide steps make of the files read: which are source pages, every title, the
+/// relations, the relation records kbtools renders and the diagnostics of these steps.
+#[derive(Debug, Default)]
+pub struct Assembly {
+    /// Per file read.
+    pub source_backed: Vec<bool>,
+    pub titles: Vec<String>,
+    /// Per file read: its title comes from its document record.
+    pub record_titled: Vec<bool>,
+    /// Sorted by path.
+    pub virtual_files: Vec<VirtualFile>,
+    /// Sorted (by source page, target page, type, direction, reason) and deduplicated.
+    pub relations: Vec<RelationRef>,
+    /// (type, direction, reason) of the relations a plain folder derives.
+    plain: Vec<(String, String, Option<String>)>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Assembly {
+    /// The type, direction and reason of `rel` (`read` are the files it was assembled from).
+    pub fn text<'a>(&'a self, read: &'a [ReadFile], rel: &RelationRef) -> RelationText<'a> {
+        if rel.source == PLAIN {
+            let (relation_type, direction, reason) = &self.plain[rel.item as usize];
+            return RelationText {
+                relation_type,
+                direction,
+                reason: reason.as_deref(),
+            };
+        }
+        let record = read[rel.source as usize]
+            .detail
+            .record
+            .as_ref()
+            .expect("a relation's record was read");
+        let item = &record.relationships[(rel.item & !FLIPPED) as usize];
+        let direction = item.direction.as_str();
+        RelationText {
+            relation_type: item.relation_type.as_str(),
+            direction: if rel.item & FLIPPED != 0 {
+                flip_direction(direction)
+            } else {
+                direction
+            },
+            reason: item.reason.as_deref(),
+        }
+    }
+
+    /// Sorts and deduplicates the relations, then renders the relation records of the source
+    /// pages that have none on disk.
+    fn finish(&mut self, read: &[ReadFile], by_path: &HashMap<&str, u32>) {
+        let mut relations = std::mem::take(&mut self.relations);
+        relations.sort_by(|a, b| {
+            (a.from, a.to)
+                .cmp(&(b.from, b.to))
+                .then_with(|| self.text(read, a).cmp(&self.text(read, b)))
+        });
+        relations.dedup_by(|a, b| {
+            (a.from, a.to) == (b.from, b.to) && self.text(read, a) == self.text(read, b)
+        });
+        self.relations = relations;
+        self.add_virtual_graphs(read, by_path);
+    }
+
+    /// Adds a `_graph/by-file/**.json` record for every source page that has none on disk:
+    /// listed when the page has relations, readable but unlisted when it has none (so every
+    /// `graphRef` opens, DECISIONS 20–21).
+    fn add_virtual_graphs(&mut self, read: &[ReadFile], by_path: &HashMap<&str, u32>) {
+        // Relations are sorted by source page: each page's are one run.
+        let mut starts = vec![0u32; read.len() + 1];
+        for rel in &self.relations {
+            starts[rel.from as usize + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut added: HashSet<String> = HashSet::new();
+        let mut virtual_files = Vec::new();
+        for (i, file) in read.iter().enumerate() {
+            if !self.source_backed[i] {
+                continue;
+            }
+            let graph_path = paths::per_file_graph_path(&file.path);
+            // Skipped for a record on disk or one already rendered for a page whose path
+            // differs only in the case of `.md` (both map to one record path).
+            if paths::check_canonical(&graph_path).is_err()
+                || by_path.contains_key(graph_path.as_str())
+                || !added.insert(graph_path.clone())
+            {
+                continue;
+            }
+            let rels = &self.relations[starts[i] as usize..starts[i + 1] as usize];
+            let views: Vec<RelationView<'_>> = rels
+                .iter()
+                .map(|rel| {
+                    let text = self.text(read, rel);
+                    RelationView {
+                        to: &read[rel.to as usize].path,
+                        to_title: &self.titles[rel.to as usize],
+                        relation_type: text.relation_type,
+                        direction: text.direction,
+                        reason: text.reason,
+                    }
+                })
+                .collect();
+            let title = &self.titles[i];
+            let content = render_per_file_graph(&file.path, title, &views);
+            let mut hasher = Sha256::new();
+            hasher.update(content.as_bytes());
+            virtual_files.push(VirtualFile {
+                path: graph_path,
+                page: i as u32,
+                size: content.len() as u64,
+                sha256: hex(&hasher.finalize()),
+                title: format!("{title} relationships"),
+                listed: !rels.is_empty(),
+            });
+        }
+        virtual_files.sort_by(|a, b| a.path.cmp(&b.path));
+        self.virtual_files = virtual_files;
+    }
+}
+
+/// The bundle-wide steps over the files read (in path order).
+pub fn assemble(kind: BundleKind, read: &[ReadFile]) -> Assembly {
+    match kind {
+        BundleKind::Focowiki => assemble_bundle(read),
+        BundleKind::PlainFolder => assemble_plain(read),
     }
 }
 
 /// Walks the `_index/pages` routers from the root router, reading every packet they name.
-fn routed_packets(
-    by_path: &HashMap<&str, &ReadFile>,
+fn routed_packets<'a>(
+    read: &'a [ReadFile],
+    by_path: &HashMap<&'a str, u32>,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<String> {
+) -> Vec<&'a str> {
     let mut packets = Vec::new();
-    let mut seen_routers = BTreeSet::new();
-    let mut queue = vec!["_index/pages/index.json".to_string()];
+    let mut seen_routers = HashSet::new();
+    let mut queue: Vec<&str> = vec!["_index/pages/index.json"];
     while let Some(router) = queue.pop() {
-        if !seen_routers.insert(router.clone()) || seen_routers.len() > 1_000_000 {
+        if !seen_routers.insert(router) || seen_routers.len() > 1_000_000 {
             continue;
         }
-        let Some(file) = by_path.get(router.as_str()) else {
-            diagnostics.push(Diagnostic::new(router, None, "router is missing".into()));
+        let Some(&file) = by_path.get(router) else {
+            diagnostics.push(Diagnostic::new(
+                router.to_string(),
+                None,
+                "router is missing".into(),
+            ));
             continue;
         };
-        let Some(record) = &file.record else { continue };
+        let Some(record) = &read[file as usize].detail.record else {
+            continue;
+        };
         for child in &record.children {
-            queue.push(child.clone());
+            queue.push(child);
         }
         for resource in &record.resources {
             if by_path.contains_key(resource.as_str()) {
-                packets.push(resource.clone());
+                packets.push(resource.as_str());
             } else {
                 diagnostics.push(Diagnostic::new(
-                    router.clone(),
+                    router.to_string(),
                     None,
                     format!("routes to {resource}, which is missing"),
                 ));
@@ -725,67 +930,76 @@ fn routed_packets(
     packets
 }
 
-fn assemble_bundle(
-    mut read: Vec<ReadFile>,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> (Vec<IngestedFile>, Vec<Relation>) {
-    let by_path: HashMap<&str, &ReadFile> = read.iter().map(|r| (r.path.as_str(), r)).collect();
+fn assemble_bundle(read: &[ReadFile]) -> Assembly {
+    let mut diagnostics = Vec::new();
+    let by_path: HashMap<&str, u32> = read
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.path.as_str(), i as u32))
+        .collect();
 
     // Document records: through the routers first, then any packet the routers missed.
-    let mut packet_paths = routed_packets(&by_path, diagnostics);
-    let routed: BTreeSet<String> = packet_paths.iter().cloned().collect();
-    for r in &read {
-        if r.class == PathClass::DocumentPacket && !routed.contains(&r.path) {
+    let mut packet_paths = routed_packets(read, &by_path, &mut diagnostics);
+    let routed: HashSet<&str> = packet_paths.iter().copied().collect();
+    for r in read {
+        if r.class == PathClass::DocumentPacket && !routed.contains(r.path.as_str()) {
             diagnostics.push(Diagnostic::new(
                 r.path.clone(),
                 None,
                 "document packet is not reached from _index/pages/index.json; read anyway".into(),
             ));
-            packet_paths.push(r.path.clone());
+            packet_paths.push(&r.path);
         }
     }
-    packet_paths.sort();
+    drop(routed);
+    packet_paths.sort_unstable();
     packet_paths.dedup();
-    // Path → title of every document record.
-    let mut records: BTreeMap<String, Option<String>> = BTreeMap::new();
+    // Path → title of every document record (the first record of a path wins).
+    let mut records: HashMap<&str, Option<&str>> = HashMap::new();
     for packet in &packet_paths {
-        let Some(record) = by_path.get(packet.as_str()).and_then(|r| r.record.as_ref()) else {
+        let Some(record) = by_path
+            .get(packet)
+            .and_then(|&i| read[i as usize].detail.record.as_ref())
+        else {
             continue;
         };
         let Some((good, bad)) = &record.documents else {
             diagnostics.push(Diagnostic::new(
-                packet.clone(),
+                packet.to_string(),
                 None,
                 "`documents` is missing".into(),
             ));
             continue;
         };
         for message in bad {
-            diagnostics.push(Diagnostic::new(packet.clone(), None, message.clone()));
+            diagnostics.push(Diagnostic::new(packet.to_string(), None, message.clone()));
         }
         for (path, title) in good {
-            records.entry(path.clone()).or_insert_with(|| title.clone());
+            records.entry(path.as_str()).or_insert(title.as_deref());
         }
     }
-    for path in records.keys() {
-        if !by_path.contains_key(path.as_str()) {
-            diagnostics.push(Diagnostic::new(
-                path.clone(),
-                None,
-                "listed in the _index document records but missing from pages/".into(),
-            ));
-        }
+    let mut missing: Vec<&str> = records
+        .keys()
+        .copied()
+        .filter(|path| !by_path.contains_key(path))
+        .collect();
+    missing.sort_unstable();
+    for path in missing {
+        diagnostics.push(Diagnostic::new(
+            path.to_string(),
+            None,
+            "listed in the _index document records but missing from pages/".into(),
+        ));
     }
 
-    // Relations: each page's own per-file graph is authoritative.
-    let mut own: BTreeMap<String, Vec<Relation>> = BTreeMap::new();
-    let mut graph_of: HashMap<String, String> = HashMap::new();
-    for r in read
-        .iter_mut()
-        .filter(|r| r.class == PathClass::PerFileGraph)
-    {
-        // Moved out: the relations are not needed in the record any more.
-        let Some(record) = r.record.take() else {
+    // Relations: each page's own per-file graph is authoritative. (page, graph file) in path
+    // order of the graph files.
+    let mut owners: Vec<(&str, u32)> = Vec::new();
+    for (i, r) in read.iter().enumerate() {
+        if r.class != PathClass::PerFileGraph {
+            continue;
+        }
+        let Some(record) = &r.detail.record else {
             continue;
         };
         let Some(page) = record.page.as_deref() else {
@@ -796,25 +1010,20 @@ fn assemble_bundle(
             ));
             continue;
         };
-        graph_of.insert(page.to_string(), r.path.clone());
-        for message in record.relationship_problems {
-            diagnostics.push(Diagnostic::new(r.path.clone(), None, message));
+        for message in &record.relationship_problems {
+            diagnostics.push(Diagnostic::new(r.path.clone(), None, message.clone()));
         }
-        let list = own.entry(page.to_string()).or_default();
-        for rel in record.relationships {
-            list.push(Relation {
-                from: page.to_string(),
-                to: rel.target_path,
-                relation_type: rel.relation_type,
-                direction: rel.direction,
-                reason: rel.reason,
-            });
-        }
+        owners.push((page, i as u32));
     }
 
-    let mut files = Vec::with_capacity(read.len());
+    let mut assembly = Assembly {
+        source_backed: Vec::with_capacity(read.len()),
+        titles: Vec::with_capacity(read.len()),
+        record_titled: Vec::with_capacity(read.len()),
+        ..Assembly::default()
+    };
     for r in read {
-        let record = records.get(&r.path);
+        let record = records.get(r.path.as_str());
         let source_backed = match r.class {
             PathClass::Page | PathClass::PageNavigation => {
                 record.is_some() || r.class == PathClass::Page
@@ -828,59 +1037,84 @@ fn assemble_bundle(
                 "page is not in the _index document records; served as a source page".into(),
             ));
         }
-        let title = resolve_title(record.and_then(|title| title.as_deref()), &r);
-        files.push(to_file(r, source_backed, title));
+        let record = record.copied().flatten();
+        assembly.source_backed.push(source_backed);
+        assembly.record_titled.push(record_title(record).is_some());
+        assembly
+            .titles
+            .push(resolve_title(record, &r.path, &r.detail));
     }
+    drop(records);
 
-    let source_pages: BTreeSet<String> = files
-        .iter()
-        .filter(|f| f.source_backed)
-        .map(|f| f.path.clone())
-        .collect();
-    let has_own: BTreeSet<String> = own.keys().cloned().collect();
+    // A page with a per-file graph of its own.
+    let mut has_own = vec![false; read.len()];
+    for (page, _) in &owners {
+        if let Some(&i) = by_path.get(page) {
+            has_own[i as usize] = true;
+        }
+    }
+    let source_page = |path: &str| {
+        by_path
+            .get(path)
+            .copied()
+            .filter(|&i| assembly.source_backed[i as usize])
+    };
+    // By page (stable: a page's graph files stay in path order).
+    owners.sort_by(|a, b| a.0.cmp(b.0));
     let mut relations = Vec::new();
-    for (page, list) in own {
-        if !source_pages.contains(&page) {
+    for group in owners.chunk_by(|a, b| a.0 == b.0) {
+        let page = group[0].0;
+        // The last graph file of the page names it in diagnostics.
+        let graph_path = &read[group[group.len() - 1].1 as usize].path;
+        let Some(from) = source_page(page) else {
             diagnostics.push(Diagnostic::new(
-                graph_of.get(&page).cloned().unwrap_or_else(|| page.clone()),
+                graph_path.clone(),
                 None,
                 format!("relation records for {page}, which is not a readable page; skipped"),
             ));
             continue;
-        }
-        for rel in list {
-            if !source_pages.contains(&rel.to) {
-                diagnostics.push(Diagnostic::new(
-                    graph_of.get(&page).cloned().unwrap_or_default(),
-                    None,
-                    format!(
-                        "relation to {}, which is not a readable page; skipped",
-                        rel.to
-                    ),
-                ));
+        };
+        for &(_, graph) in group {
+            let Some(record) = &read[graph as usize].detail.record else {
                 continue;
+            };
+            for (item, rel) in record.relationships.iter().enumerate() {
+                let Some(to) = source_page(&rel.target) else {
+                    diagnostics.push(Diagnostic::new(
+                        graph_path.clone(),
+                        None,
+                        format!(
+                            "relation to {}, which is not a readable page; skipped",
+                            rel.target
+                        ),
+                    ));
+                    continue;
+                };
+                relations.push(RelationRef {
+                    from,
+                    to,
+                    source: graph,
+                    item: item as u32,
+                });
             }
-            relations.push(rel);
         }
     }
     // A page without its own per-file graph still gets the relations others record with it.
-    let mut mirrored = Vec::new();
-    for rel in &relations {
-        if !has_own.contains(&rel.to) {
-            mirrored.push(Relation {
-                from: rel.to.clone(),
-                to: rel.from.clone(),
-                relation_type: rel.relation_type.clone(),
-                direction: flip_direction(&rel.direction).to_string(),
-                reason: rel.reason.clone(),
-            });
-        }
-    }
+    let mirrored: Vec<RelationRef> = relations
+        .iter()
+        .filter(|rel| !has_own[rel.to as usize])
+        .map(|rel| RelationRef {
+            from: rel.to,
+            to: rel.from,
+            source: rel.source,
+            item: rel.item | FLIPPED,
+        })
+        .collect();
     relations.extend(mirrored);
-    relations.sort();
-    relations.dedup();
-    add_virtual_graphs(&mut files, &relations);
-    (files, relations)
+    assembly.relations = relations;
+    assembly.diagnostics = diagnostics;
+    assembly.finish(read, &by_path);
+    assembly
 }
 
 pub(crate) fn flip_direction(direction: &str) -> &str {
@@ -891,81 +1125,58 @@ pub(crate) fn flip_direction(direction: &str) -> &str {
     }
 }
 
-fn assemble_plain(
-    read: Vec<ReadFile>,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> (Vec<IngestedFile>, Vec<Relation>) {
-    let mut files = Vec::with_capacity(read.len());
-    let mut links = HashMap::new();
-    for r in read {
-        let title = resolve_title(None, &r);
-        links.insert(
-            r.path.clone(),
-            r.summary
-                .as_ref()
-                .map(|s| s.links.clone())
-                .unwrap_or_default(),
-        );
-        files.push(to_file(r, true, title));
-    }
-    let relations = plain::derive_relations(&files, &links, diagnostics);
-    add_virtual_graphs(&mut files, &relations);
-    (files, relations)
-}
-
-/// Adds a `_graph/by-file/**.json` record for every source page that has none on disk: listed
-/// when the page has relations, readable but unlisted when it has none (so every `graphRef`
-/// opens, DECISIONS 20–21).
-fn add_virtual_graphs(files: &mut Vec<IngestedFile>, relations: &[Relation]) {
-    let mut existing: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
-    let titles: HashMap<String, String> = files
+fn assemble_plain(read: &[ReadFile]) -> Assembly {
+    let by_path: HashMap<&str, u32> = read
         .iter()
-        .filter(|f| f.source_backed)
-        .map(|f| (f.path.clone(), f.title.clone().unwrap_or_default()))
+        .enumerate()
+        .map(|(i, r)| (r.path.as_str(), i as u32))
         .collect();
-    let mut by_page: BTreeMap<&str, Vec<&Relation>> = BTreeMap::new();
-    for rel in relations {
-        by_page.entry(rel.from.as_str()).or_default().push(rel);
-    }
-    let mut added = Vec::new();
-    for file in files.iter().filter(|f| f.source_backed) {
-        let graph_path = paths::per_file_graph_path(&file.path);
-        // `insert` is false for a record on disk or one already rendered for a page whose path
-        // differs only in the case of `.md` (both map to one record path).
-        if paths::check_canonical(&graph_path).is_err() || !existing.insert(graph_path.clone()) {
+    let titles: Vec<String> = read
+        .iter()
+        .map(|r| resolve_title(None, &r.path, &r.detail))
+        .collect();
+    let pages: Vec<plain::PlainPage<'_>> = read
+        .iter()
+        .zip(&titles)
+        .map(|(r, title)| plain::PlainPage {
+            path: &r.path,
+            title,
+            frontmatter: if r.detail.frontmatter.is_empty() {
+                Map::new()
+            } else {
+                serde_json::from_str(&r.detail.frontmatter).unwrap_or_default()
+            },
+            links: &r.detail.links,
+        })
+        .collect();
+    let mut diagnostics = Vec::new();
+    let derived = plain::derive_relations(&pages, &mut diagnostics);
+    drop(pages);
+    let mut assembly = Assembly {
+        source_backed: vec![true; read.len()],
+        record_titled: vec![false; read.len()],
+        titles,
+        diagnostics,
+        ..Assembly::default()
+    };
+    for rel in derived {
+        let (Some(&from), Some(&to)) =
+            (by_path.get(rel.from.as_str()), by_path.get(rel.to.as_str()))
+        else {
             continue;
-        }
-        let rels = by_page.get(file.path.as_str()).cloned().unwrap_or_default();
-        let views: Vec<RelationView<'_>> = rels
-            .iter()
-            .map(|rel| RelationView {
-                to: &rel.to,
-                to_title: titles.get(&rel.to).map_or("", String::as_str),
-                relation_type: &rel.relation_type,
-                direction: &rel.direction,
-                reason: rel.reason.as_deref(),
-            })
-            .collect();
-        let content = render_per_file_graph(&file.path, &titles[&file.path], &views);
-        let mut hasher = Sha256::new();
-        hasher.update(content.as_bytes());
-        added.push(IngestedFile {
-            path: graph_path,
-            disk: None,
-            class: PathClass::PerFileGraph,
-            source_backed: false,
-            size: content.len() as u64,
-            sha256: hex(&hasher.finalize()),
-            title: Some(format!("{} relationships", titles[&file.path])),
-            frontmatter: Map::new(),
-            virtual_content: Some(content),
-            listed: !rels.is_empty(),
-            text: None,
-            text_cached: false,
+        };
+        assembly.relations.push(RelationRef {
+            from,
+            to,
+            source: PLAIN,
+            item: assembly.plain.len() as u32,
         });
+        assembly
+            .plain
+            .push((rel.relation_type, rel.direction, rel.reason));
     }
-    files.extend(added);
-    files.sort_by(|a, b| a.path.cmp(&b.path));
+    assembly.finish(read, &by_path);
+    assembly
 }
 
 /// One relation of a page as its per-file graph record shows it.

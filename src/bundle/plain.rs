@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use super::{paths, Diagnostic, IngestedFile, Relation};
+use super::{paths, Diagnostic, Relation};
 use crate::markdown::Link;
 use crate::text::{exact_key, nfc, percent_decode_once};
 
@@ -16,6 +16,14 @@ const METADATA_KEYS: [&str; 5] = ["references", "related", "links", "see_also", 
 enum Evidence {
     MarkdownLink,
     Metadata,
+}
+
+/// A page of a plain folder, as relation derivation reads it.
+pub struct PlainPage<'a> {
+    pub path: &'a str,
+    pub title: &'a str,
+    pub frontmatter: serde_json::Map<String, Value>,
+    pub links: &'a [Link],
 }
 
 struct Resolver<'a> {
@@ -38,24 +46,22 @@ fn strip_md(path: &str) -> &str {
 }
 
 impl<'a> Resolver<'a> {
-    fn new(files: &'a [IngestedFile]) -> Self {
+    fn new(files: &'a [PlainPage<'a>]) -> Self {
         let mut resolver = Resolver {
             exact: HashMap::new(),
             folded: HashMap::new(),
             by_title: HashMap::new(),
             by_stem: HashMap::new(),
         };
-        for file in files.iter().filter(|f| f.source_backed) {
-            let path = file.path.as_str();
+        for file in files {
+            let path = file.path;
             resolver.exact.insert(path, path);
             resolver.folded.entry(fold(path)).or_default().push(path);
-            if let Some(title) = &file.title {
-                resolver
-                    .by_title
-                    .entry(exact_key(title))
-                    .or_default()
-                    .push(path);
-            }
+            resolver
+                .by_title
+                .entry(exact_key(file.title))
+                .or_default()
+                .push(path);
             let stem = strip_md(paths::name_of(path));
             resolver
                 .by_stem
@@ -171,20 +177,16 @@ fn metadata_targets(value: Option<&Value>) -> Vec<String> {
 
 /// Derives the relations of every page, from both endpoints' points of view.
 pub fn derive_relations(
-    files: &[IngestedFile],
-    links: &HashMap<String, Vec<Link>>,
+    pages: &[PlainPage<'_>],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<Relation> {
-    let resolver = Resolver::new(files);
-    let titles: HashMap<&str, &str> = files
-        .iter()
-        .map(|f| (f.path.as_str(), f.title.as_deref().unwrap_or("Untitled")))
-        .collect();
+    let resolver = Resolver::new(pages);
+    let titles: HashMap<&str, &str> = pages.iter().map(|f| (f.path, f.title)).collect();
     // (holder, other) → first evidence kind.
     let mut evidence: BTreeMap<(&str, &str), Evidence> = BTreeMap::new();
-    for file in files.iter().filter(|f| f.source_backed) {
-        let from = file.path.as_str();
-        for link in links.get(from).map(Vec::as_slice).unwrap_or_default() {
+    for file in pages {
+        let from = file.path;
+        for link in file.links {
             let target = if link.wiki {
                 let name = link
                     .destination

@@ -254,6 +254,11 @@ impl Catalog {
         }
     }
 
+    /// The on-disk form (a build copies the unchanged blocks of the previous catalog).
+    pub fn store(&self) -> &store::Store {
+        &self.store
+    }
+
     fn file_block(&self, block: usize) -> &[CatalogFile] {
         self.file_blocks[block].get_or_init(|| self.store.file_block(block))
     }

@@ -9,31 +9,31 @@
 //! CURRENT            name of the live generation folder (replaced atomically)
 //! gen-<n>/manifest.json       format version, revision, fingerprints, counts (JSON)
 //!         catalog.bin         the document catalog (read in place: catalog/store.rs)
-//!         ingest-cache.bin    each file's parse, for incremental builds (postcard)
+//!         ingest-cache.bin    each file's parse, for incremental builds (cache.rs)
 //!         diagnostics.json    the build's diagnostics
 //!         search/             tantivy
 //! ```
 
 pub mod bm25;
+mod build;
+mod cache;
 pub mod catalog;
 pub mod search_index;
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::bundle::paths;
 use crate::bundle::{self, BundleKind, Diagnostic};
 use crate::error::IndexError;
 use crate::ids;
-use catalog::{Catalog, CatalogData, CatalogFile, CatalogRelation};
-use search_index::{IndexedPage, SearchIndex};
+use catalog::Catalog;
+use search_index::SearchIndex;
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
-pub const INDEX_FORMAT_VERSION: u64 = 6;
+pub const INDEX_FORMAT_VERSION: u64 = 7;
 
 /// Counts recorded in the manifest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -194,27 +194,15 @@ pub fn default_index_dir(bundle_root: &Path) -> PathBuf {
 struct Previous {
     manifest: Manifest,
     generation: PathBuf,
-    catalog: CatalogData,
 }
 
-/// The live generation of `index_dir`, when it is of this format and its catalog reads.
+/// The live generation of `index_dir`, when it is of this format.
 fn load_previous(index_dir: &Path) -> Option<Previous> {
     let manifest = read_manifest(index_dir).ok()??;
     let generation = current_generation(index_dir)?;
-    let catalog = open_catalog(&generation).ok()?.into_data();
     Some(Previous {
         manifest,
         generation,
-        catalog,
-    })
-}
-
-/// Reads a file in kbtools' compact encoding ([`crate::compact`]).
-fn read_postcard<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, IndexError> {
-    let compressed = std::fs::read(path).map_err(|e| IndexError::io(path, e))?;
-    crate::compact::decode(&compressed).map_err(|reason| IndexError::Corrupt {
-        path: path.display().to_string(),
-        reason,
     })
 }
 
@@ -246,301 +234,7 @@ pub fn build(
     options: &BuildOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<BuildReport, IndexError> {
-    progress(&format!("reading {}", bundle_root.display()));
-    if !bundle_root.is_dir() {
-        // ingest names the problem.
-        bundle::ingest(bundle_root)?;
-    }
-    let canonical_root = bundle_root
-        .canonicalize()
-        .map_err(|e| IndexError::io(bundle_root, e))?;
-    let walked = bundle::walk::walk(bundle_root);
-    std::fs::create_dir_all(index_dir).map_err(|e| IndexError::io(index_dir, e))?;
-
-    // Unchanged (same files, sizes and modification times): the live generation stays, and
-    // nothing but its manifest is read.
-    if let (Ok(Some(manifest)), Some(generation), false) = (
-        read_manifest(index_dir),
-        current_generation(index_dir),
-        options.full,
-    ) {
-        let same_kb = options
-            .knowledge_base_id
-            .as_ref()
-            .is_none_or(|id| *id == manifest.knowledge_base_id);
-        if same_kb
-            && manifest.bundle_root == canonical_root.to_string_lossy()
-            && manifest.stat_fingerprint == bundle::walk::stat_fingerprint(&walked)
-            && generation.join(CATALOG_FILE).is_file()
-        {
-            progress("unchanged since the last build");
-            return Ok(BuildReport {
-                manifest,
-                diagnostics: read_json(&generation.join("diagnostics.json")).unwrap_or_default(),
-                revision_changed: false,
-                work: BuildWork {
-                    unchanged: true,
-                    ..BuildWork::default()
-                },
-            });
-        }
-    }
-    let previous = load_previous(index_dir);
-    let cache: Option<bundle::IngestCache> = previous
-        .as_ref()
-        .filter(|_| !options.full)
-        .and_then(|p| read_postcard(&p.generation.join(INGEST_CACHE_FILE)).ok());
-    let used_cache = cache.is_some();
-    let (ingested, new_cache) = bundle::ingest_with_cache(bundle_root, walked, cache)?;
-    progress(&format!(
-        "read {} of {} files ({} source pages, {} relations, {} diagnostics)",
-        ingested.files_read,
-        ingested.files.len(),
-        ingested.files.iter().filter(|f| f.source_backed).count(),
-        ingested.relations.len(),
-        ingested.diagnostics.len()
-    ));
-
-    // The previous generation decides the revision and each page's resource revision.
-    let kb_id = options
-        .knowledge_base_id
-        .clone()
-        .unwrap_or_else(|| ids::knowledge_base_id(&ingested.name));
-    let (revision, revision_changed) = match &previous {
-        Some(p)
-            if p.manifest.content_fingerprint == ingested.content_fingerprint
-                && p.manifest.knowledge_base_id == kb_id =>
-        {
-            (p.manifest.active_content_revision, false)
-        }
-        Some(p) => (p.manifest.active_content_revision + 1, true),
-        // An index of another format (or a damaged one) still tells the last revision, so that
-        // cursors issued against it are refused after the rebuild.
-        None => (last_revision(index_dir).map_or(1, |r| r + 1), true),
-    };
-    let previous_pages: HashMap<&str, (&str, Option<u64>)> = previous
-        .as_ref()
-        .map(|p| {
-            p.catalog
-                .files
-                .iter()
-                .map(|f| (f.path.as_str(), (f.sha256.as_str(), f.resource_revision)))
-                .collect()
-        })
-        .unwrap_or_default();
-
-    let bundle::Ingested {
-        kind,
-        name,
-        files: ingested_files,
-        relations: ingested_relations,
-        mut diagnostics,
-        stat_fingerprint,
-        content_fingerprint,
-        files_read,
-    } = ingested;
-    let mut files = Vec::with_capacity(ingested_files.len());
-    // Catalog position → the page's text (read in this ingest, or `None` when it came from the
-    // cache and must be read again if it is indexed again).
-    let mut texts: HashMap<u32, Option<bundle::PageText>> = HashMap::new();
-    let mut virtual_of: Vec<(usize, String)> = Vec::new();
-    for (i, f) in ingested_files.into_iter().enumerate() {
-        let file_id = if f.source_backed {
-            ids::source_file_id(&kb_id, &f.path)
-        } else {
-            ids::generated_file_id(&kb_id, &f.path)
-        };
-        let resource_revision =
-            f.source_backed
-                .then(|| match previous_pages.get(f.path.as_str()) {
-                    Some((sha, Some(rev))) if *sha == f.sha256 => *rev,
-                    _ => revision,
-                });
-        let mut index_key = None;
-        if f.text.is_some() || f.text_cached {
-            index_key = Some(search_index::page_key(&f.path));
-            texts.insert(i as u32, f.text);
-        }
-        if f.virtual_content.is_some() {
-            virtual_of.push((i, f.path.clone()));
-        }
-        files.push(CatalogFile {
-            path: f.path,
-            disk: f.disk,
-            class: f.class,
-            source_backed: f.source_backed,
-            file_id,
-            size: f.size,
-            sha256: f.sha256,
-            title: f.title,
-            frontmatter: f.frontmatter.into(),
-            graph_of: None,
-            listed: f.listed,
-            resource_revision,
-            index_key,
-        });
-    }
-    // Two pages with one key (a 64-bit hash collision) cannot both be indexed: the first in path
-    // order is.
-    let mut keys: HashMap<u64, String> = HashMap::new();
-    for (i, file) in files.iter_mut().enumerate() {
-        let Some(key) = file.index_key else { continue };
-        if let Some(first) = keys.get(&key) {
-            diagnostics.push(bundle::Diagnostic::new(
-                file.path.clone(),
-                None,
-                format!("index key collides with {first}; served but not searchable"),
-            ));
-            file.index_key = None;
-            texts.remove(&(i as u32));
-            continue;
-        }
-        keys.insert(key, file.path.clone());
-    }
-    drop(keys);
-    let position: HashMap<&str, u32> = files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.path.as_str(), i as u32))
-        .collect();
-    // The page each rendered relation record belongs to (the first page in path order wins
-    // when two map to one record path).
-    let mut page_of_graph: HashMap<String, u32> = HashMap::new();
-    for (i, f) in files.iter().enumerate() {
-        if f.source_backed {
-            page_of_graph
-                .entry(paths::per_file_graph_path(&f.path))
-                .or_insert(i as u32);
-        }
-    }
-    let relations: Vec<CatalogRelation> = ingested_relations
-        .into_iter()
-        .filter_map(|r| {
-            Some(CatalogRelation {
-                from: *position.get(r.from.as_str())?,
-                to: *position.get(r.to.as_str())?,
-                relation_type: r.relation_type,
-                direction: r.direction,
-                reason: r.reason,
-            })
-        })
-        .collect();
-    drop(position);
-    for (i, path) in virtual_of {
-        files[i].graph_of = page_of_graph.get(&path).copied();
-    }
-    let data = CatalogData {
-        knowledge_base_id: kb_id.clone(),
-        knowledge_base_name: name.clone(),
-        kind,
-        files,
-        distinct_relations: Some(catalog::distinct_pairs(&relations)),
-        relations,
-    };
-
-    // Write the new generation beside the live one, then swap.
-    let generation_name = format!(
-        "gen-{revision}-{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    );
-    let tmp = index_dir.join(format!("{generation_name}.tmp"));
-    let search_dir = tmp.join("search");
-    std::fs::create_dir_all(&tmp).map_err(|e| IndexError::io(&tmp, e))?;
-    // Written (and freed) before the search index takes its memory.
-    write_file(&tmp.join(INGEST_CACHE_FILE), &new_cache.0)?;
-    drop(new_cache);
-    let threads = if options.threads == 0 {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(4)
-    } else {
-        options.threads
-    };
-    let reusable = previous
-        .as_ref()
-        .filter(|_| used_cache)
-        .map(|p| (p, p.generation.join("search")));
-    let mut work = BuildWork {
-        files_read,
-        ..BuildWork::default()
-    };
-    let mut incremental_done = false;
-    if let Some((p, previous_search)) = reusable {
-        match incremental_search(
-            bundle_root,
-            p,
-            &data,
-            &mut texts,
-            &previous_search,
-            &search_dir,
-            threads,
-            progress,
-        ) {
-            Ok((indexed, removed)) => {
-                work.incremental = true;
-                work.pages_indexed = indexed;
-                work.pages_removed = removed;
-                incremental_done = true;
-            }
-            Err(e) => {
-                progress(&format!(
-                    "cannot update the previous search index ({e}); building it anew"
-                ));
-                let _ = std::fs::remove_dir_all(&search_dir);
-            }
-        }
-    }
-    if !incremental_done {
-        std::fs::create_dir_all(&search_dir).map_err(|e| IndexError::io(&search_dir, e))?;
-        let all: Vec<u32> = texts.keys().copied().collect();
-        work.pages_indexed = index_pages(bundle_root, &data, &mut texts, &all, |pages| {
-            progress(&format!("indexing {} pages", pages.len()));
-            search_index::write(&search_dir, pages, threads)
-        })?;
-    }
-    drop(texts);
-
-    let manifest = Manifest {
-        format_version: INDEX_FORMAT_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        knowledge_base_id: kb_id,
-        knowledge_base_name: name,
-        bundle_kind: kind,
-        bundle_root: canonical_root.to_string_lossy().into_owned(),
-        active_content_revision: revision,
-        content_fingerprint,
-        stat_fingerprint,
-        counts: Counts {
-            files: data.files.iter().filter(|f| f.listed).count() as u64,
-            virtual_files: data.files.iter().filter(|f| f.disk.is_none()).count() as u64,
-            source_pages: data.files.iter().filter(|f| f.source_backed).count() as u64,
-            relations: data.relations.len() as u64,
-            diagnostics: diagnostics.len() as u64,
-        },
-    };
-    let json = |v: &dyn erased::Json| v.to_json();
-    write_file(&tmp.join(CATALOG_FILE), &catalog::store::encode(data))?;
-    write_file(&tmp.join("diagnostics.json"), &json(&diagnostics))?;
-    write_file(&tmp.join("manifest.json"), &json(&manifest))?;
-    sync_dir(&tmp);
-    let live = index_dir.join(&generation_name);
-    std::fs::rename(&tmp, &live).map_err(|e| IndexError::io(&live, e))?;
-    let current_tmp = index_dir.join(format!("CURRENT.{generation_name}.tmp"));
-    write_file(&current_tmp, generation_name.as_bytes())?;
-    std::fs::rename(&current_tmp, index_dir.join("CURRENT"))
-        .map_err(|e| IndexError::io(index_dir.join("CURRENT"), e))?;
-    sync_dir(index_dir);
-    remove_old_generations(index_dir, &generation_name);
-    progress(&format!(
-        "index ready at {} (revision {revision})",
-        live.display()
-    ));
-    Ok(BuildReport {
-        manifest,
-        diagnostics,
-        revision_changed,
-        work,
-    })
+    build::build(bundle_root, index_dir, options, progress)
 }
 
 /// Flushes a directory's entries (renames and new files) to disk; best effort.
@@ -548,113 +242,6 @@ fn sync_dir(dir: &Path) {
     if let Ok(handle) = std::fs::File::open(dir) {
         let _ = handle.sync_all();
     }
-}
-
-/// Indexes the pages at catalog `positions` with `write`, reading again the text of a page that
-/// came from the ingest cache. Returns how many pages were indexed.
-fn index_pages(
-    bundle_root: &Path,
-    data: &CatalogData,
-    texts: &mut HashMap<u32, Option<bundle::PageText>>,
-    positions: &[u32],
-    write: impl FnOnce(&[IndexedPage<'_>]) -> Result<(), IndexError>,
-) -> Result<u64, IndexError> {
-    let mut positions = positions.to_vec();
-    positions.sort_unstable();
-    // Texts from the cache: read again, in parallel.
-    let missing: Vec<u32> = positions
-        .iter()
-        .copied()
-        .filter(|i| matches!(texts.get(i), Some(None)))
-        .collect();
-    let reread: Vec<(u32, Option<bundle::PageText>)> = {
-        use rayon::prelude::*;
-        missing
-            .par_iter()
-            .map(|&i| {
-                let file = &data.files[i as usize];
-                let text = file
-                    .disk
-                    .as_deref()
-                    .and_then(|disk| bundle::read_page_text(bundle_root, disk, &file.path));
-                (i, text)
-            })
-            .collect()
-    };
-    for (i, text) in reread {
-        texts.insert(i, text);
-    }
-    let pages: Vec<IndexedPage<'_>> = positions
-        .iter()
-        .filter_map(|i| {
-            let file = &data.files[*i as usize];
-            let text = texts.get(i)?.as_ref()?;
-            Some(IndexedPage {
-                key: file.index_key?,
-                path: &file.path,
-                title: file.title.as_deref().unwrap_or(""),
-                text,
-            })
-        })
-        .collect();
-    let count = pages.len() as u64;
-    write(&pages)?;
-    Ok(count)
-}
-
-/// Brings a copy of the previous generation's search index up to date with `data`: the pages
-/// that were removed or changed (content, title or path) are deleted, the added and changed
-/// ones indexed. Returns (pages indexed, pages removed).
-#[allow(clippy::too_many_arguments)]
-fn incremental_search(
-    bundle_root: &Path,
-    previous: &Previous,
-    data: &CatalogData,
-    texts: &mut HashMap<u32, Option<bundle::PageText>>,
-    previous_search: &Path,
-    search_dir: &Path,
-    threads: usize,
-    progress: &mut dyn FnMut(&str),
-) -> Result<(u64, u64), IndexError> {
-    let before: HashMap<u64, &CatalogFile> = previous
-        .catalog
-        .files
-        .iter()
-        .filter_map(|f| Some((f.index_key?, f)))
-        .collect();
-    let mut now: std::collections::HashSet<u64> = std::collections::HashSet::new();
-    let mut changed = Vec::new();
-    let mut deleted = Vec::new();
-    for (i, file) in data.files.iter().enumerate() {
-        let Some(key) = file.index_key else { continue };
-        now.insert(key);
-        match before.get(&key) {
-            Some(old)
-                if old.path == file.path
-                    && old.sha256 == file.sha256
-                    && old.title == file.title => {}
-            Some(_) => {
-                deleted.push(key);
-                changed.push(i as u32);
-            }
-            None => changed.push(i as u32),
-        }
-    }
-    deleted.extend(before.keys().filter(|k| !now.contains(k)));
-    let removed = deleted.len() as u64;
-    link_dir(previous_search, search_dir)?;
-    if changed.is_empty() && deleted.is_empty() {
-        return Ok((0, 0));
-    }
-    progress(&format!(
-        "updating the search index: {} pages to index, {} to remove",
-        changed.len(),
-        deleted.len()
-    ));
-    let indexed = index_pages(bundle_root, data, texts, &changed, |pages| {
-        search_index::update(search_dir, &deleted, pages, threads.min(2))
-    })?;
-    Ok((indexed, removed))
 }
 
 /// Makes `to` a copy of the folder `from` (hard links where the file system allows, copies

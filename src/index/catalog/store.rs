@@ -310,6 +310,39 @@ impl Store {
             && self.area()[self.header.flags.offset as usize + position as usize] & SOURCE != 0
     }
 
+    /// The compressed bytes of file block `b`, as stored.
+    pub fn raw_file_block(&self, b: usize) -> &[u8] {
+        self.block_bytes(self.header.file_blocks, b)
+    }
+
+    /// The compressed bytes of relation block `b`, as stored.
+    pub fn raw_relation_block(&self, b: usize) -> &[u8] {
+        self.block_bytes(self.header.relation_blocks, b)
+    }
+
+    /// The relation starts table (file count + 1 numbers).
+    pub fn relation_starts(&self) -> Vec<u32> {
+        (0..=self.header.file_count as usize)
+            .map(|i| self.relation_start(i))
+            .collect()
+    }
+
+    /// The key table: (key, position), ascending by key.
+    pub fn keys(&self) -> Vec<(u64, u32)> {
+        (0..self.key_count()).map(|k| self.key_entry(k)).collect()
+    }
+
+    /// The flag byte of every file.
+    pub fn flags(&self) -> Vec<u8> {
+        let start = self.header.flags.offset as usize;
+        self.area()[start..start + self.header.file_count as usize].to_vec()
+    }
+
+    /// The path of the first file of each block.
+    pub fn first_paths(&self) -> &[String] {
+        &self.header.first_paths
+    }
+
     pub fn key_table(&self) -> KeyTable {
         KeyTable {
             bytes: self.bytes.clone(),
@@ -370,6 +403,37 @@ impl KeyTable {
     }
 }
 
+/// The pieces of a catalog file, its blocks already compressed (each block `compact`-encoded:
+/// a block of files is a `[CatalogFile]`, a block of relations the `[CatalogRelation]` of the
+/// pages of the file block). A build makes them block by block, or copies the unchanged blocks
+/// of the previous catalog as they are.
+pub struct Parts<'a> {
+    pub knowledge_base_id: String,
+    pub knowledge_base_name: String,
+    pub kind: BundleKind,
+    pub source_page_count: u64,
+    /// Unordered page pairs with at least one relation.
+    pub distinct_relations: u64,
+    /// The path of the first file of each block.
+    pub first_paths: Vec<String>,
+    /// The number of each file's first relation, then the relation count (files + 1 numbers).
+    pub relation_starts: Vec<u32>,
+    /// (key, position) of every indexed page, ascending by key, each key once.
+    pub keys: Vec<(u64, u32)>,
+    /// One byte per file: [`SOURCE_FLAG`] for a source page.
+    pub flags: Vec<u8>,
+    pub file_blocks: Vec<std::borrow::Cow<'a, [u8]>>,
+    pub relation_blocks: Vec<std::borrow::Cow<'a, [u8]>>,
+}
+
+/// Flag byte of a source page in [`Parts::flags`].
+pub const SOURCE_FLAG: u8 = SOURCE;
+
+/// Compresses a block of items for [`Parts`].
+pub fn encode_block<T: Serialize>(items: &[T]) -> Vec<u8> {
+    crate::compact::encode(items).expect("a catalog block encodes")
+}
+
 /// Sorts `data` (files by path, relations by `from`) and encodes it.
 pub fn encode(mut data: CatalogData) -> Vec<u8> {
     sort_files(&mut data);
@@ -377,15 +441,7 @@ pub fn encode(mut data: CatalogData) -> Vec<u8> {
         data.relations.sort_by_key(|r| r.from);
     }
     let files = data.files.len();
-    let mut relation_starts = Vec::with_capacity(files + 1);
-    let mut next = 0usize;
-    for i in 0..files as u32 {
-        relation_starts.push(next as u32);
-        while next < data.relations.len() && data.relations[next].from == i {
-            next += 1;
-        }
-    }
-    relation_starts.push(data.relations.len() as u32);
+    let relation_starts = relation_starts(files, data.relations.iter().map(|r| r.from));
     let mut keys: Vec<(u64, u32)> = data
         .files
         .iter()
@@ -394,70 +450,127 @@ pub fn encode(mut data: CatalogData) -> Vec<u8> {
         .collect();
     keys.sort_unstable();
     keys.dedup_by_key(|(k, _)| *k);
-
-    let mut area: Vec<u8> = Vec::new();
     let blocks = files.div_ceil(BLOCK);
-    let table = |area: &mut Vec<u8>, len: usize| {
-        let section = Section {
-            offset: area.len() as u64,
-            len: len as u64,
-        };
-        area.resize(area.len() + len, 0);
-        section
-    };
-    let file_blocks = table(&mut area, (blocks + 1) * 8);
-    let relation_blocks = table(&mut area, (blocks + 1) * 8);
-    let starts = table(&mut area, (files + 1) * 4);
-    let key_section = table(&mut area, keys.len() * 12);
-    let flags = table(&mut area, files);
-    for (i, f) in data.files.iter().enumerate() {
-        if f.source_backed {
-            area[flags.offset as usize + i] |= SOURCE;
-        }
-    }
-    for (i, s) in relation_starts.iter().enumerate() {
-        let at = starts.offset as usize + i * 4;
-        area[at..at + 4].copy_from_slice(&s.to_le_bytes());
-    }
-    for (i, (key, position)) in keys.iter().enumerate() {
-        let at = key_section.offset as usize + i * 12;
-        area[at..at + 8].copy_from_slice(&key.to_le_bytes());
-        area[at + 8..at + 12].copy_from_slice(&position.to_le_bytes());
-    }
-    let mut first_paths = Vec::with_capacity(blocks);
-    for b in 0..=blocks {
-        let at = file_blocks.offset as usize + b * 8;
-        let offset = (area.len() as u64).to_le_bytes();
-        area[at..at + 8].copy_from_slice(&offset);
-        if b == blocks {
-            break;
-        }
-        let chunk = &data.files[b * BLOCK..((b + 1) * BLOCK).min(files)];
-        first_paths.push(chunk[0].path.clone());
-        area.extend(crate::compact::encode(chunk).expect("the catalog encodes"));
-    }
-    for b in 0..=blocks {
-        let at = relation_blocks.offset as usize + b * 8;
-        let offset = (area.len() as u64).to_le_bytes();
-        area[at..at + 8].copy_from_slice(&offset);
-        if b == blocks {
-            break;
-        }
-        let first = relation_starts[b * BLOCK] as usize;
-        let end = relation_starts[((b + 1) * BLOCK).min(files)] as usize;
-        area.extend(crate::compact::encode(&data.relations[first..end]).expect("relations encode"));
-    }
-    let header = Header {
+    let parts = Parts {
         source_page_count: data.files.iter().filter(|f| f.source_backed).count() as u64,
         distinct_relations: data
             .distinct_relations
             .unwrap_or_else(|| super::distinct_pairs(&data.relations)),
+        first_paths: data
+            .files
+            .chunks(BLOCK)
+            .map(|c| c[0].path.clone())
+            .collect(),
+        flags: data
+            .files
+            .iter()
+            .map(|f| if f.source_backed { SOURCE } else { 0 })
+            .collect(),
+        keys,
+        file_blocks: data
+            .files
+            .chunks(BLOCK)
+            .map(|chunk| encode_block(chunk).into())
+            .collect(),
+        relation_blocks: (0..blocks)
+            .map(|b| {
+                let first = relation_starts[b * BLOCK] as usize;
+                let end = relation_starts[((b + 1) * BLOCK).min(files)] as usize;
+                encode_block(&data.relations[first..end]).into()
+            })
+            .collect(),
+        relation_starts,
         knowledge_base_id: data.knowledge_base_id,
         knowledge_base_name: data.knowledge_base_name,
         kind: data.kind,
+    };
+    let mut out = Vec::new();
+    write(&parts, &mut out).expect("writing to a buffer cannot fail");
+    out
+}
+
+/// The relation starts of `files` files whose relations have the sources `from`, in order.
+pub fn relation_starts(files: usize, from: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut starts = vec![0u32; files + 1];
+    let mut count = 0u32;
+    for page in from {
+        // Counted per page, then summed: starts[p + 1] - starts[p] is page p's count.
+        if let Some(slot) = starts.get_mut(page as usize + 1) {
+            *slot += 1;
+        }
+        count += 1;
+    }
+    for i in 1..=files {
+        starts[i] += starts[i - 1];
+    }
+    debug_assert_eq!(starts[files], count);
+    starts
+}
+
+/// Writes the catalog file of `parts` to `out` (its checksum computed first, so the file is
+/// written in one pass with no copy of it in memory).
+pub fn write(parts: &Parts<'_>, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let files = parts.flags.len();
+    let blocks = files.div_ceil(BLOCK);
+    assert_eq!(parts.first_paths.len(), blocks, "one first path per block");
+    assert_eq!(parts.file_blocks.len(), blocks, "one file block per block");
+    assert_eq!(
+        parts.relation_blocks.len(),
+        blocks,
+        "one relation block per block"
+    );
+    assert_eq!(
+        parts.relation_starts.len(),
+        files + 1,
+        "a relation start per file"
+    );
+    // The tables, then the blocks.
+    let mut tables: Vec<u8> = Vec::new();
+    let table = |tables: &mut Vec<u8>, len: usize| {
+        let section = Section {
+            offset: tables.len() as u64,
+            len: len as u64,
+        };
+        tables.resize(tables.len() + len, 0);
+        section
+    };
+    let file_blocks = table(&mut tables, (blocks + 1) * 8);
+    let relation_blocks = table(&mut tables, (blocks + 1) * 8);
+    let starts = table(&mut tables, (files + 1) * 4);
+    let key_section = table(&mut tables, parts.keys.len() * 12);
+    let flags = table(&mut tables, files);
+    tables[flags.offset as usize..].copy_from_slice(&parts.flags);
+    for (i, s) in parts.relation_starts.iter().enumerate() {
+        let at = starts.offset as usize + i * 4;
+        tables[at..at + 4].copy_from_slice(&s.to_le_bytes());
+    }
+    for (i, (key, position)) in parts.keys.iter().enumerate() {
+        let at = key_section.offset as usize + i * 12;
+        tables[at..at + 8].copy_from_slice(&key.to_le_bytes());
+        tables[at + 8..at + 12].copy_from_slice(&position.to_le_bytes());
+    }
+    let mut offset = tables.len() as u64;
+    for (section, list) in [
+        (file_blocks, &parts.file_blocks),
+        (relation_blocks, &parts.relation_blocks),
+    ] {
+        for b in 0..=blocks {
+            let at = section.offset as usize + b * 8;
+            tables[at..at + 8].copy_from_slice(&offset.to_le_bytes());
+            if let Some(block) = list.get(b) {
+                offset += block.len() as u64;
+            }
+        }
+    }
+    let header = Header {
+        knowledge_base_id: parts.knowledge_base_id.clone(),
+        knowledge_base_name: parts.knowledge_base_name.clone(),
+        kind: parts.kind,
         file_count: files as u32,
-        relation_count: data.relations.len() as u32,
-        first_paths,
+        relation_count: parts.relation_starts[files],
+        source_page_count: parts.source_page_count,
+        distinct_relations: parts.distinct_relations,
+        first_paths: parts.first_paths.clone(),
         file_blocks,
         relation_blocks,
         relation_starts: starts,
@@ -465,15 +578,24 @@ pub fn encode(mut data: CatalogData) -> Vec<u8> {
         flags,
     };
     let header = postcard::to_stdvec(&header).expect("the catalog header encodes");
-    let mut out = Vec::with_capacity(PREAMBLE + header.len() + area.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
-    out.extend_from_slice(&header);
-    out.extend_from_slice(&area);
-    let crc = crc32fast::hash(&out[12..]);
-    out[8..12].copy_from_slice(&crc.to_le_bytes());
-    out
+    let header_len = (header.len() as u32).to_le_bytes();
+    let blocks_iter = || parts.file_blocks.iter().chain(&parts.relation_blocks);
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&header_len);
+    crc.update(&header);
+    crc.update(&tables);
+    for block in blocks_iter() {
+        crc.update(block);
+    }
+    out.write_all(MAGIC)?;
+    out.write_all(&crc.finalize().to_le_bytes())?;
+    out.write_all(&header_len)?;
+    out.write_all(&header)?;
+    out.write_all(&tables)?;
+    for block in blocks_iter() {
+        out.write_all(block)?;
+    }
+    Ok(())
 }
 
 /// Sorts files by path (byte order), renumbering relations and record owners.
