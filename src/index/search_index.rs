@@ -210,6 +210,8 @@ pub struct SearchIndex {
     fields: Fields,
     /// Page key → catalog position.
     positions: HashMap<u64, u32>,
+    /// The catalog position of every document of the open generation, per segment.
+    doc_positions: DocPositions,
     /// Average field lengths, computed on first use.
     average_lengths: std::sync::Mutex<HashMap<Field, f32>>,
 }
@@ -226,14 +228,16 @@ impl SearchIndex {
             exact_path: field(&schema, "exact_path")?,
             exact_title: field(&schema, "exact_title")?,
         };
-        let reader = index
+        let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
+        let doc_positions = DocPositions::read(&reader.searcher(), &positions)?;
         Ok(SearchIndex {
             reader,
             schema,
             fields,
+            doc_positions,
             positions,
             average_lengths: std::sync::Mutex::new(HashMap::new()),
         })
@@ -243,12 +247,20 @@ impl SearchIndex {
         self.reader.searcher()
     }
 
-    fn doc_columns(&self, searcher: &Searcher) -> Result<Vec<Column<u64>>, IndexError> {
-        searcher
-            .segment_readers()
-            .iter()
-            .map(|segment| Ok(segment.fast_fields().u64("key")?))
-            .collect()
+    /// The catalog positions of the documents of `searcher`'s segments: those read at open
+    /// (the reader never reloads), or read now for another set of segments.
+    fn doc_positions<'s>(
+        &'s self,
+        searcher: &Searcher,
+    ) -> Result<std::borrow::Cow<'s, DocPositions>, IndexError> {
+        if self.doc_positions.matches(searcher) {
+            Ok(std::borrow::Cow::Borrowed(&self.doc_positions))
+        } else {
+            Ok(std::borrow::Cow::Owned(DocPositions::read(
+                searcher,
+                &self.positions,
+            )?))
+        }
     }
 
     /// The average length of `field`, computed once (the reader never reloads).
@@ -268,15 +280,6 @@ impl SearchIndex {
         Ok(v)
     }
 
-    /// The catalog position of a document, for ordering ties (unknown documents last).
-    fn order_of(&self, columns: &[Column<u64>], address: DocAddress) -> u64 {
-        columns
-            .get(address.segment_ord as usize)
-            .and_then(|c| c.first(address.doc_id))
-            .and_then(|key| self.positions.get(&key))
-            .map_or(u64::MAX, |p| u64::from(*p))
-    }
-
     fn run(
         &self,
         searcher: &Searcher,
@@ -294,15 +297,12 @@ impl SearchIndex {
         searcher: &Searcher,
         top: Vec<(f32, DocAddress)>,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        let columns = self.doc_columns(searcher)?;
+        let positions = self.doc_positions(searcher)?;
         let mut hits: Vec<LaneHit> = top
             .into_iter()
             .filter_map(|(score, address)| {
-                let key = columns
-                    .get(address.segment_ord as usize)?
-                    .first(address.doc_id)?;
                 Some(LaneHit {
-                    position: *self.positions.get(&key)?,
+                    position: positions.get(address)?,
                     score,
                     address,
                 })
@@ -372,8 +372,8 @@ impl SearchIndex {
                 term_weights: if words { &[] } else { &text_weights },
             })
             .collect();
-        let columns = self.doc_columns(searcher)?;
-        let order = |a: DocAddress| self.order_of(&columns, a);
+        let positions = self.doc_positions(searcher)?;
+        let order = |a: DocAddress| positions.order(a);
         let average = |f: Field| self.average_field_length(searcher, f);
         let collection = bm25::Collection {
             order: &order,
@@ -399,8 +399,8 @@ impl SearchIndex {
             .collect();
         let terms = analysis::query_terms(query_text);
         let weights = analysis::query_term_weights(&terms);
-        let columns = self.doc_columns(searcher)?;
-        let order = |a: DocAddress| self.order_of(&columns, a);
+        let positions = self.doc_positions(searcher)?;
+        let order = |a: DocAddress| positions.order(a);
         let average = |f: Field| self.average_field_length(searcher, f);
         let collection = bm25::Collection {
             order: &order,
@@ -487,19 +487,15 @@ impl SearchIndex {
             };
             clauses.push((Occur::Must, query));
         }
-        let columns = self.doc_columns(searcher)?;
         if clauses.is_empty() {
             return Ok(self.positions.values().copied().collect());
         }
+        let positions = self.doc_positions(searcher)?;
         let docs = searcher.search(
             &BooleanQuery::new(clauses),
             &tantivy::collector::DocSetCollector,
         )?;
-        Ok(docs
-            .into_iter()
-            .filter_map(|a| columns.get(a.segment_ord as usize)?.first(a.doc_id))
-            .filter_map(|key| self.positions.get(&key).copied())
-            .collect())
+        Ok(docs.into_iter().filter_map(|a| positions.get(a)).collect())
     }
 
     fn exact(
@@ -541,6 +537,57 @@ impl SearchIndex {
     /// Number of indexed pages.
     pub fn num_docs(&self) -> u64 {
         self.searcher().num_docs()
+    }
+}
+
+/// The catalog position of every document, per segment (`u32::MAX`: a document whose key the
+/// catalog does not know), with the segments' ids to tell whether a searcher has the same
+/// segments.
+#[derive(Clone)]
+struct DocPositions {
+    segments: Vec<(tantivy::index::SegmentId, Vec<u32>)>,
+}
+
+impl DocPositions {
+    const UNKNOWN: u32 = u32::MAX;
+
+    fn read(searcher: &Searcher, positions: &HashMap<u64, u32>) -> Result<Self, IndexError> {
+        let mut segments = Vec::with_capacity(searcher.segment_readers().len());
+        for segment in searcher.segment_readers() {
+            let keys: Column<u64> = segment.fast_fields().u64("key")?;
+            let of_doc = (0..segment.max_doc())
+                .map(|doc| {
+                    keys.first(doc)
+                        .and_then(|key| positions.get(&key).copied())
+                        .unwrap_or(Self::UNKNOWN)
+                })
+                .collect();
+            segments.push((segment.segment_id(), of_doc));
+        }
+        Ok(DocPositions { segments })
+    }
+
+    fn matches(&self, searcher: &Searcher) -> bool {
+        let readers = searcher.segment_readers();
+        readers.len() == self.segments.len()
+            && readers
+                .iter()
+                .zip(&self.segments)
+                .all(|(r, (id, docs))| r.segment_id() == *id && r.max_doc() as usize == docs.len())
+    }
+
+    /// The catalog position of a document, if the catalog knows it.
+    fn get(&self, address: DocAddress) -> Option<u32> {
+        self.segments
+            .get(address.segment_ord as usize)
+            .and_then(|(_, docs)| docs.get(address.doc_id as usize))
+            .copied()
+            .filter(|&p| p != Self::UNKNOWN)
+    }
+
+    /// The catalog position of a document, for ordering ties (unknown documents last).
+    fn order(&self, address: DocAddress) -> u64 {
+        self.get(address).map_or(u64::MAX, u64::from)
     }
 }
 
