@@ -873,10 +873,10 @@ fn an_incremental_index_answers_every_tool_as_a_full_build_does() {
         let incremental = ws.open();
         let full =
             KnowledgeBase::open(fresh_dir.path(), Some(&ws.bundle), serve_options()).unwrap();
-        // The updated index still holds deleted documents of the changed, removed and renamed
-        // pages (a segment is not rewritten for a few deletes; the fixture's small segments
-        // reach the merge threshold), so the comparison below proves that ranking counts only
-        // live documents.
+        // On the generated bundle the updated index still holds deleted documents of the
+        // changed, removed and renamed pages (a segment is not rewritten for a few deletes), so
+        // the comparison below proves that ranking counts only live documents. (The fixture's
+        // segments are small enough that three deletes pass the merge threshold.)
         let deleted: u32 = incremental
             .search
             .searcher()
@@ -884,7 +884,9 @@ fn an_incremental_index_answers_every_tool_as_a_full_build_does() {
             .iter()
             .map(|s| s.num_deleted_docs())
             .sum();
-        assert!(deleted >= 1, "{name}: {deleted} deleted documents kept");
+        if name != "focowiki-docs" {
+            assert!(deleted >= 3, "{name}: {deleted} deleted documents kept");
+        }
 
         let mut queries: Vec<String> = [
             "kbtestcharlie",

@@ -1,7 +1,13 @@
 //! Term-at-a-time BM25 over tantivy postings: a weighted sum of per-field BM25 with `k1` and
 //! `b` per field (tantivy's own scorer fixes them), collection statistics over all segments, and
-//! a dense score array per segment (no per-document allocation, no heap of scorers).
+//! a dense score array per segment (no per-document allocation, no heap of scorers). The dense
+//! arrays are kept per thread between queries, and only the documents near the top of a
+//! segment's scores are ordered exactly.
 
+use std::cell::Cell;
+use std::cmp::Ordering;
+
+use tantivy::fastfield::AliveBitSet;
 use tantivy::postings::Postings;
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, DocId, DocSet, Searcher, Term, TERMINATED};
@@ -53,10 +59,12 @@ pub fn top_docs(
         idf.push(row);
     }
 
-    let mut best: Vec<(f32, DocAddress)> = Vec::new();
+    let mut best = TopK::new(limit, collection.order);
+    // Taken for the query and put back after it (dropped on an error).
+    let mut scratch = SCRATCH.take();
     for (segment_ord, segment) in searcher.segment_readers().iter().enumerate() {
         let max_doc = segment.max_doc() as usize;
-        let mut scores = vec![0f32; max_doc];
+        let scores = zeroed(&mut scratch.scores, max_doc);
         for (fi, fq) in fields.iter().enumerate() {
             let inverted = segment.inverted_index(fq.field)?;
             let norms = segment.get_fieldnorms_reader(fq.field)?;
@@ -80,9 +88,10 @@ pub fn top_docs(
                 }
             }
         }
-        collect_scored(segment, segment_ord, &scores, &mut best);
+        best.collect(segment.alive_bitset(), segment_ord, scores);
     }
-    Ok(best_first(best, limit, collection.order))
+    SCRATCH.set(scratch);
+    Ok(best.into_sorted())
 }
 
 /// BM25F: per term, the fields' length-normalized frequencies are weighted and summed first,
@@ -120,12 +129,19 @@ pub fn top_docs_bm25f(
                 * term_weight(term_weights, idf.len()),
         );
     }
-    let mut best: Vec<(f32, DocAddress)> = Vec::new();
+    let mut best = TopK::new(limit, collection.order);
+    // Taken for the query and put back after it (dropped on an error).
+    let mut scratch = SCRATCH.take();
+    let Scratch {
+        scores,
+        combined,
+        touched,
+    } = &mut scratch;
     for (segment_ord, segment) in searcher.segment_readers().iter().enumerate() {
         let max_doc = segment.max_doc() as usize;
-        let mut scores = vec![0f32; max_doc];
-        let mut combined = vec![0f32; max_doc];
-        let mut touched: Vec<u32> = Vec::new();
+        let scores = zeroed(scores, max_doc);
+        let combined = zeroed(combined, max_doc);
+        touched.clear();
         let mut readers = Vec::with_capacity(fields.len());
         for (field, _) in fields {
             readers.push((
@@ -157,16 +173,17 @@ pub fn top_docs_bm25f(
                     doc = postings.advance();
                 }
             }
-            for &doc in &touched {
+            for &doc in touched.iter() {
                 let tf = combined[doc as usize];
                 scores[doc as usize] += idf[ti] * tf * (k1 + 1.0) / (tf + k1);
                 combined[doc as usize] = 0.0;
             }
             touched.clear();
         }
-        collect_scored(segment, segment_ord, &scores, &mut best);
+        best.collect(segment.alive_bitset(), segment_ord, scores);
     }
-    Ok(best_first(best, limit, collection.order))
+    SCRATCH.set(scratch);
+    Ok(best.into_sorted())
 }
 
 /// What scoring needs of the index beyond the searcher.
@@ -261,38 +278,258 @@ pub fn alive_doc_freq(
     Ok(total)
 }
 
-/// Appends the positive scores of a segment's live documents.
-fn collect_scored(
-    segment: &tantivy::SegmentReader,
-    segment_ord: usize,
-    scores: &[f32],
-    best: &mut Vec<(f32, DocAddress)>,
-) {
-    let alive = segment.alive_bitset();
-    for (doc, &score) in scores.iter().enumerate() {
-        if score <= 0.0 || alive.is_some_and(|a| !a.is_alive(doc as u32)) {
-            continue;
-        }
-        best.push((score, DocAddress::new(segment_ord as u32, doc as u32)));
+/// Dense per-document arrays, reused by the queries of one thread (a query allocating and
+/// zero-filling fresh arrays the size of a segment pays for the page faults every time).
+#[derive(Default)]
+struct Scratch {
+    scores: Vec<f32>,
+    combined: Vec<f32>,
+    touched: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
+}
+
+/// `buffer` as `len` zeros.
+fn zeroed(buffer: &mut Vec<f32>, len: usize) -> &mut [f32] {
+    buffer.clear();
+    buffer.resize(len, 0.0);
+    buffer
+}
+
+/// A scored document in the ranking order: higher score first, then lower `order` (the catalog
+/// position: where the writer put a document must not decide which of two equal documents
+/// makes the cut), then lower address. `Less` is better.
+struct Ranked {
+    score: f32,
+    order: u64,
+    address: DocAddress,
+}
+
+impl Ranked {
+    fn rank(&self, other: &Self) -> Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then(self.order.cmp(&other.order))
+            .then(self.address.cmp(&other.address))
     }
 }
 
-/// The best `limit` scored documents, best first, ties by `order` (the catalog position: where
-/// the writer put a document must not decide which of two equal documents makes the cut).
-fn best_first(
-    mut best: Vec<(f32, DocAddress)>,
-    limit: usize,
-    order: &dyn Fn(DocAddress) -> u64,
-) -> Vec<(f32, DocAddress)> {
-    let by_score = |a: &(f32, DocAddress), b: &(f32, DocAddress)| {
-        b.0.total_cmp(&a.0)
-            .then_with(|| order(a.1).cmp(&order(b.1)))
-            .then(a.1.cmp(&b.1))
-    };
-    if best.len() > limit {
-        best.select_nth_unstable_by(limit, by_score);
-        best.truncate(limit);
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.rank(other) == Ordering::Equal
     }
-    best.sort_by(by_score);
-    best
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.rank(other)
+    }
+}
+
+/// The best `limit` documents of those offered, in the ranking order of [`Ranked`] (a total
+/// order, so the kept set is the first `limit` of a full sort, whatever the offering order).
+///
+/// A segment's scores are read in one pass against a bound estimated from a sample of them, so
+/// that only about 1.5 × `limit` documents become candidates to order exactly. When fewer than
+/// `limit` documents reach the bound, the rest are added too. Either way every document of the
+/// segment's best `limit` is a candidate, and a document of the overall best `limit` is among
+/// its own segment's best `limit`.
+struct TopK<'a> {
+    limit: usize,
+    candidates: Vec<Ranked>,
+    order: &'a dyn Fn(DocAddress) -> u64,
+}
+
+/// A score that makes its document a hit: positive (or NaN, which no BM25 score is, but the
+/// test is the one the full sort used, `!(score <= 0.0)`).
+fn is_scored(score: f32) -> bool {
+    score > 0.0 || score.is_nan()
+}
+
+/// Scores sampled per segment to estimate the bound.
+const SAMPLES: usize = 4096;
+
+/// The score as a `u32` that orders as `f32::total_cmp` does (without branches: negative
+/// scores have every bit flipped, the others only the sign bit).
+fn key(score: f32) -> u32 {
+    let bits = score.to_bits();
+    let negative = ((bits as i32) >> 31) as u32;
+    bits ^ (negative | 0x8000_0000)
+}
+
+/// Documents per block of the bound scan: a block none of whose scores reaches the bound is
+/// passed over after one branch-free (vectorized) check.
+const SCAN_BLOCK: usize = 32;
+
+impl<'a> TopK<'a> {
+    fn new(limit: usize, order: &'a dyn Fn(DocAddress) -> u64) -> Self {
+        TopK {
+            limit,
+            candidates: Vec::new(),
+            order,
+        }
+    }
+
+    /// Offers the positive scores of a segment's live documents.
+    fn collect(&mut self, alive: Option<&AliveBitSet>, segment_ord: usize, scores: &[f32]) {
+        if self.limit == 0 {
+            return;
+        }
+        let is_offered = |doc: usize, score: f32| {
+            is_scored(score) && alive.is_none_or(|a| a.is_alive(doc as u32))
+        };
+        // The bound: a sampled score that about 1.5 × `limit` documents should reach (0, below
+        // every key, when the sample is too small to tell).
+        let stride = (scores.len() / SAMPLES).max(1);
+        let mut sample: Vec<u32> = scores
+            .iter()
+            .enumerate()
+            .step_by(stride)
+            .filter(|&(doc, &score)| is_offered(doc, score))
+            .map(|(_, &score)| key(score))
+            .collect();
+        let rank = (self.limit * 3).div_ceil(2 * stride) + 8;
+        let bound = if rank < sample.len() {
+            *sample.select_nth_unstable_by(rank, |a, b| b.cmp(a)).1
+        } else {
+            0
+        };
+        let mut offer = |doc: usize, score: f32| {
+            let address = DocAddress::new(segment_ord as u32, doc as u32);
+            self.candidates.push(Ranked {
+                score,
+                order: (self.order)(address),
+                address,
+            });
+        };
+        let mut reached = 0usize;
+        for (block, chunk) in scores.chunks(SCAN_BLOCK).enumerate() {
+            if !chunk
+                .iter()
+                .fold(false, |any, &score| any | (key(score) >= bound))
+            {
+                continue;
+            }
+            for (i, &score) in chunk.iter().enumerate() {
+                let doc = block * SCAN_BLOCK + i;
+                if key(score) >= bound && is_offered(doc, score) {
+                    offer(doc, score);
+                    reached += 1;
+                }
+            }
+        }
+        if reached < self.limit && bound > 0 {
+            for (doc, &score) in scores.iter().enumerate() {
+                if key(score) < bound && is_offered(doc, score) {
+                    offer(doc, score);
+                }
+            }
+        }
+    }
+
+    /// The kept documents, best first.
+    fn into_sorted(mut self) -> Vec<(f32, DocAddress)> {
+        if self.candidates.len() > self.limit {
+            self.candidates.select_nth_unstable(self.limit);
+            self.candidates.truncate(self.limit);
+        }
+        self.candidates.sort_unstable();
+        self.candidates
+            .into_iter()
+            .map(|r| (r.score, r.address))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The best `limit` of every segment's offered documents by a full sort, as before the
+    /// bounded collection.
+    fn full_sort(
+        segments: &[Vec<f32>],
+        limit: usize,
+        order: &dyn Fn(DocAddress) -> u64,
+    ) -> Vec<(f32, DocAddress)> {
+        let mut all: Vec<(f32, DocAddress)> = Vec::new();
+        for (ord, scores) in segments.iter().enumerate() {
+            for (doc, &score) in scores.iter().enumerate() {
+                if is_scored(score) {
+                    all.push((score, DocAddress::new(ord as u32, doc as u32)));
+                }
+            }
+        }
+        all.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| order(a.1).cmp(&order(b.1)))
+                .then(a.1.cmp(&b.1))
+        });
+        all.truncate(limit);
+        all
+    }
+
+    #[test]
+    fn bounded_collection_keeps_the_best_of_a_full_sort() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        // Reversed catalog order, so that ties do not follow the addresses.
+        let order =
+            |a: DocAddress| u64::MAX - (u64::from(a.segment_ord) << 32 | u64::from(a.doc_id));
+        for case in 0..60 {
+            let segments: Vec<Vec<f32>> = (0..1 + case % 3)
+                .map(|_| {
+                    let len = (next() % 30_000) as usize;
+                    // Few distinct values (many ties), zeros, and the odd negative score.
+                    let distinct = 1 + next() % if case % 2 == 0 { 50 } else { 100_000 };
+                    (0..len)
+                        .map(|_| match next() % 10 {
+                            0..=2 => 0.0,
+                            3 if case % 5 == 0 => -1.5,
+                            _ => (next() % distinct) as f32 * 0.37 + 0.01,
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut segments = segments;
+            if case % 4 == 3 {
+                // High scores exactly where the bound is sampled: the bound overshoots and the
+                // rest must be added.
+                let len = 40_000;
+                let stride = len / SAMPLES;
+                segments.push(
+                    (0..len)
+                        .map(|doc| if doc % stride == 0 { 9.0 } else { 1.0 })
+                        .collect(),
+                );
+            }
+            for limit in [0, 1, 20, 1000, 5000, 12_000] {
+                let mut top = TopK::new(limit, &order);
+                for (ord, scores) in segments.iter().enumerate() {
+                    top.collect(None, ord, scores);
+                }
+                assert_eq!(
+                    top.into_sorted(),
+                    full_sort(&segments, limit, &order),
+                    "case {case}, limit {limit}"
+                );
+            }
+        }
+    }
 }

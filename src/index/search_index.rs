@@ -215,8 +215,11 @@ pub struct SearchIndex {
     reader: IndexReader,
     schema: Schema,
     fields: Fields,
-    /// Page key → catalog position.
+    /// Page key → catalog position (the catalog's table, read in place).
     positions: KeyTable,
+    /// The catalog position of every document of the open generation, per segment, read on
+    /// first use (a one-shot call maps its hits and nothing else).
+    doc_positions: std::sync::OnceLock<DocPositions>,
     /// Average field lengths, computed on first use.
     average_lengths: std::sync::Mutex<HashMap<Field, f32>>,
 }
@@ -233,7 +236,7 @@ impl SearchIndex {
             exact_path: field(&schema, "exact_path")?,
             exact_title: field(&schema, "exact_title")?,
         };
-        let reader = index
+        let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
@@ -241,6 +244,7 @@ impl SearchIndex {
             reader,
             schema,
             fields,
+            doc_positions: std::sync::OnceLock::new(),
             positions,
             average_lengths: std::sync::Mutex::new(HashMap::new()),
         })
@@ -250,12 +254,28 @@ impl SearchIndex {
         self.reader.searcher()
     }
 
-    fn doc_columns(&self, searcher: &Searcher) -> Result<Vec<Column<u64>>, IndexError> {
-        searcher
-            .segment_readers()
-            .iter()
-            .map(|segment| Ok(segment.fast_fields().u64("key")?))
-            .collect()
+    /// The catalog positions of the documents of `searcher`'s segments: those read at open
+    /// (the reader never reloads), or read now for another set of segments.
+    fn doc_positions<'s>(
+        &'s self,
+        searcher: &Searcher,
+    ) -> Result<std::borrow::Cow<'s, DocPositions>, IndexError> {
+        let opened = self.reader.searcher();
+        if opened.segment_readers().len() == searcher.segment_readers().len()
+            && self.doc_positions.get().is_none()
+        {
+            // The usual case: read the positions of the opened segments once.
+            let read = DocPositions::read(&opened, &self.positions)?;
+            let _ = self.doc_positions.set(read);
+        }
+        if let Some(known) = self.doc_positions.get().filter(|d| d.matches(searcher)) {
+            Ok(std::borrow::Cow::Borrowed(known))
+        } else {
+            Ok(std::borrow::Cow::Owned(DocPositions::read(
+                searcher,
+                &self.positions,
+            )?))
+        }
     }
 
     /// The average length of `field`, computed once (the reader never reloads).
@@ -275,15 +295,6 @@ impl SearchIndex {
         Ok(v)
     }
 
-    /// The catalog position of a document, for ordering ties (unknown documents last).
-    fn order_of(&self, columns: &[Column<u64>], address: DocAddress) -> u64 {
-        columns
-            .get(address.segment_ord as usize)
-            .and_then(|c| c.first(address.doc_id))
-            .and_then(|key| self.positions.get(key))
-            .map_or(u64::MAX, u64::from)
-    }
-
     fn run(
         &self,
         searcher: &Searcher,
@@ -301,15 +312,12 @@ impl SearchIndex {
         searcher: &Searcher,
         top: Vec<(f32, DocAddress)>,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        let columns = self.doc_columns(searcher)?;
+        let positions = self.doc_positions(searcher)?;
         let mut hits: Vec<LaneHit> = top
             .into_iter()
             .filter_map(|(score, address)| {
-                let key = columns
-                    .get(address.segment_ord as usize)?
-                    .first(address.doc_id)?;
                 Some(LaneHit {
-                    position: self.positions.get(key)?,
+                    position: positions.get(address)?,
                     score,
                     address,
                 })
@@ -379,8 +387,8 @@ impl SearchIndex {
                 term_weights: if words { &[] } else { &text_weights },
             })
             .collect();
-        let columns = self.doc_columns(searcher)?;
-        let order = |a: DocAddress| self.order_of(&columns, a);
+        let positions = self.doc_positions(searcher)?;
+        let order = |a: DocAddress| positions.order(a);
         let average = |f: Field| self.average_field_length(searcher, f);
         let collection = bm25::Collection {
             order: &order,
@@ -406,8 +414,8 @@ impl SearchIndex {
             .collect();
         let terms = analysis::query_terms(query_text);
         let weights = analysis::query_term_weights(&terms);
-        let columns = self.doc_columns(searcher)?;
-        let order = |a: DocAddress| self.order_of(&columns, a);
+        let positions = self.doc_positions(searcher)?;
+        let order = |a: DocAddress| positions.order(a);
         let average = |f: Field| self.average_field_length(searcher, f);
         let collection = bm25::Collection {
             order: &order,
@@ -494,19 +502,15 @@ impl SearchIndex {
             };
             clauses.push((Occur::Must, query));
         }
-        let columns = self.doc_columns(searcher)?;
         if clauses.is_empty() {
             return Ok(self.positions.positions().collect());
         }
+        let positions = self.doc_positions(searcher)?;
         let docs = searcher.search(
             &BooleanQuery::new(clauses),
             &tantivy::collector::DocSetCollector,
         )?;
-        Ok(docs
-            .into_iter()
-            .filter_map(|a| columns.get(a.segment_ord as usize)?.first(a.doc_id))
-            .filter_map(|key| self.positions.get(key))
-            .collect())
+        Ok(docs.into_iter().filter_map(|a| positions.get(a)).collect())
     }
 
     fn exact(
@@ -575,6 +579,57 @@ impl SearchIndex {
     /// Number of indexed pages.
     pub fn num_docs(&self) -> u64 {
         self.searcher().num_docs()
+    }
+}
+
+/// The catalog position of every document, per segment (`u32::MAX`: a document whose key the
+/// catalog does not know), with the segments' ids to tell whether a searcher has the same
+/// segments.
+#[derive(Clone)]
+struct DocPositions {
+    segments: Vec<(tantivy::index::SegmentId, Vec<u32>)>,
+}
+
+impl DocPositions {
+    const UNKNOWN: u32 = u32::MAX;
+
+    fn read(searcher: &Searcher, positions: &KeyTable) -> Result<Self, IndexError> {
+        let mut segments = Vec::with_capacity(searcher.segment_readers().len());
+        for segment in searcher.segment_readers() {
+            let keys: Column<u64> = segment.fast_fields().u64("key")?;
+            let of_doc = (0..segment.max_doc())
+                .map(|doc| {
+                    keys.first(doc)
+                        .and_then(|key| positions.get(key))
+                        .unwrap_or(Self::UNKNOWN)
+                })
+                .collect();
+            segments.push((segment.segment_id(), of_doc));
+        }
+        Ok(DocPositions { segments })
+    }
+
+    fn matches(&self, searcher: &Searcher) -> bool {
+        let readers = searcher.segment_readers();
+        readers.len() == self.segments.len()
+            && readers
+                .iter()
+                .zip(&self.segments)
+                .all(|(r, (id, docs))| r.segment_id() == *id && r.max_doc() as usize == docs.len())
+    }
+
+    /// The catalog position of a document, if the catalog knows it.
+    fn get(&self, address: DocAddress) -> Option<u32> {
+        self.segments
+            .get(address.segment_ord as usize)
+            .and_then(|(_, docs)| docs.get(address.doc_id as usize))
+            .copied()
+            .filter(|&p| p != Self::UNKNOWN)
+    }
+
+    /// The catalog position of a document, for ordering ties (unknown documents last).
+    fn order(&self, address: DocAddress) -> u64 {
+        self.get(address).map_or(u64::MAX, u64::from)
     }
 }
 
