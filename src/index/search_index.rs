@@ -278,6 +278,24 @@ impl SearchIndex {
         }
     }
 
+    /// Positions for looking up a few documents (hits, ties near the top): the table when it
+    /// was read already, else each document's key looked up in the catalog's key table, so that
+    /// a one-shot call does not read the key of every document.
+    fn few_positions<'s>(&'s self, searcher: &Searcher) -> Result<Positions<'s>, IndexError> {
+        if let Some(known) = self.doc_positions.get().filter(|d| d.matches(searcher)) {
+            return Ok(Positions::Table(known));
+        }
+        let columns = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| Ok(segment.fast_fields().u64("key")?))
+            .collect::<Result<Vec<Column<u64>>, IndexError>>()?;
+        Ok(Positions::Keys {
+            columns,
+            keys: &self.positions,
+        })
+    }
+
     /// The average length of `field`, computed once (the reader never reloads).
     fn average_field_length(&self, searcher: &Searcher, field: Field) -> Result<f32, IndexError> {
         if let Some(v) = self
@@ -312,7 +330,7 @@ impl SearchIndex {
         searcher: &Searcher,
         top: Vec<(f32, DocAddress)>,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        let positions = self.doc_positions(searcher)?;
+        let positions = self.few_positions(searcher)?;
         let mut hits: Vec<LaneHit> = top
             .into_iter()
             .filter_map(|(score, address)| {
@@ -387,7 +405,7 @@ impl SearchIndex {
                 term_weights: if words { &[] } else { &text_weights },
             })
             .collect();
-        let positions = self.doc_positions(searcher)?;
+        let positions = self.few_positions(searcher)?;
         let order = |a: DocAddress| positions.order(a);
         let average = |f: Field| self.average_field_length(searcher, f);
         let collection = bm25::Collection {
@@ -414,7 +432,7 @@ impl SearchIndex {
             .collect();
         let terms = analysis::query_terms(query_text);
         let weights = analysis::query_term_weights(&terms);
-        let positions = self.doc_positions(searcher)?;
+        let positions = self.few_positions(searcher)?;
         let order = |a: DocAddress| positions.order(a);
         let average = |f: Field| self.average_field_length(searcher, f);
         let collection = bm25::Collection {
@@ -626,8 +644,29 @@ impl DocPositions {
             .copied()
             .filter(|&p| p != Self::UNKNOWN)
     }
+}
 
-    /// The catalog position of a document, for ordering ties (unknown documents last).
+/// Catalog positions of documents: the table of every document, or a lookup per document.
+enum Positions<'s> {
+    Table(&'s DocPositions),
+    Keys {
+        columns: Vec<Column<u64>>,
+        keys: &'s KeyTable,
+    },
+}
+
+impl Positions<'_> {
+    fn get(&self, address: DocAddress) -> Option<u32> {
+        match self {
+            Positions::Table(table) => table.get(address),
+            Positions::Keys { columns, keys } => columns
+                .get(address.segment_ord as usize)?
+                .first(address.doc_id)
+                .and_then(|key| keys.get(key)),
+        }
+    }
+
+    /// For ordering ties (unknown documents last).
     fn order(&self, address: DocAddress) -> u64 {
         self.get(address).map_or(u64::MAX, u64::from)
     }
