@@ -232,13 +232,18 @@ struct CachedStemmer;
 const STEM_CACHE_WORDS: usize = 200_000;
 
 thread_local! {
-    static STEMS: std::cell::RefCell<std::collections::HashMap<String, String>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
+    static STEMS: std::cell::RefCell<rustc_hash::FxHashMap<String, String>> =
+        std::cell::RefCell::new(rustc_hash::FxHashMap::default());
 }
 
 fn stem_into(word: &mut String) {
     static STEMMER: OnceLock<frostem::Stemmer> = OnceLock::new();
     let stemmer = STEMMER.get_or_init(|| frostem::Stemmer::new(frostem::Algorithm::English));
+    // Every rule of the English stemmer needs an ASCII letter: CJK characters and bigrams,
+    // numbers and other scripts come out as they went in.
+    if !word.bytes().any(|b| b.is_ascii_alphabetic()) {
+        return;
+    }
     STEMS.with(|stems| {
         let mut stems = stems.borrow_mut();
         if let Some(stem) = stems.get(word.as_str()) {
@@ -446,7 +451,8 @@ mod tests {
     #[test]
     fn cached_stemming_is_tantivy_stemming() {
         let text = "Running runners ran; the generously generous generation's studies studied \
-                    ponies caresses CONSIGNMENT consigned 数据库 running runners";
+                    ponies caresses CONSIGNMENT consigned 数据库 running runners ΟΔΟΣ Ελληνικά \
+                    東京大学 2023 ١٢٣ naïve cafés";
         let mut ours = text_analyzer();
         let mut theirs = TextAnalyzer::builder(KbTokenizer { words: false })
             .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
