@@ -399,7 +399,7 @@ fn run(cli: Cli) -> Result<i32> {
                     kb.manifest.counts.files
                 );
             }
-            serve_stdio(live, options)?;
+            serve_stdio(live, options, server_log(source.quiet))?;
             drop(watcher);
             Ok(0)
         }
