@@ -59,6 +59,11 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// A server with extra `kbtools serve` arguments.
+    fn start_with(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr.txt");
         let port = TcpListener::bind("127.0.0.1:0")
@@ -76,6 +81,7 @@ impl Server {
             .arg(addr.to_string())
             .arg("--header-timeout")
             .arg(HEADER_TIMEOUT_SECS.to_string())
+            .args(extra)
             .env("KBTOOLS_TODAY", common::TODAY)
             .env_remove("KBTOOLS_TOKEN")
             .env_remove("KBTOOLS_BUNDLE")
@@ -567,5 +573,22 @@ fn two_hundred_parallel_requests_are_all_answered() {
         "kbtools serve peak RSS after 200 parallel requests: {} KiB",
         server.peak_rss_kib()
     );
+    server.still_answers();
+}
+
+#[test]
+fn connections_over_the_cap_wait_and_are_served_when_slots_free() {
+    let mut server = Server::start_with(&["--max-connections", "20"]);
+    // The health probe of `start` has ended; hold every slot with connections that send nothing.
+    let held: Vec<TcpStream> = (0..20).map(|_| server.connect()).collect();
+    // Over the cap: accepted by the kernel, served once the idle ones are cut off.
+    let started = Instant::now();
+    server.still_answers();
+    eprintln!(
+        "a request over a 20-connection cap held by idle clients was answered after {:?} \
+         (header timeout {HEADER_TIMEOUT_SECS} s)",
+        started.elapsed()
+    );
+    drop(held);
     server.still_answers();
 }

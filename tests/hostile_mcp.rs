@@ -452,7 +452,23 @@ fn binary_garbage_is_answered_as_parse_errors_and_skipped() {
             assert!([-32700, -32600].contains(&code), "{message}");
         }
     }
-    server.finish();
+
+    // A flood of garbage lines: each answered, the server still works, and the log stays short
+    // (the first 100 rejected lines, then every 1000th).
+    let flood: Vec<u8> = b"\x01\x02 not json\n".repeat(5_000);
+    server.send(&flood);
+    let others = server.still_answers();
+    assert_eq!(others.len(), 5_000);
+    let stderr = server.finish();
+    let logged = stderr
+        .lines()
+        .filter(|l| l.contains("MCP input line"))
+        .count();
+    assert!(
+        (100..=110).contains(&logged),
+        "{logged} lines logged:\n{stderr}"
+    );
+    assert!(stderr.contains("reported every 1000th"), "{stderr}");
 }
 
 #[test]
@@ -540,7 +556,12 @@ fn requests_before_initialize_get_an_error_and_initialize_still_works() {
 fn end_of_input_ends_the_server_promptly_with_exit_code_0() {
     // Closed before anything was sent.
     let mut server = Server::start();
+    let closed = Instant::now();
     let status = server.close_and_wait();
+    eprintln!(
+        "kbtools mcp exited {:?} after end of input",
+        closed.elapsed()
+    );
     assert!(status.success(), "{status}; {}", server.stderr());
     assert!(!server.stderr().contains("panicked"));
 
