@@ -64,6 +64,12 @@ impl Server {
 
     /// A server with extra `kbtools serve` arguments.
     fn start_with(extra: &[&str]) -> Server {
+        Server::spawn(None, extra)
+    }
+
+    /// A server with extra arguments, under a soft limit on open files when one is given (the
+    /// shell's `ulimit -n`, then `exec`, so the child is kbtools itself).
+    fn spawn(open_files: Option<u32>, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr.txt");
         let port = TcpListener::bind("127.0.0.1:0")
@@ -72,7 +78,18 @@ impl Server {
             .unwrap()
             .port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_kbtools"))
+        let mut command = match open_files {
+            None => Command::new(env!("CARGO_BIN_EXE_kbtools")),
+            Some(n) => {
+                let mut shell = Command::new("sh");
+                shell
+                    .arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_kbtools"));
+                shell
+            }
+        };
+        let child = command
             .arg("serve")
             .arg("--index")
             .arg(index_dir())
@@ -591,4 +608,27 @@ fn connections_over_the_cap_wait_and_are_served_when_slots_free() {
     );
     drop(held);
     server.still_answers();
+}
+
+#[test]
+fn running_out_of_file_descriptors_does_not_stop_the_server() {
+    // 128 open files for the server; 300 connections exhaust them. Accepting fails (EMFILE)
+    // until idle connections are cut off; the server waits, then accepts again.
+    let mut server = Server::spawn(Some(128), &[]);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.child.id())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert_eq!(line.split_whitespace().nth(3), Some("128"), "{line}");
+    let held: Vec<TcpStream> = (0..300).map(|_| server.connect()).collect();
+    let started = Instant::now();
+    server.still_answers();
+    eprintln!(
+        "with 300 idle connections against a 128-file limit, a request was answered after {:?}",
+        started.elapsed()
+    );
+    drop(held);
+    server.still_answers();
+    assert!(!server.stderr().contains("panicked"), "{}", server.stderr());
 }

@@ -581,7 +581,7 @@ fn end_of_input_ends_the_server_promptly_with_exit_code_0() {
     let stderr = server.finish();
     assert!(stderr.contains("Parse error"), "{stderr}");
 
-    // Closed while tool calls are in flight: the server still exits cleanly.
+    // Closed while tool calls are in flight: every call is still answered, then a clean exit.
     let mut server = Server::initialized();
     for id in 10..40 {
         server.send_json(
@@ -590,5 +590,15 @@ fn end_of_input_ends_the_server_promptly_with_exit_code_0() {
             }}),
         );
     }
+    drop(server.stdin.take());
+    let mut answered: Vec<u64> = (0..30)
+        .map(|_| {
+            let reply = server.message();
+            assert_ne!(reply["result"]["isError"], true, "{reply}");
+            reply["id"].as_u64().unwrap()
+        })
+        .collect();
+    answered.sort();
+    assert_eq!(answered, (10..40).collect::<Vec<u64>>());
     server.finish();
 }
