@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rmcp::model::{CustomRequest, CustomResult};
+use rmcp::model::{CustomRequest, CustomResult, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt};
 
@@ -342,7 +342,7 @@ impl ServerHandler for KbServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name: Cow<'static, str> = request.name;
         if !TOOL_NAMES.contains(&name.as_ref()) {
@@ -357,9 +357,15 @@ impl ServerHandler for KbServer {
         }
         let server = self.clone();
         let arguments = request.arguments;
-        let result = tokio::task::spawn_blocking(move || server.answer(&name, arguments)).await;
+        let cancelled = context.ct.clone();
+        // A call cancelled while it waited for a thread is not run (its answer is dropped).
+        let result = tokio::task::spawn_blocking(move || {
+            (!cancelled.is_cancelled()).then(|| server.answer(&name, arguments))
+        })
+        .await;
         match result {
-            Ok(answer) => Ok(answer.into()),
+            Ok(Some(answer)) => Ok(answer.into()),
+            Ok(None) => Err(McpError::internal_error("The call was cancelled.", None)),
             Err(e) => Err(McpError::internal_error(
                 format!("{}: {e}", ErrorCode::InternalError.as_str()),
                 None,
@@ -393,6 +399,89 @@ const KNOWN_METHODS: [&str; 5] = [
 /// line is discarded as it streams in and answered with an invalid-request error.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
+/// Most requests read and not yet answered (and error answers not yet written). Beyond it the
+/// transport stops reading its input until answers are written, so a client that sends without
+/// reading the answers blocks on its own pipe instead of growing the server's memory.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// How long a full window waits with no answer being written before its count is presumed
+/// stale (a request the SDK never answered) and reset, so the server cannot stall for good.
+const STALL_RESET: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The requests read and not yet answered, by id (a client may reuse an id).
+#[derive(Default)]
+struct InFlight {
+    state: Mutex<InFlightState>,
+    freed: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct InFlightState {
+    by_id: std::collections::HashMap<RequestId, usize>,
+    total: usize,
+    /// Answers being written now.
+    writing: usize,
+}
+
+impl InFlight {
+    fn state(&self) -> std::sync::MutexGuard<'_, InFlightState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn start(&self, id: RequestId) {
+        let mut state = self.state();
+        *state.by_id.entry(id).or_default() += 1;
+        state.total += 1;
+    }
+
+    /// An answer to `id` was written (or failed to be), or `id` was cancelled (`all`).
+    fn finish(&self, id: &RequestId, all: bool) {
+        let mut state = self.state();
+        let Some(count) = state.by_id.get_mut(id) else {
+            return;
+        };
+        let done = if all { *count } else { 1 };
+        *count -= done;
+        if *count == 0 {
+            state.by_id.remove(id);
+        }
+        state.total -= done;
+        drop(state);
+        self.freed.notify_one();
+    }
+
+    fn full(&self) -> bool {
+        self.state().total >= MAX_IN_FLIGHT
+    }
+
+    fn writing(&self, delta: isize) {
+        let mut state = self.state();
+        state.writing = state.writing.saturating_add_signed(delta);
+    }
+
+    /// Forgets every request when nothing is being written: the count is stale.
+    fn reset_if_stalled(&self) -> bool {
+        let mut state = self.state();
+        if state.writing > 0 {
+            return false;
+        }
+        state.by_id.clear();
+        state.total = 0;
+        true
+    }
+}
+
+/// The id of an answer the server sends.
+fn answered_id(message: &TxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
+    match message {
+        rmcp::model::JsonRpcMessage::Response(response) => Some(response.id.clone()),
+        rmcp::model::JsonRpcMessage::Error(error) => error.id.clone(),
+        _ => None,
+    }
+}
+
 /// Rejected lines reported on the log one by one; after that, only every 1000th.
 const LOGGED_REJECTIONS: u64 = 100;
 
@@ -415,6 +504,7 @@ pub struct LineTransport<R, W> {
     write: Arc<tokio::sync::Mutex<W>>,
     /// Error answers being written (waited for at end of input).
     replies: tokio::task::JoinSet<()>,
+    in_flight: Arc<InFlight>,
     log: Log,
 }
 
@@ -457,6 +547,7 @@ where
             rejected: 0,
             write: Arc::new(tokio::sync::Mutex::new(write)),
             replies: tokio::task::JoinSet::new(),
+            in_flight: Arc::new(InFlight::default()),
             log,
         }
     }
@@ -629,17 +720,43 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = self.write.clone();
+        let in_flight = self.in_flight.clone();
+        let answered = answered_id(&item);
         async move {
-            let mut bytes = serde_json::to_vec(&item)?;
-            bytes.push(b'\n');
-            let mut write = write.lock().await;
-            write.write_all(&bytes).await?;
-            write.flush().await
+            in_flight.writing(1);
+            let written = async {
+                let mut bytes = serde_json::to_vec(&item)?;
+                bytes.push(b'\n');
+                let mut write = write.lock().await;
+                write.write_all(&bytes).await?;
+                write.flush().await
+            }
+            .await;
+            in_flight.writing(-1);
+            if let Some(id) = answered {
+                in_flight.finish(&id, false);
+            }
+            written
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            // Backpressure: wait for answers to be written before reading more.
+            while self.replies.len() >= MAX_IN_FLIGHT {
+                self.replies.join_next().await;
+            }
+            while self.in_flight.full() {
+                let freed = self.in_flight.freed.notified();
+                if tokio::time::timeout(STALL_RESET, freed).await.is_err()
+                    && self.in_flight.reset_if_stalled()
+                {
+                    (self.log)(
+                        Level::Warning,
+                        "MCP: requests without an answer for a while; no longer counted",
+                    );
+                }
+            }
             let read = self.read_line().await;
             self.line_number += 1;
             match read {
@@ -667,7 +784,25 @@ where
                 self.line.shrink_to(64 * 1024);
             }
             match parsed {
-                Parsed::Message(message) => return Some(*message),
+                Parsed::Message(message) => {
+                    match message.as_ref() {
+                        rmcp::model::JsonRpcMessage::Request(request) => {
+                            self.in_flight.start(request.id.clone());
+                        }
+                        rmcp::model::JsonRpcMessage::Notification(notification) => {
+                            if let rmcp::model::ClientNotification::CancelledNotification(
+                                cancelled,
+                            ) = &notification.notification
+                            {
+                                if let Some(id) = &cancelled.params.request_id {
+                                    self.in_flight.finish(id, true);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                    return Some(*message);
+                }
                 Parsed::Blank => {}
                 Parsed::Ignored(why) => self.report(&why),
                 Parsed::Rejected { id, code, message } => self.reject(id, code, message),
