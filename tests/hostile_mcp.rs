@@ -52,11 +52,20 @@ struct Server {
     lines: Receiver<String>,
     stderr: PathBuf,
     next_id: u64,
+    /// Starts the stdout reader.
+    go: mpsc::Sender<()>,
     _dir: tempfile::TempDir,
 }
 
 impl Server {
     fn start() -> Server {
+        let server = Server::start_unread();
+        server.read_stdout();
+        server
+    }
+
+    /// A started server whose stdout is not read until [`Server::read_stdout`].
+    fn start_unread() -> Server {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr.txt");
         let mut child = Command::new(env!("CARGO_BIN_EXE_kbtools"))
@@ -75,7 +84,11 @@ impl Server {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
+        let (go, wait) = mpsc::channel::<()>();
         std::thread::spawn(move || {
+            if wait.recv().is_err() {
+                return;
+            }
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { return };
                 if tx.send(line).is_err() {
@@ -89,8 +102,13 @@ impl Server {
             lines,
             stderr,
             next_id: 1000,
+            go,
             _dir: dir,
         }
+    }
+
+    fn read_stdout(&self) {
+        self.go.send(()).unwrap();
     }
 
     /// A started server after the `initialize` handshake.
@@ -531,6 +549,85 @@ fn a_64_mib_line_is_discarded_with_bounded_memory() {
     let stderr = server.stderr();
     assert!(stderr.contains("bytes long, more than the"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_client_that_does_not_read_its_answers_cannot_grow_the_server() {
+    let mut server = Server::start_unread();
+    server.send_json(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "hostile-mcp-test", "version": "1"}
+        }}),
+    );
+    server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // 20,000 requests (2.7 MB) and 1,000 garbage lines, while nobody reads stdout.
+    let mut flood = Vec::new();
+    for id in 0..20_000u64 {
+        flood.extend_from_slice(
+            json!({"jsonrpc": "2.0", "id": 10_000 + id, "method": "ping", "params": {"pad": "p".repeat(60)}})
+                .to_string()
+                .as_bytes(),
+        );
+        flood.push(b'\n');
+        if id % 20 == 0 {
+            flood.extend_from_slice(b"garbage\n");
+        }
+    }
+    let mut stdin = server.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let written = stdin.write_all(&flood).and_then(|()| stdin.flush());
+        (stdin, written)
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    // The server stopped reading once its answers backed up: the writer is still blocked, and
+    // the server's memory did not grow with the flood.
+    assert!(
+        !writer.is_finished(),
+        "the server read the whole flood without answering"
+    );
+    let blocked_kib = server.peak_rss_kib();
+
+    server.read_stdout();
+    let mut answered = std::collections::BTreeSet::new();
+    let mut errors = 0;
+    let mut first = true;
+    while answered.len() < 20_000 {
+        let message = server.message();
+        if first {
+            assert_eq!(message["id"], 1, "{message}");
+            first = false;
+            continue;
+        }
+        match message["id"].as_u64() {
+            Some(id) => {
+                assert!(message["result"].is_object(), "{message}");
+                answered.insert(id);
+            }
+            None => {
+                assert_eq!(error_of(&message).1, -32700, "{message}");
+                errors += 1;
+            }
+        }
+    }
+    let (stdin, written) = writer.join().unwrap();
+    written.unwrap();
+    server.stdin = Some(stdin);
+    assert_eq!(answered.first(), Some(&10_000));
+    assert_eq!(answered.last(), Some(&29_999));
+    server.still_answers();
+    while errors < 1_000 {
+        assert_eq!(error_of(&server.message()).1, -32700);
+        errors += 1;
+    }
+    eprintln!(
+        "kbtools mcp peak RSS: {blocked_kib} KiB while 2.7 MB of requests waited unread, {} KiB \
+         after answering them all",
+        server.peak_rss_kib()
+    );
+    assert!(blocked_kib < 64 * 1024, "{blocked_kib} KiB");
+    server.finish();
 }
 
 #[test]
