@@ -116,6 +116,10 @@ enum Command {
         /// Most connections served at once (more wait to be accepted).
         #[arg(long, default_value_t = 1024)]
         max_connections: usize,
+        /// Longest time a response may wait for a client that stopped reading, in seconds; the
+        /// connection is closed after it.
+        #[arg(long, default_value_t = 30)]
+        write_timeout: u64,
         /// Rebuild the index when files in a bundle change (the server switches to the rebuilt
         /// index between requests).
         #[arg(long)]
@@ -364,12 +368,14 @@ fn run(cli: Cli) -> Result<i32> {
             request_timeout,
             header_timeout,
             max_connections,
+            write_timeout,
             watch,
         } => {
             let limits = ServeLimits {
                 request_timeout,
                 header_timeout,
                 max_connections,
+                write_timeout,
             };
             serve_http(&source, bundles, &addr, token, limits, watch)
         }
@@ -799,6 +805,7 @@ struct ServeLimits {
     request_timeout: u64,
     header_timeout: u64,
     max_connections: usize,
+    write_timeout: u64,
 }
 
 fn serve_http(
@@ -841,6 +848,7 @@ fn serve_http(
         request_timeout: std::time::Duration::from_secs(limits.request_timeout.max(1)),
         header_read_timeout: std::time::Duration::from_secs(limits.header_timeout.max(1)),
         max_connections: limits.max_connections.max(1),
+        write_timeout: std::time::Duration::from_secs(limits.write_timeout.max(1)),
         ..Default::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -14,7 +14,9 @@
 //! keep-alive connection, is disconnected), the head is at most [`HttpOptions::max_head_bytes`]
 //! (431; a URI over 64 KiB is 414) with at most [`HttpOptions::max_headers`] fields (431), and at
 //! most [`HttpOptions::max_connections`] connections are served at once (more wait in the
-//! listen backlog). A garbage request is 400 and closes that connection only.
+//! listen backlog); a write that stays blocked for [`HttpOptions::write_timeout`] (a client that
+//! stops reading) closes the connection. A garbage request is 400 and closes that connection
+//! only.
 //!
 //! Each knowledge base is a [`LiveKnowledgeBase`]: a request takes one snapshot when it starts
 //! and answers from it, so a rebuilt index is picked up between requests and a response is never
@@ -61,6 +63,9 @@ pub struct HttpOptions {
     pub max_headers: usize,
     /// Most connections served at once; further connections wait to be accepted.
     pub max_connections: usize,
+    /// Longest time a write to a client may stay blocked (a client that stops reading its
+    /// response); the connection is closed after it.
+    pub write_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -73,6 +78,7 @@ impl Default for HttpOptions {
             max_head_bytes: 128 * 1024,
             max_headers: 100,
             max_connections: 1024,
+            write_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -276,6 +282,7 @@ pub async fn serve_live(
         };
         let _ = stream.set_nodelay(true);
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let stream = WriteTimeout::new(stream, options.write_timeout);
         let connection = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
         let mut close = closing.subscribe();
         tokio::spawn(async move {
@@ -295,6 +302,99 @@ pub async fn serve_live(
     // Every connection holds a slot until it ends: wait for them all.
     let _ = slots.acquire_many(max_connections as u32).await;
     Ok(())
+}
+
+/// A connection whose writes fail with `TimedOut` once one stays blocked for `timeout` (a
+/// client that stops reading would otherwise hold its connection, and its response, forever).
+struct WriteTimeout<T> {
+    inner: T,
+    timeout: Duration,
+    /// Started when a write blocks; cleared when one completes.
+    stalled: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteTimeout<T> {
+    fn new(inner: T, timeout: Duration) -> Self {
+        WriteTimeout {
+            inner,
+            timeout,
+            stalled: None,
+        }
+    }
+
+    /// Passes a ready result through; on `Pending`, fails once the stall outlasts the timeout.
+    fn check<R>(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        poll: std::task::Poll<std::io::Result<R>>,
+    ) -> std::task::Poll<std::io::Result<R>> {
+        use std::task::Poll;
+        if poll.is_ready() {
+            self.stalled = None;
+            return poll;
+        }
+        let timeout = self.timeout;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client stopped reading",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteTimeout<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteTimeout<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let poll = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.check(cx, poll)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let poll = std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.check(cx, poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let poll = std::pin::Pin::new(&mut self.inner).poll_flush(cx);
+        self.check(cx, poll)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let poll = std::pin::Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.check(cx, poll)
+    }
 }
 
 fn is_connection_error(e: &std::io::Error) -> bool {
