@@ -632,3 +632,42 @@ fn running_out_of_file_descriptors_does_not_stop_the_server() {
     server.still_answers();
     assert!(!server.stderr().contains("panicked"), "{}", server.stderr());
 }
+
+#[test]
+fn a_client_that_stops_reading_is_disconnected_after_the_write_timeout() {
+    let mut server = Server::start_with(&["--write-timeout", "2"]);
+    let (status, spec) = server.try_get("/openapi/v2/openapi.json").unwrap();
+    assert_eq!(status, 200);
+    let size = spec.to_string().len();
+    // 2,000 pipelined requests for the served document (far more than the socket buffers
+    // hold), and no read while the server writes.
+    let mut stream = server.connect();
+    let mut writer = stream.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        let one = "GET /openapi/v2/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n";
+        let _ = writer.write_all(one.repeat(2_000).as_bytes());
+    });
+    // Meanwhile others are answered; the stalled connection is cut 2 s into its stall.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        server.still_answers();
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let mut bytes = Vec::new();
+    let read = stream.read_to_end(&mut bytes);
+    if let Err(e) = &read {
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+    }
+    let answered = statuses(&bytes).len();
+    eprintln!(
+        "a client that stopped reading got {answered} of 2,000 pipelined responses of {size} \
+         bytes before the server closed the connection ({})",
+        match &read {
+            Ok(_) => "end of stream".to_string(),
+            Err(e) => e.to_string(),
+        }
+    );
+    assert!(answered < 2_000, "the connection was never cut off");
+    let _ = sender.join();
+    server.still_answers();
+}
