@@ -9,8 +9,10 @@
 //! [`MAX_LINE_BYTES`] is discarded as it streams in (never held in memory); a line that is not
 //! JSON is answered with a JSON-RPC parse error (id `null`), and JSON that is not a message (a
 //! batch array, a wrong `jsonrpc`, an `id` of another type than string or integer, no `method`)
-//! with an invalid-request error carrying the `id` when it has a valid one. Each rejected line is
-//! also reported on the log (stderr), with its line number. End of input ends the session.
+//! with an invalid-request error carrying the `id` when it has a valid one, as is a request that
+//! reuses the id of one in flight. Each rejected line is also reported on the log (stderr), with
+//! its line number. At most [`MAX_IN_FLIGHT`] requests are read ahead of their answers. End of
+//! input ends the session.
 
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
@@ -408,7 +410,7 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// stale (a request the SDK never answered) and reset, so the server cannot stall for good.
 const STALL_RESET: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The requests read and not yet answered, by id (a client may reuse an id).
+/// The requests read and not yet answered, by id.
 #[derive(Default)]
 struct InFlight {
     state: Mutex<InFlightState>,
@@ -417,8 +419,7 @@ struct InFlight {
 
 #[derive(Default)]
 struct InFlightState {
-    by_id: std::collections::HashMap<RequestId, usize>,
-    total: usize,
+    ids: std::collections::HashSet<RequestId>,
     /// Answers being written now.
     writing: usize,
 }
@@ -430,30 +431,21 @@ impl InFlight {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn start(&self, id: RequestId) {
-        let mut state = self.state();
-        *state.by_id.entry(id).or_default() += 1;
-        state.total += 1;
+    /// Counts request `id`; false when a request with this id is already in flight (the SDK
+    /// would answer only one of them).
+    fn start(&self, id: RequestId) -> bool {
+        self.state().ids.insert(id)
     }
 
-    /// An answer to `id` was written (or failed to be), or `id` was cancelled (`all`).
-    fn finish(&self, id: &RequestId, all: bool) {
-        let mut state = self.state();
-        let Some(count) = state.by_id.get_mut(id) else {
-            return;
-        };
-        let done = if all { *count } else { 1 };
-        *count -= done;
-        if *count == 0 {
-            state.by_id.remove(id);
+    /// An answer to `id` was written (or failed to be), or `id` was cancelled.
+    fn finish(&self, id: &RequestId) {
+        if self.state().ids.remove(id) {
+            self.freed.notify_one();
         }
-        state.total -= done;
-        drop(state);
-        self.freed.notify_one();
     }
 
     fn full(&self) -> bool {
-        self.state().total >= MAX_IN_FLIGHT
+        self.state().ids.len() >= MAX_IN_FLIGHT
     }
 
     fn writing(&self, delta: isize) {
@@ -467,8 +459,7 @@ impl InFlight {
         if state.writing > 0 {
             return false;
         }
-        state.by_id.clear();
-        state.total = 0;
+        state.ids.clear();
         true
     }
 }
@@ -734,7 +725,7 @@ where
             .await;
             in_flight.writing(-1);
             if let Some(id) = answered {
-                in_flight.finish(&id, false);
+                in_flight.finish(&id);
             }
             written
         }
@@ -786,8 +777,17 @@ where
             match parsed {
                 Parsed::Message(message) => {
                     match message.as_ref() {
-                        rmcp::model::JsonRpcMessage::Request(request) => {
-                            self.in_flight.start(request.id.clone());
+                        // Counts the request; a reused id is answered here instead.
+                        rmcp::model::JsonRpcMessage::Request(request)
+                            if !self.in_flight.start(request.id.clone()) =>
+                        {
+                            let id = serde_json::to_value(&request.id).unwrap_or_default();
+                            let message = format!(
+                                "Invalid request: id {} is already used by a request in flight.",
+                                crate::text::truncate_chars(&id.to_string(), 64)
+                            );
+                            self.reject(id, INVALID_REQUEST, message);
+                            continue;
                         }
                         rmcp::model::JsonRpcMessage::Notification(notification) => {
                             if let rmcp::model::ClientNotification::CancelledNotification(
@@ -795,7 +795,7 @@ where
                             ) = &notification.notification
                             {
                                 if let Some(id) = &cancelled.params.request_id {
-                                    self.in_flight.finish(id, true);
+                                    self.in_flight.finish(id);
                                 }
                             }
                         }
