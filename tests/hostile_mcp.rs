@@ -471,6 +471,33 @@ fn binary_garbage_is_answered_as_parse_errors_and_skipped() {
         }
     }
 
+    // 100 requests with one id: each gets exactly one answer, an error for a request reusing the
+    // id of one in flight, so none is silently dropped.
+    let mut burst = Vec::new();
+    for _ in 0..100 {
+        burst.extend_from_slice(
+            json!({"jsonrpc": "2.0", "id": "same", "method": "tools/call", "params": {
+                "name": "list_tree", "arguments": {"parentPath": "pages"}
+            }})
+            .to_string()
+            .as_bytes(),
+        );
+        burst.push(b'\n');
+    }
+    server.send(&burst);
+    let others = server.still_answers();
+    let same: Vec<&Value> = others.iter().filter(|m| m["id"] == "same").collect();
+    assert_eq!((same.len(), others.len()), (100, 100), "{others:?}");
+    let reused = same.iter().filter(|m| m["error"]["code"] == -32600).count();
+    assert!(
+        same.iter()
+            .all(|m| m["result"]["isError"] == false || m["error"]["code"] == -32600),
+        "{same:?}"
+    );
+    // The first is answered; how many reuse an id still in flight depends on timing.
+    assert!(reused < 100, "{reused} of 100 rejected");
+    eprintln!("100 requests with one id: {reused} rejected as reusing the id of one in flight");
+
     // A flood of garbage lines: each answered, the server still works, and the log stays short
     // (the first 100 rejected lines, then every 1000th).
     let flood: Vec<u8> = b"\x01\x02 not json\n".repeat(5_000);
