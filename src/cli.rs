@@ -109,6 +109,17 @@ enum Command {
         /// Longest time one request may take, in seconds.
         #[arg(long, default_value_t = 30)]
         request_timeout: u64,
+        /// Longest time a client may take to send a request's headers, and longest idle time of
+        /// a kept-alive connection, in seconds; the connection is closed after it.
+        #[arg(long, default_value_t = 10)]
+        header_timeout: u64,
+        /// Most connections served at once (more wait to be accepted).
+        #[arg(long, default_value_t = 1024)]
+        max_connections: usize,
+        /// Longest time a response may wait for a client that stopped reading, in seconds; the
+        /// connection is closed after it.
+        #[arg(long, default_value_t = 30)]
+        write_timeout: u64,
         /// Rebuild the index when files in a bundle change (the server switches to the rebuilt
         /// index between requests).
         #[arg(long)]
@@ -355,8 +366,19 @@ fn run(cli: Cli) -> Result<i32> {
             addr,
             token,
             request_timeout,
+            header_timeout,
+            max_connections,
+            write_timeout,
             watch,
-        } => serve_http(&source, bundles, &addr, token, request_timeout, watch),
+        } => {
+            let limits = ServeLimits {
+                request_timeout,
+                header_timeout,
+                max_connections,
+                write_timeout,
+            };
+            serve_http(&source, bundles, &addr, token, limits, watch)
+        }
         Command::Mcp {
             bundle_path,
             result_format,
@@ -383,7 +405,7 @@ fn run(cli: Cli) -> Result<i32> {
                     kb.manifest.counts.files
                 );
             }
-            serve_stdio(live, options)?;
+            serve_stdio(live, options, server_log(source.quiet))?;
             drop(watcher);
             Ok(0)
         }
@@ -778,12 +800,20 @@ fn answer(source: &Source, render: &RenderArgs, tool: &str, input: &Value) -> Re
     }
 }
 
+/// The HTTP server's limits as typed (seconds, counts).
+struct ServeLimits {
+    request_timeout: u64,
+    header_timeout: u64,
+    max_connections: usize,
+    write_timeout: u64,
+}
+
 fn serve_http(
     source: &Source,
     bundles: Vec<PathBuf>,
     addr: &str,
     token: Option<String>,
-    request_timeout: u64,
+    limits: ServeLimits,
     watch: bool,
 ) -> Result<i32> {
     let bundles = if bundles.is_empty() {
@@ -815,7 +845,10 @@ fn serve_http(
     let token = token.filter(|t| !t.trim().is_empty());
     let options = kbtools::http::HttpOptions {
         token: token.clone(),
-        request_timeout: std::time::Duration::from_secs(request_timeout.max(1)),
+        request_timeout: std::time::Duration::from_secs(limits.request_timeout.max(1)),
+        header_read_timeout: std::time::Duration::from_secs(limits.header_timeout.max(1)),
+        max_connections: limits.max_connections.max(1),
+        write_timeout: std::time::Duration::from_secs(limits.write_timeout.max(1)),
         ..Default::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -4,6 +4,15 @@
 //! `isError: true`; an unknown tool or a malformed request is a JSON-RPC error. stdout carries
 //! the protocol only. Each call answers from one snapshot of a [`LiveKnowledgeBase`], so a
 //! rebuilt index is picked up between calls.
+//!
+//! The stdio framing is ours ([`LineTransport`]), not the SDK's: a line longer than
+//! [`MAX_LINE_BYTES`] is discarded as it streams in (never held in memory); a line that is not
+//! JSON is answered with a JSON-RPC parse error (id `null`), and JSON that is not a message (a
+//! batch array, a wrong `jsonrpc`, an `id` of another type than string or integer, no `method`)
+//! with an invalid-request error carrying the `id` when it has a valid one, as is a request that
+//! reuses the id of one in flight. Each rejected line is also reported on the log (stderr), with
+//! its line number. At most [`MAX_IN_FLIGHT`] requests are read ahead of their answers. End of
+//! input ends the session.
 
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
@@ -11,6 +20,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use rmcp::model::{CustomRequest, CustomResult, RequestId};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -23,7 +36,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{new_request_id, ErrorCode, ToolError};
 use crate::index::KnowledgeBase;
-use crate::live::LiveKnowledgeBase;
+use crate::live::{Level, LiveKnowledgeBase, Log};
 use crate::render;
 use crate::tools::{self, TOOL_NAMES};
 
@@ -293,10 +306,45 @@ impl ServerHandler for KbServer {
         Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
     }
 
+    /// A request the SDK could not type: a known method whose params do not fit it (such as
+    /// `tools/call` with `arguments` that are not an object) is invalid params, with the reason;
+    /// anything else is an unknown method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let method = crate::text::truncate_chars(&request.method, 64);
+        if !KNOWN_METHODS.contains(&request.method.as_str()) {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("Unknown method `{method}`."),
+                None,
+            ));
+        }
+        let reason = match request.method.as_str() {
+            "tools/call" => {
+                let params = request.params.unwrap_or(Value::Null);
+                match serde_json::from_value::<CallToolRequestParams>(params) {
+                    Err(e) => e.to_string(),
+                    Ok(_) => "they do not match its schema".to_string(),
+                }
+            }
+            _ => "they do not match its schema".to_string(),
+        };
+        Err(McpError::invalid_params(
+            format!(
+                "Invalid params of `{method}`: {}.",
+                crate::text::truncate_chars(&reason, 300)
+            ),
+            None,
+        ))
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name: Cow<'static, str> = request.name;
         if !TOOL_NAMES.contains(&name.as_ref()) {
@@ -311,9 +359,15 @@ impl ServerHandler for KbServer {
         }
         let server = self.clone();
         let arguments = request.arguments;
-        let result = tokio::task::spawn_blocking(move || server.answer(&name, arguments)).await;
+        let cancelled = context.ct.clone();
+        // A call cancelled while it waited for a thread is not run (its answer is dropped).
+        let result = tokio::task::spawn_blocking(move || {
+            (!cancelled.is_cancelled()).then(|| server.answer(&name, arguments))
+        })
+        .await;
         match result {
-            Ok(answer) => Ok(answer.into()),
+            Ok(Some(answer)) => Ok(answer.into()),
+            Ok(None) => Err(McpError::internal_error("The call was cancelled.", None)),
             Err(e) => Err(McpError::internal_error(
                 format!("{}: {e}", ErrorCode::InternalError.as_str()),
                 None,
@@ -333,15 +387,450 @@ pub enum McpServeError {
     Transport(String),
 }
 
-/// Serves `kb` over stdio until the client closes the connection.
-pub fn serve_stdio(kb: Arc<LiveKnowledgeBase>, options: McpOptions) -> Result<(), McpServeError> {
+/// The requests this server knows (so params that do not fit one are invalid params, not an
+/// unknown method).
+const KNOWN_METHODS: [&str; 5] = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "server/discover",
+];
+
+/// Longest message line read from stdin (4 MiB; a tool input is a few KiB at most). A longer
+/// line is discarded as it streams in and answered with an invalid-request error.
+pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most requests read and not yet answered (and error answers not yet written). Beyond it the
+/// transport stops reading its input until answers are written, so a client that sends without
+/// reading the answers blocks on its own pipe instead of growing the server's memory.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// How long a full window waits with no answer being written before its count is presumed
+/// stale (a request the SDK never answered) and reset, so the server cannot stall for good.
+const STALL_RESET: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The requests read and not yet answered, by id.
+#[derive(Default)]
+struct InFlight {
+    state: Mutex<InFlightState>,
+    freed: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct InFlightState {
+    ids: std::collections::HashSet<RequestId>,
+    /// Answers being written now.
+    writing: usize,
+}
+
+impl InFlight {
+    fn state(&self) -> std::sync::MutexGuard<'_, InFlightState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Counts request `id`; false when a request with this id is already in flight (the SDK
+    /// would answer only one of them).
+    fn start(&self, id: RequestId) -> bool {
+        self.state().ids.insert(id)
+    }
+
+    /// An answer to `id` was written (or failed to be), or `id` was cancelled.
+    fn finish(&self, id: &RequestId) {
+        if self.state().ids.remove(id) {
+            self.freed.notify_one();
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.state().ids.len() >= MAX_IN_FLIGHT
+    }
+
+    fn writing(&self, delta: isize) {
+        let mut state = self.state();
+        state.writing = state.writing.saturating_add_signed(delta);
+    }
+
+    /// Forgets every request when nothing is being written: the count is stale.
+    fn reset_if_stalled(&self) -> bool {
+        let mut state = self.state();
+        if state.writing > 0 {
+            return false;
+        }
+        state.ids.clear();
+        true
+    }
+}
+
+/// The id of an answer the server sends.
+fn answered_id(message: &TxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
+    match message {
+        rmcp::model::JsonRpcMessage::Response(response) => Some(response.id.clone()),
+        rmcp::model::JsonRpcMessage::Error(error) => error.id.clone(),
+        _ => None,
+    }
+}
+
+/// Rejected lines reported on the log one by one; after that, only every 1000th.
+const LOGGED_REJECTIONS: u64 = 100;
+
+/// JSON-RPC error codes of the framing.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+
+/// Newline-delimited JSON-RPC over a reader and a writer, with a bounded line length and a
+/// clear answer to every line that is not a message (see the module documentation).
+pub struct LineTransport<R, W> {
+    read: tokio::io::BufReader<R>,
+    /// The line read so far (at most [`MAX_LINE_BYTES`]).
+    line: Vec<u8>,
+    /// The bytes of a too-long line seen so far, while the rest of it is skipped.
+    discarding: Option<usize>,
+    /// Lines read, for the log.
+    line_number: u64,
+    rejected: u64,
+    write: Arc<tokio::sync::Mutex<W>>,
+    /// Error answers being written (waited for at end of input).
+    replies: tokio::task::JoinSet<()>,
+    in_flight: Arc<InFlight>,
+    log: Log,
+}
+
+/// What one bounded line read found.
+enum LineRead {
+    /// A whole line (its newline included, or the last bytes before end of input) is in `line`.
+    Complete,
+    /// A line of this many bytes was longer than [`MAX_LINE_BYTES`]; it was skipped.
+    TooLong(usize),
+    Eof,
+    Failed(std::io::Error),
+}
+
+/// What one line is.
+enum Parsed {
+    Message(Box<RxJsonRpcMessage<RoleServer>>),
+    Blank,
+    /// Not answered (a notification never is), only logged.
+    Ignored(String),
+    /// Answered with this error.
+    Rejected {
+        id: Value,
+        code: i64,
+        message: String,
+    },
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// A transport reading `read` and writing `write`; rejected lines are reported on `log`.
+    pub fn new(read: R, write: W, log: Log) -> Self {
+        LineTransport {
+            read: tokio::io::BufReader::new(read),
+            line: Vec::new(),
+            discarding: None,
+            line_number: 0,
+            rejected: 0,
+            write: Arc::new(tokio::sync::Mutex::new(write)),
+            replies: tokio::task::JoinSet::new(),
+            in_flight: Arc::new(InFlight::default()),
+            log,
+        }
+    }
+
+    /// Reads one line into `self.line` without ever holding more than [`MAX_LINE_BYTES`] of it.
+    /// Cancel-safe: the only await is `fill_buf`, and the state a cancelled read leaves (a
+    /// partial line, a skip in progress) is in `self`, where the next call resumes it.
+    async fn read_line(&mut self) -> LineRead {
+        loop {
+            let available = match self.read.fill_buf().await {
+                Ok(available) => available,
+                Err(e) => return LineRead::Failed(e),
+            };
+            if available.is_empty() {
+                if let Some(skipped) = self.discarding.take() {
+                    return LineRead::TooLong(skipped);
+                }
+                if !self.line.is_empty() {
+                    return LineRead::Complete;
+                }
+                return LineRead::Eof;
+            }
+            let newline = available.iter().position(|&b| b == b'\n');
+            let take = newline.map_or(available.len(), |i| i + 1);
+            let ended = newline.is_some();
+            let outcome = match self.discarding {
+                Some(skipped) => {
+                    let skipped = skipped.saturating_add(take);
+                    self.discarding = if ended { None } else { Some(skipped) };
+                    ended.then_some(LineRead::TooLong(skipped))
+                }
+                None if self.line.len().saturating_add(take) > MAX_LINE_BYTES => {
+                    let skipped = self.line.len().saturating_add(take);
+                    self.line.clear();
+                    self.line.shrink_to(64 * 1024);
+                    self.discarding = if ended { None } else { Some(skipped) };
+                    ended.then_some(LineRead::TooLong(skipped))
+                }
+                None => {
+                    self.line.extend_from_slice(&available[..take]);
+                    ended.then_some(LineRead::Complete)
+                }
+            };
+            self.read.consume(take);
+            if let Some(outcome) = outcome {
+                return outcome;
+            }
+        }
+    }
+
+    /// Answers a rejected line (on a task of its own, so a cancelled `receive` cannot cut the
+    /// answer in half) and reports it.
+    fn reject(&mut self, id: Value, code: i64, message: String) {
+        self.report(&message);
+        let reply =
+            json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+        let mut bytes = reply.to_string().into_bytes();
+        bytes.push(b'\n');
+        let write = self.write.clone();
+        self.replies.spawn(async move {
+            let mut write = write.lock().await;
+            let _ = write.write_all(&bytes).await;
+            let _ = write.flush().await;
+        });
+        // Forget the answers already written.
+        while self.replies.try_join_next().is_some() {}
+    }
+
+    fn report(&mut self, message: &str) {
+        self.rejected += 1;
+        let n = self.rejected;
+        if n <= LOGGED_REJECTIONS || n.is_multiple_of(1000) {
+            let more = if n == LOGGED_REJECTIONS {
+                " (further rejected lines are reported every 1000th)"
+            } else {
+                ""
+            };
+            (self.log)(
+                Level::Warning,
+                &format!("MCP input line {}: {message}{more}", self.line_number),
+            );
+        }
+    }
+}
+
+/// Classifies one line (its newline included).
+fn parse_line(line: &[u8]) -> Parsed {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Parsed::Blank;
+    }
+    let typed_error = match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
+        Ok(message) => return Parsed::Message(Box::new(message)),
+        Err(e) => e,
+    };
+    let short =
+        |e: &dyn std::fmt::Display| crate::text::truncate_chars(&e.to_string(), 200).to_string();
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(value) => value,
+        Err(e) => {
+            return Parsed::Rejected {
+                id: Value::Null,
+                code: PARSE_ERROR,
+                message: format!("Parse error: the line is not JSON ({}).", short(&e)),
+            }
+        }
+    };
+    let invalid = |id: Value, why: String| Parsed::Rejected {
+        id,
+        code: INVALID_REQUEST,
+        message: format!("Invalid request: {why}"),
+    };
+    let Value::Object(object) = &value else {
+        return match value {
+            Value::Array(_) => invalid(
+                Value::Null,
+                "batch arrays are not supported; send one message per line.".into(),
+            ),
+            _ => invalid(Value::Null, "a message is a JSON object.".into()),
+        };
+    };
+    let method = object.get("method");
+    let id = object.get("id");
+    if id.is_none() && method.is_some_and(Value::is_string) {
+        // A notification is never answered (JSON-RPC), even a malformed one.
+        let name = method.and_then(Value::as_str).unwrap_or_default();
+        return Parsed::Ignored(format!(
+            "notification `{}` ignored: {}.",
+            crate::text::truncate_chars(name, 64),
+            short(&typed_error)
+        ));
+    }
+    let valid_id = match id {
+        Some(Value::String(s)) => Value::String(s.clone()),
+        Some(Value::Number(n)) if n.is_i64() => Value::Number(n.clone()),
+        _ => Value::Null,
+    };
+    let why = if object.get("jsonrpc") != Some(&json!("2.0")) {
+        "`jsonrpc` must be \"2.0\".".to_string()
+    } else if valid_id.is_null() && id.is_some() {
+        "`id` must be a string or an integer.".to_string()
+    } else if !method.is_some_and(Value::is_string) {
+        "a request needs a string `method` and an `id`.".to_string()
+    } else if let Some(name) = method
+        .and_then(Value::as_str)
+        .filter(|m| KNOWN_METHODS.contains(m))
+    {
+        return Parsed::Rejected {
+            id: valid_id,
+            code: INVALID_PARAMS,
+            message: format!("Invalid params of `{name}`: `params` must be an object."),
+        };
+    } else {
+        format!("{}.", short(&typed_error))
+    };
+    invalid(valid_id, why)
+}
+
+impl<R, W> rmcp::transport::Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let write = self.write.clone();
+        let in_flight = self.in_flight.clone();
+        let answered = answered_id(&item);
+        async move {
+            in_flight.writing(1);
+            let written = async {
+                let mut bytes = serde_json::to_vec(&item)?;
+                bytes.push(b'\n');
+                let mut write = write.lock().await;
+                write.write_all(&bytes).await?;
+                write.flush().await
+            }
+            .await;
+            in_flight.writing(-1);
+            if let Some(id) = answered {
+                in_flight.finish(&id);
+            }
+            written
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            // Backpressure: wait for answers to be written before reading more.
+            while self.replies.len() >= MAX_IN_FLIGHT {
+                self.replies.join_next().await;
+            }
+            while self.in_flight.full() {
+                let freed = self.in_flight.freed.notified();
+                if tokio::time::timeout(STALL_RESET, freed).await.is_err()
+                    && self.in_flight.reset_if_stalled()
+                {
+                    (self.log)(
+                        Level::Warning,
+                        "MCP: requests without an answer for a while; no longer counted",
+                    );
+                }
+            }
+            let read = self.read_line().await;
+            self.line_number += 1;
+            match read {
+                LineRead::Complete => {}
+                LineRead::TooLong(bytes) => {
+                    let message = format!(
+                        "Invalid request: the message is {bytes} bytes long, more than the {MAX_LINE_BYTES} accepted; it was discarded."
+                    );
+                    self.reject(Value::Null, INVALID_REQUEST, message);
+                    continue;
+                }
+                LineRead::Eof => {
+                    // Let the error answers already queued reach the client.
+                    while self.replies.join_next().await.is_some() {}
+                    return None;
+                }
+                LineRead::Failed(e) => {
+                    (self.log)(Level::Warning, &format!("cannot read the MCP input: {e}"));
+                    return None;
+                }
+            }
+            let parsed = parse_line(&self.line);
+            self.line.clear();
+            if self.line.capacity() > 64 * 1024 {
+                self.line.shrink_to(64 * 1024);
+            }
+            match parsed {
+                Parsed::Message(message) => {
+                    match message.as_ref() {
+                        // Counts the request; a reused id is answered here instead.
+                        rmcp::model::JsonRpcMessage::Request(request)
+                            if !self.in_flight.start(request.id.clone()) =>
+                        {
+                            let id = serde_json::to_value(&request.id).unwrap_or_default();
+                            let message = format!(
+                                "Invalid request: id {} is already used by a request in flight.",
+                                crate::text::truncate_chars(&id.to_string(), 64)
+                            );
+                            self.reject(id, INVALID_REQUEST, message);
+                            continue;
+                        }
+                        rmcp::model::JsonRpcMessage::Notification(notification) => {
+                            if let rmcp::model::ClientNotification::CancelledNotification(
+                                cancelled,
+                            ) = &notification.notification
+                            {
+                                if let Some(id) = &cancelled.params.request_id {
+                                    self.in_flight.finish(id);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                    return Some(*message);
+                }
+                Parsed::Blank => {}
+                Parsed::Ignored(why) => self.report(&why),
+                Parsed::Rejected { id, code, message } => self.reject(id, code, message),
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let mut write = self.write.lock().await;
+        write.flush().await
+    }
+}
+
+/// Serves `kb` over stdio until the client closes the connection (end of input); rejected
+/// input lines are reported on `log`.
+pub fn serve_stdio(
+    kb: Arc<LiveKnowledgeBase>,
+    options: McpOptions,
+    log: Log,
+) -> Result<(), McpServeError> {
     let server = KbServer::live(kb, options).map_err(McpServeError::AuditLog)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(McpServeError::Runtime)?;
-    runtime.block_on(async move {
-        let running = match server.serve(rmcp::transport::stdio()).await {
+    let result = runtime.block_on(async move {
+        let transport = LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), log);
+        let running = match server.serve(transport).await {
             Ok(running) => running,
             // A client that closes before (or instead of) the `initialize` handshake, such as a
             // handshake-less client that only asked `server/discover`, ends the session normally.
@@ -353,5 +842,8 @@ pub fn serve_stdio(kb: Arc<LiveKnowledgeBase>, options: McpOptions) -> Result<()
             .await
             .map_err(|e| McpServeError::Transport(e.to_string()))?;
         Ok(())
-    })
+    });
+    // Do not wait for a blocking stdin read that may still be pending.
+    runtime.shutdown_background();
+    result
 }

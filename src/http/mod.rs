@@ -8,6 +8,16 @@
 //! refused beyond a few KiB (every route is a `GET`); a request that runs too long is cut off; the
 //! server stops gracefully when the shutdown future resolves.
 //!
+//! Hostile clients are bounded by hyper's HTTP/1 connection settings, configured in
+//! [`serve_live`]'s own accept loop (`axum::serve` exposes none of them): a request head must
+//! arrive within [`HttpOptions::header_read_timeout`] (a slow or idle client, including an idle
+//! keep-alive connection, is disconnected), the head is at most [`HttpOptions::max_head_bytes`]
+//! (431; a URI over 64 KiB is 414) with at most [`HttpOptions::max_headers`] fields (431), and at
+//! most [`HttpOptions::max_connections`] connections are served at once (more wait in the
+//! listen backlog); a write that stays blocked for [`HttpOptions::write_timeout`] (a client that
+//! stops reading) closes the connection. A garbage request is 400 and closes that connection
+//! only.
+//!
 //! Each knowledge base is a [`LiveKnowledgeBase`]: a request takes one snapshot when it starts
 //! and answers from it, so a rebuilt index is picked up between requests and a response is never
 //! a mix of two revisions.
@@ -28,6 +38,7 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
 
 use crate::error::{new_request_id, ErrorCode, ToolError};
 use crate::index::KnowledgeBase;
@@ -43,6 +54,18 @@ pub struct HttpOptions {
     pub request_timeout: Duration,
     /// Largest request body accepted (every route is a GET).
     pub max_body_bytes: usize,
+    /// Longest time a client may take to send a request head (and longest idle time of a
+    /// keep-alive connection between requests); the connection is closed after it.
+    pub header_read_timeout: Duration,
+    /// Largest request head (request line and headers) in bytes: 431 beyond it.
+    pub max_head_bytes: usize,
+    /// Most header fields in one request: 431 beyond it.
+    pub max_headers: usize,
+    /// Most connections served at once; further connections wait to be accepted.
+    pub max_connections: usize,
+    /// Longest time a write to a client may stay blocked (a client that stops reading its
+    /// response); the connection is closed after it.
+    pub write_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -51,6 +74,11 @@ impl Default for HttpOptions {
             token: None,
             request_timeout: Duration::from_secs(30),
             max_body_bytes: 16 * 1024,
+            header_read_timeout: Duration::from_secs(10),
+            max_head_bytes: 128 * 1024,
+            max_headers: 100,
+            max_connections: 1024,
+            write_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -221,10 +249,161 @@ pub async fn serve_live(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), HttpError> {
     let app = router_live(kbs, &options)?;
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout)
+        // hyper's floor for its read buffer is 8 KiB.
+        .max_buf_size(options.max_head_bytes.max(8192))
+        .max_headers(options.max_headers);
+    let max_connections = options.max_connections.clamp(1, 1 << 20);
+    let slots = Arc::new(Semaphore::new(max_connections));
+    // Connections watch this to start their graceful shutdown.
+    let (closing, _) = tokio::sync::watch::channel(false);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot,
+            () = &mut shutdown => break,
+        };
+        let Ok(slot) = slot else { break };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            // A connection reset before it was accepted: nothing to serve.
+            Err(e) if is_connection_error(&e) => continue,
+            // Out of file descriptors (or memory): wait for connections to close.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let stream = WriteTimeout::new(stream, options.write_timeout);
+        let connection = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+        let mut close = closing.subscribe();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                // A client error (garbage, a head too large, a timeout) ends this connection only.
+                _ = connection.as_mut() => return,
+                _ = close.wait_for(|closing| *closing) => {}
+            }
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    let _ = closing.send(true);
+    // Every connection holds a slot until it ends: wait for them all.
+    let _ = slots.acquire_many(max_connections as u32).await;
     Ok(())
+}
+
+/// A connection whose writes fail with `TimedOut` once one stays blocked for `timeout` (a
+/// client that stops reading would otherwise hold its connection, and its response, forever).
+struct WriteTimeout<T> {
+    inner: T,
+    timeout: Duration,
+    /// Started when a write blocks; cleared when one completes.
+    stalled: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteTimeout<T> {
+    fn new(inner: T, timeout: Duration) -> Self {
+        WriteTimeout {
+            inner,
+            timeout,
+            stalled: None,
+        }
+    }
+
+    /// Passes a ready result through; on `Pending`, fails once the stall outlasts the timeout.
+    fn check<R>(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        poll: std::task::Poll<std::io::Result<R>>,
+    ) -> std::task::Poll<std::io::Result<R>> {
+        use std::task::Poll;
+        if poll.is_ready() {
+            self.stalled = None;
+            return poll;
+        }
+        let timeout = self.timeout;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client stopped reading",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteTimeout<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteTimeout<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let poll = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.check(cx, poll)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let poll = std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.check(cx, poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let poll = std::pin::Pin::new(&mut self.inner).poll_flush(cx);
+        self.check(cx, poll)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let poll = std::pin::Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.check(cx, poll)
+    }
+}
+
+fn is_connection_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
 }
 
 /// Request id, then authentication (before any routing or validation, as online), then the
