@@ -680,12 +680,16 @@ fn build_options(source: &Source) -> BuildOptions {
 }
 
 fn open(source: &Source) -> Result<KnowledgeBase> {
-    open_at(source, &locate(source)?)
+    open_at(source, &locate(source)?, index::Verify::Quick)
 }
 
-/// Opens the index at `location`, building it first when it is missing or stale.
-fn open_at(source: &Source, location: &Location) -> Result<KnowledgeBase> {
-    let options = serve_options(source)?;
+/// Opens the index at `location`, building it first when it is missing, damaged (its files
+/// checked at `verify`) or stale.
+fn open_at(source: &Source, location: &Location, verify: index::Verify) -> Result<KnowledgeBase> {
+    let options = ServeOptions {
+        verify,
+        ..serve_options(source)?
+    };
     let Some(bundle) = &location.bundle else {
         // The bundle moved away: answer from the index as built.
         return Ok(KnowledgeBase::open(&location.index_dir, None, options)?);
@@ -729,7 +733,8 @@ fn open_live(
     watch: bool,
 ) -> Result<(Arc<LiveKnowledgeBase>, Option<BundleWatcher>)> {
     let location = locate(source)?;
-    let kb = open_at(source, &location)?;
+    // A server answers from what it opens for long: every file is checked.
+    let kb = open_at(source, &location, index::Verify::Full)?;
     let log = server_log(source.quiet);
     let live = Arc::new(LiveKnowledgeBase::from_opened(
         kb,

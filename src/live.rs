@@ -103,14 +103,18 @@ impl LiveKnowledgeBase {
         }
     }
 
-    /// Opens the live generation of `index_dir` and follows it. `bundle_root` overrides the
-    /// manifest's, as in [`KnowledgeBase::open`].
+    /// Opens the live generation of `index_dir`, checking every file of it, and follows it.
+    /// `bundle_root` overrides the manifest's, as in [`KnowledgeBase::open`].
     pub fn open(
         index_dir: &Path,
         bundle_root: Option<&Path>,
         options: ServeOptions,
         log: Log,
     ) -> Result<Self, IndexError> {
+        let options = ServeOptions {
+            verify: index::Verify::Full,
+            ..options
+        };
         let generation = index::current_generation(index_dir);
         let kb = KnowledgeBase::open(index_dir, bundle_root, options)?;
         // A build that swapped CURRENT while we opened: the next check opens again.
@@ -143,10 +147,15 @@ impl LiveKnowledgeBase {
         bundle_root: Option<&Path>,
         log: Log,
     ) -> Self {
+        // Every generation switched to has all its files checked: a server opens a generation
+        // once and answers from it for long (index module docs, "Checking what is opened").
         let source = Source {
             index_dir: index_dir.to_path_buf(),
             bundle_root: bundle_root.map(Path::to_path_buf),
-            options: kb.options.clone(),
+            options: ServeOptions {
+                verify: index::Verify::Full,
+                ..kb.options.clone()
+            },
         };
         LiveKnowledgeBase {
             source: Some(source),

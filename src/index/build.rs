@@ -179,11 +179,22 @@ impl Naming<'_> {
     }
 }
 
-/// Builds (or rebuilds) the index of `bundle_root` in `index_dir`; see [`super::build`].
+/// A test hook for the crash tests (`tests/crash_safety.rs`): with `KBTOOLS_CRASH_AT=<point>`
+/// in the environment, the process aborts at that point of the publish step, as a crash there
+/// would stop it.
+fn crash_point(point: &str) {
+    if std::env::var_os("KBTOOLS_CRASH_AT").is_some_and(|at| at == point) {
+        std::process::abort();
+    }
+}
+
+/// Builds (or rebuilds) the index of `bundle_root` in `index_dir`, checking the live generation
+/// at `verify` first; see [`super::build`].
 pub(super) fn build(
     bundle_root: &Path,
     index_dir: &Path,
     options: &BuildOptions,
+    verify: Verify,
     progress: &mut dyn FnMut(&str),
 ) -> Result<BuildReport, IndexError> {
     progress(&format!("reading {}", bundle_root.display()));
@@ -200,13 +211,22 @@ pub(super) fn build(
     let walked = bundle::walk::walk(bundle_root);
     std::fs::create_dir_all(index_dir).map_err(|e| IndexError::io(index_dir, e))?;
 
+    // The live generation, its files checked (module docs of `index`, "Checking what is
+    // opened").
+    let previous = load_previous(index_dir, verify);
+    if previous.is_none() {
+        if let Err(e @ IndexError::Corrupt { .. }) = read_manifest(index_dir) {
+            progress(&format!("{e}; building it anew"));
+        }
+    }
+
     // Unchanged (same files, sizes and modification times): the live generation stays, and
-    // nothing but its manifest is read.
-    if let (Ok(Some(manifest)), Some(generation), false) = (
-        read_manifest(index_dir),
-        current_generation(index_dir),
-        options.full,
-    ) {
+    // nothing but its manifest is read (and its files' sizes and times checked).
+    if let Some(p) = previous
+        .as_ref()
+        .filter(|p| p.damage.is_none() && !options.full)
+    {
+        let manifest = &p.manifest;
         let same_kb = options
             .knowledge_base_id
             .as_ref()
@@ -214,12 +234,11 @@ pub(super) fn build(
         if same_kb
             && manifest.bundle_root == canonical_root.to_string_lossy()
             && manifest.stat_fingerprint == bundle::walk::stat_fingerprint(&walked)
-            && generation.join(CATALOG_FILE).is_file()
         {
             progress("unchanged since the last build");
             return Ok(BuildReport {
-                manifest,
-                diagnostics: read_json(&generation.join("diagnostics.json")).unwrap_or_default(),
+                manifest: manifest.clone(),
+                diagnostics: read_json(&p.generation.join("diagnostics.json")).unwrap_or_default(),
                 revision_changed: false,
                 work: BuildWork {
                     unchanged: true,
@@ -228,7 +247,18 @@ pub(super) fn build(
             });
         }
     }
-    let previous = load_previous(index_dir);
+    // A damaged live generation gives its revision numbers (its manifest is intact) and nothing
+    // else: everything is read and indexed again.
+    let damaged = match previous.as_ref().and_then(|p| p.damage.as_ref()) {
+        Some(damage) => {
+            progress(&format!("{damage}; building it anew"));
+            true
+        }
+        None => false,
+    };
+    let full = options.full || damaged;
+    // What killed builds left behind goes before this build adds its own folder.
+    remove_leftovers(index_dir, None);
     let scan = bundle::scan(bundle_root, walked)?;
     let kind = scan.kind;
     // The previous build's files: their revisions always, their parse unless `full`.
@@ -236,7 +266,7 @@ pub(super) fn build(
         .as_ref()
         .and_then(|p| Cache::open(&p.generation.join(INGEST_CACHE_FILE)).ok())
         .filter(|c| c.kind() == kind);
-    let reuse = cache.as_ref().filter(|_| !options.full);
+    let reuse = cache.as_ref().filter(|_| !full);
     // What the previous search index holds, to bring it up to date.
     let indexed_before = reuse.map(|c| indexed_of(&c.entries));
 
@@ -308,6 +338,8 @@ pub(super) fn build(
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         )
     };
+    // Held from the generation folder's creation until `CURRENT` names it.
+    let lock;
     let plan = reuse
         .zip(previous.as_ref())
         .and_then(|(c, p)| patch_plan(&files, c, p, bundle_root, &canonical_root, options));
@@ -318,7 +350,7 @@ pub(super) fn build(
             let (revision, revision_changed) = naming.revision(&content_fingerprint);
             let name = generation_name(revision);
             let tmp = index_dir.join(format!("{name}.tmp"));
-            std::fs::create_dir_all(&tmp).map_err(|e| IndexError::io(&tmp, e))?;
+            lock = Some(create_generation(&tmp)?);
             let written = patch(
                 &files,
                 plan,
@@ -344,7 +376,7 @@ pub(super) fn build(
             let (revision, revision_changed) = naming.revision(&content_fingerprint);
             let generation = generation_name(revision);
             let tmp = index_dir.join(format!("{generation}.tmp"));
-            std::fs::create_dir_all(&tmp).map_err(|e| IndexError::io(&tmp, e))?;
+            lock = Some(create_generation(&tmp)?);
             let written = assemble(
                 read,
                 kind,
@@ -428,6 +460,9 @@ pub(super) fn build(
         work.pages_indexed = index_pages(bundle_root, &search_dir, true, &[], &pages, threads)?;
     }
 
+    let json = |v: &dyn erased::Json| v.to_json();
+    write_file(&tmp.join("diagnostics.json"), &json(&diagnostics))?;
+    let files = record_files(&tmp, previous.as_ref())?;
     let manifest = Manifest {
         format_version: INDEX_FORMAT_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -439,19 +474,28 @@ pub(super) fn build(
         content_fingerprint,
         stat_fingerprint,
         counts,
+        files,
     };
-    let json = |v: &dyn erased::Json| v.to_json();
-    write_file(&tmp.join("diagnostics.json"), &json(&diagnostics))?;
-    write_file(&tmp.join("manifest.json"), &json(&manifest))?;
+    write_file(&tmp.join("manifest.json"), &manifest_bytes(&manifest))?;
+    sync_dir(&search_dir);
     sync_dir(&tmp);
+    crash_point("written");
+    // The publish: the generation under its name, then `CURRENT` naming it (the one moment the
+    // index changes), each flushed before the next step.
     let live = index_dir.join(&live_name);
     std::fs::rename(&tmp, &live).map_err(|e| IndexError::io(&live, e))?;
+    sync_dir(index_dir);
+    crash_point("renamed");
     let current_tmp = index_dir.join(format!("CURRENT.{live_name}.tmp"));
     write_file(&current_tmp, live_name.as_bytes())?;
+    crash_point("current-written");
     std::fs::rename(&current_tmp, index_dir.join("CURRENT"))
         .map_err(|e| IndexError::io(index_dir.join("CURRENT"), e))?;
     sync_dir(index_dir);
-    remove_old_generations(index_dir, &live_name);
+    crash_point("published");
+    let _ = std::fs::remove_file(live.join(BUILD_LOCK));
+    drop(lock);
+    remove_leftovers(index_dir, Some(&live_name));
     progress(&format!(
         "index ready at {} (revision {revision})",
         live.display()
@@ -586,6 +630,13 @@ struct StoredRelation<'a> {
 enum Slot {
     Read(u32),
     Virtual(u32),
+}
+
+/// Creates the folder of a generation being built and takes its lock (module docs of `index`):
+/// the lock tells the next build that this folder is no leftover while this build runs.
+fn create_generation(tmp: &Path) -> Result<FileLock, IndexError> {
+    std::fs::create_dir_all(tmp).map_err(|e| IndexError::io(tmp, e))?;
+    FileLock::create(&tmp.join(BUILD_LOCK))
 }
 
 /// Writes `path` with `write`, then flushes it to disk.

@@ -1,18 +1,61 @@
 //! The persistent local index: a manifest (format version, tool version, knowledge-base id,
-//! revision, fingerprints, counts), the document catalog, the tantivy full-text index and the
-//! diagnostics of the build. Builds go to a temporary folder that is swapped in at the end, so a
-//! reader never sees half an index.
+//! revision, fingerprints, counts, and a record of every other file), the document catalog, the
+//! tantivy full-text index and the diagnostics of the build. Builds go to a temporary folder that
+//! is swapped in at the end, so a reader never sees half an index.
 //!
 //! Layout of an index folder:
 //!
 //! ```text
 //! CURRENT            name of the live generation folder (replaced atomically)
-//! gen-<n>/manifest.json       format version, revision, fingerprints, counts (JSON)
+//! gen-<n>-<id>/manifest.json  format version, revision, fingerprints, counts, the size, time
+//!                             and CRC-32 of every other file; its own CRC-32 last (JSON)
 //!         catalog.bin         the document catalog (read in place: catalog/store.rs)
 //!         ingest-cache.bin    each file's parse, for incremental builds (cache.rs)
 //!         diagnostics.json    the build's diagnostics
 //!         search/             tantivy
+//! gen-<n>-<id>.tmp/           a generation being built (holds `.build.lock` while it is)
 //! ```
+//!
+//! # Publishing, and what a crash leaves
+//!
+//! A build writes the new generation into `gen-<n>-<id>.tmp/`, holding an exclusive lock
+//! (`flock`) on its `.build.lock` for as long as it runs; it records every file's size,
+//! modification time and CRC-32 in the manifest, flushes the files, renames the folder to
+//! `gen-<n>-<id>/`, writes `CURRENT.gen-<n>-<id>.tmp` and renames it over `CURRENT`. The rename
+//! of `CURRENT` is the one moment the index changes: a build killed at any point before it leaves
+//! the previous index live and untouched (the previous generation's files are never written:
+//! the full-text index is copied as hard links, and tantivy only ever adds files), one killed
+//! after it leaves the new one. What a killed build leaves behind — a `*.tmp` folder, a
+//! finished generation `CURRENT` never named, a `CURRENT.*.tmp` file — is never read, and the
+//! next build removes it: the kernel releases a dead process's lock, so a lock that can be taken
+//! marks a leftover, while a build still running keeps its lock and its folder.
+//!
+//! # Checking what is opened
+//!
+//! A generation's files are written once and never modified, so a file whose size, time or
+//! content differs from the manifest's record is damaged. The checks, from cheap to thorough:
+//!
+//! - **always** (every open, every `kbtools index` and refresh, even on an unchanged bundle):
+//!   `CURRENT` names an existing generation; the manifest's own CRC-32; every recorded file
+//!   exists with its recorded size, and a file whose modification time changed has its CRC-32
+//!   computed (a copied index is checked in full once per open, never refused); the catalog's
+//!   CRC-32 ([`catalog::store`]), the ingest cache's section CRC-32s when read ([`cache`]), and
+//!   tantivy's own footer checks when a segment file is opened. This costs a `stat` per file,
+//!   so a cold `kbtools --no-refresh call` stays a few milliseconds and `kbtools index` on an
+//!   unchanged 100,000-page bundle does not read its 300 MB of index.
+//! - **in full** ([`Verify::Full`]: every file's CRC-32): when a build records a file it wrote
+//!   (files hard-linked from the previous generation keep the previous record, so a damaged
+//!   one is never blessed), and when a long-running server (`kbtools serve`, `kbtools mcp`,
+//!   [`crate::live`]) opens a generation, where the time is spent once per generation.
+//!
+//! What the always-on checks cannot see is a byte changed in place with the file's size and
+//! modification time restored (bit rot under a file system that does not notice it): a server
+//! refuses such a generation, a one-shot command may answer from it.
+//!
+//! A damaged generation is never served: opening it fails with [`IndexError::Corrupt`], naming
+//! the file and what is wrong, and a build (`kbtools index`, or the refresh before a `kbtools
+//! call` without `--no-refresh`) finds the damage and rebuilds from scratch, keeping the revision
+//! numbers when the manifest is intact.
 
 pub mod bm25;
 mod build;
@@ -33,7 +76,7 @@ use catalog::Catalog;
 use search_index::SearchIndex;
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
-pub const INDEX_FORMAT_VERSION: u64 = 7;
+pub const INDEX_FORMAT_VERSION: u64 = 8;
 
 /// Counts recorded in the manifest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -63,6 +106,31 @@ pub struct Manifest {
     pub content_fingerprint: String,
     pub stat_fingerprint: String,
     pub counts: Counts,
+    /// Every other file of the generation as the build left it (see the module docs).
+    pub files: Vec<FileRecord>,
+}
+
+/// A file of a generation as its build left it: what opening checks it against.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FileRecord {
+    /// The path inside the generation folder, `/`-separated.
+    pub path: String,
+    pub size: u64,
+    /// Modification time, ns since the epoch.
+    pub mtime_ns: i64,
+    /// CRC-32 of the whole file.
+    pub crc32: u32,
+}
+
+/// How thoroughly opening checks a generation's files (module docs, "Checking what is opened").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Verify {
+    /// Sizes and modification times; the CRC-32 of a file whose time changed.
+    #[default]
+    Quick,
+    /// The CRC-32 of every file.
+    Full,
 }
 
 /// How to build.
@@ -118,23 +186,103 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
     file.sync_all().map_err(|e| IndexError::io(path, e))
 }
 
-/// The live generation folder of an index, if any.
+/// The generation folder `CURRENT` names, if it names one (whether or not it exists).
 pub fn current_generation(index_dir: &Path) -> Option<PathBuf> {
     let name = std::fs::read_to_string(index_dir.join("CURRENT")).ok()?;
     let name = name.trim();
-    if name.is_empty() || name.contains('/') || name.contains("..") {
-        return None;
-    }
-    Some(index_dir.join(name))
+    valid_generation_name(name).then(|| index_dir.join(name))
 }
 
-/// Reads the manifest of the live generation, checking its format version.
+/// A generation folder's name as `CURRENT` may hold it: `gen-…`, one path component.
+fn valid_generation_name(name: &str) -> bool {
+    name.starts_with("gen-")
+        && !name.ends_with(".tmp")
+        && !name.contains(['/', '\\', '\0'])
+        && !name.contains("..")
+        && !name.chars().any(char::is_control)
+}
+
+/// The live generation folder of an index: `None` when there is no `CURRENT` (no index yet), an
+/// error naming `CURRENT` when it cannot be read or names no existing generation.
+fn live_generation(index_dir: &Path) -> Result<Option<PathBuf>, IndexError> {
+    let path = index_dir.join("CURRENT");
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(IndexError::io(&path, e)),
+    };
+    let damaged = |reason: String| IndexError::Corrupt {
+        path: path.display().to_string(),
+        reason,
+    };
+    let name = std::str::from_utf8(&bytes)
+        .map_err(|_| damaged("it is not UTF-8".into()))?
+        .trim();
+    if !valid_generation_name(name) {
+        return Err(damaged(format!("it names no generation ({name:?})")));
+    }
+    let generation = index_dir.join(name);
+    if !generation.is_dir() {
+        return Err(damaged(format!("it names {name}, which is missing")));
+    }
+    Ok(Some(generation))
+}
+
+/// Reads the manifest of the live generation, checking its format version and its checksum.
 pub fn read_manifest(index_dir: &Path) -> Result<Option<Manifest>, IndexError> {
-    let Some(generation) = current_generation(index_dir) else {
+    let Some(generation) = live_generation(index_dir)? else {
         return Ok(None);
     };
+    generation_manifest(index_dir, &generation).map(Some)
+}
+
+/// The key of the manifest's checksum, its last member.
+const CHECKSUM_KEY: &[u8] = b",\"checksum\":\"";
+
+/// The manifest as written: its JSON, with the CRC-32 of every byte before the checksum's value
+/// as the last member.
+fn manifest_bytes(manifest: &Manifest) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(manifest).unwrap_or_default();
+    bytes.pop(); // the closing brace
+    bytes.extend_from_slice(CHECKSUM_KEY);
+    let crc = crc32fast::hash(&bytes);
+    bytes.extend_from_slice(format!("{crc:08x}\"}}\n").as_bytes());
+    bytes
+}
+
+/// Whether `bytes` end with a checksum that holds.
+fn manifest_checksum_holds(bytes: &[u8]) -> bool {
+    let text = bytes.trim_ascii_end();
+    let Some(body) = text.strip_suffix(b"\"}") else {
+        return false;
+    };
+    if body.len() < 8 + CHECKSUM_KEY.len() {
+        return false;
+    }
+    let (before, hex) = body.split_at(body.len() - 8);
+    let stored = std::str::from_utf8(hex)
+        .ok()
+        .and_then(|h| u32::from_str_radix(h, 16).ok());
+    before.ends_with(CHECKSUM_KEY) && stored == Some(crc32fast::hash(before))
+}
+
+/// The manifest of `generation`: format version first (an index of another version is refused
+/// as such), then the checksum, then the fields.
+fn generation_manifest(index_dir: &Path, generation: &Path) -> Result<Manifest, IndexError> {
     let path = generation.join("manifest.json");
-    let value: serde_json::Value = read_json(&path)?;
+    let damaged = |reason: String| IndexError::Corrupt {
+        path: path.display().to_string(),
+        reason,
+    };
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(damaged("it is missing".into()))
+        }
+        Err(e) => return Err(IndexError::io(&path, e)),
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| damaged(e.to_string()))?;
     let found = value
         .get("formatVersion")
         .and_then(|v| v.as_u64())
@@ -146,19 +294,34 @@ pub fn read_manifest(index_dir: &Path) -> Result<Option<Manifest>, IndexError> {
             expected: INDEX_FORMAT_VERSION,
         });
     }
-    serde_json::from_value(value)
-        .map(Some)
-        .map_err(|e| IndexError::Corrupt {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })
+    if !manifest_checksum_holds(&bytes) {
+        return Err(damaged("checksum mismatch".into()));
+    }
+    serde_json::from_value(value).map_err(|e| damaged(e.to_string()))
 }
 
-/// The `activeContentRevision` a live manifest records, whatever its format version.
+/// The highest `activeContentRevision` the index folder tells of, whatever the state of its
+/// generations: the live manifest's (whatever its format version) and the revisions in the
+/// generation folders' names, so that a rebuild after damage never reuses a revision.
 fn last_revision(index_dir: &Path) -> Option<u64> {
-    let path = current_generation(index_dir)?.join("manifest.json");
-    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    value.get("activeContentRevision")?.as_u64()
+    let from_manifest = current_generation(index_dir)
+        .and_then(|g| std::fs::read(g.join("manifest.json")).ok())
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|v| v.get("activeContentRevision")?.as_u64());
+    let from_names = std::fs::read_dir(index_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("gen-")?
+                .split('-')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .max();
+    from_manifest.max(from_names)
 }
 
 /// The default index folder of a bundle: `<cache>/kbtools/<folder name>-<hash of its path>`.
@@ -194,16 +357,173 @@ pub fn default_index_dir(bundle_root: &Path) -> PathBuf {
 struct Previous {
     manifest: Manifest,
     generation: PathBuf,
+    /// What is wrong with its files, if anything: then only its revision numbers are reused.
+    damage: Option<IndexError>,
 }
 
-/// The live generation of `index_dir`, when it is of this format.
-fn load_previous(index_dir: &Path) -> Option<Previous> {
-    let manifest = read_manifest(index_dir).ok()??;
-    let generation = current_generation(index_dir)?;
+/// The live generation of `index_dir`, when it is of this format and its manifest is intact;
+/// its files checked at `verify`.
+fn load_previous(index_dir: &Path, verify: Verify) -> Option<Previous> {
+    let generation = live_generation(index_dir).ok()??;
+    let manifest = generation_manifest(index_dir, &generation).ok()?;
+    let damage = verify_generation(&generation, &manifest, verify).err();
     Some(Previous {
         manifest,
         generation,
+        damage,
     })
+}
+
+/// The CRC-32 of the file at `path`, read in 1 MiB pieces.
+fn file_crc32(path: &Path) -> std::io::Result<u32> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            return Ok(hasher.finalize());
+        }
+        hasher.update(&buffer[..n]);
+    }
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// Files every generation records (a manifest that lists none of them is not one of ours).
+const RECORDED: [&str; 4] = [
+    CATALOG_FILE,
+    INGEST_CACHE_FILE,
+    "diagnostics.json",
+    "search/meta.json",
+];
+
+/// Checks the files of `generation` against its manifest's record at `level` (module docs):
+/// the first problem, naming the file, as [`IndexError::Corrupt`].
+pub fn verify_generation(
+    generation: &Path,
+    manifest: &Manifest,
+    level: Verify,
+) -> Result<(), IndexError> {
+    let damaged = |path: &Path, reason: String| IndexError::Corrupt {
+        path: path.display().to_string(),
+        reason,
+    };
+    for name in RECORDED {
+        if !manifest.files.iter().any(|f| f.path == name) {
+            return Err(damaged(
+                &generation.join("manifest.json"),
+                format!("it does not record {name}"),
+            ));
+        }
+    }
+    for record in &manifest.files {
+        let relative = Path::new(&record.path);
+        if !relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(damaged(
+                &generation.join("manifest.json"),
+                format!("it records the path {:?}", record.path),
+            ));
+        }
+        let path = generation.join(relative);
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(damaged(&path, "it is missing".into()))
+            }
+            Err(e) => return Err(IndexError::io(&path, e)),
+        };
+        if meta.len() != record.size {
+            return Err(damaged(
+                &path,
+                format!("{} bytes where {} were written", meta.len(), record.size),
+            ));
+        }
+        if level == Verify::Full || mtime_ns(&meta) != record.mtime_ns {
+            let crc = file_crc32(&path).map_err(|e| IndexError::io(&path, e))?;
+            if crc != record.crc32 {
+                return Err(damaged(&path, "checksum mismatch".into()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Records every file of the generation being built in `dir` (all but the manifest and lock
+/// files) for its manifest. A file hard-linked from the previous generation, unchanged since,
+/// keeps the previous record (its content was checked against it when the build began, and
+/// computing its checksum again would bless damage); the others' CRC-32 is computed, which
+/// reads back what the build wrote.
+fn record_files(dir: &Path, previous: Option<&Previous>) -> Result<Vec<FileRecord>, IndexError> {
+    let mut records = Vec::new();
+    for sub in ["", "search"] {
+        let folder = dir.join(sub);
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&folder).map_err(|e| IndexError::io(&folder, e))? {
+            let entry = entry.map_err(|e| IndexError::io(&folder, e))?;
+            let file_type = entry
+                .file_type()
+                .map_err(|e| IndexError::io(entry.path(), e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let skip = name == "manifest.json"
+                || name == BUILD_LOCK
+                || (name.starts_with(".tantivy-") && name.ends_with(".lock"));
+            if file_type.is_file() && !skip {
+                names.push(name);
+            }
+        }
+        names.sort();
+        for name in names {
+            let relative = if sub.is_empty() {
+                name
+            } else {
+                format!("{sub}/{name}")
+            };
+            let path = dir.join(&relative);
+            let meta = std::fs::metadata(&path).map_err(|e| IndexError::io(&path, e))?;
+            let mtime_ns = mtime_ns(&meta);
+            let kept = previous.filter(|p| p.damage.is_none()).and_then(|p| {
+                let record = p.manifest.files.iter().find(|f| f.path == relative)?;
+                let before = std::fs::metadata(p.generation.join(&relative)).ok()?;
+                (same_file(&before, &meta)
+                    && record.size == meta.len()
+                    && record.mtime_ns == mtime_ns)
+                    .then_some(record.crc32)
+            });
+            let crc32 = match kept {
+                Some(crc) => crc,
+                None => file_crc32(&path).map_err(|e| IndexError::io(&path, e))?,
+            };
+            records.push(FileRecord {
+                path: relative,
+                size: meta.len(),
+                mtime_ns,
+                crc32,
+            });
+        }
+    }
+    Ok(records)
+}
+
+/// Whether two metadata are of one file (a hard link of it).
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    false
 }
 
 /// The catalog of a generation folder, memory-mapped and checked.
@@ -219,6 +539,62 @@ fn open_catalog(generation: &Path) -> Result<Catalog, IndexError> {
 /// File names inside a generation folder.
 const CATALOG_FILE: &str = "catalog.bin";
 const INGEST_CACHE_FILE: &str = "ingest-cache.bin";
+/// The lock a build holds on the generation it writes, until `CURRENT` names it.
+const BUILD_LOCK: &str = ".build.lock";
+
+/// An exclusive `flock` on a file: released when dropped, or by the kernel when the process
+/// dies, however it dies.
+struct FileLock {
+    _file: std::fs::File,
+}
+
+#[cfg(unix)]
+mod flock {
+    use std::os::fd::AsRawFd;
+    use std::os::raw::c_int;
+
+    extern "C" {
+        fn flock(fd: c_int, operation: c_int) -> c_int;
+    }
+    const LOCK_EX: c_int = 2;
+    const LOCK_NB: c_int = 4;
+
+    /// Takes an exclusive lock on `file` without waiting; false when another holds it.
+    pub fn try_exclusive(file: &std::fs::File) -> bool {
+        // SAFETY: flock takes an open descriptor, which `file` owns for the call's duration.
+        unsafe { flock(file.as_raw_fd(), LOCK_EX | LOCK_NB) == 0 }
+    }
+}
+
+impl FileLock {
+    /// Creates `path` and locks it.
+    fn create(path: &Path) -> Result<FileLock, IndexError> {
+        let file = std::fs::File::create(path).map_err(|e| IndexError::io(path, e))?;
+        #[cfg(unix)]
+        if !flock::try_exclusive(&file) {
+            return Err(IndexError::io(
+                path,
+                std::io::Error::other("locked by another build"),
+            ));
+        }
+        Ok(FileLock { _file: file })
+    }
+}
+
+/// Whether the build that wrote the generation folder `dir` is gone: its lock file exists and
+/// can be locked (a running build holds it). `None` when there is no lock file to tell.
+fn build_gone(dir: &Path) -> Option<bool> {
+    let file = std::fs::File::open(dir.join(BUILD_LOCK)).ok()?;
+    #[cfg(unix)]
+    {
+        Some(flock::try_exclusive(&file))
+    }
+    #[cfg(not(unix))]
+    {
+        drop(file);
+        None
+    }
+}
 
 /// Builds (or rebuilds) the index of `bundle_root` in `index_dir`. `progress` receives one line
 /// per stage.
@@ -234,7 +610,7 @@ pub fn build(
     options: &BuildOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<BuildReport, IndexError> {
-    build::build(bundle_root, index_dir, options, progress)
+    build::build(bundle_root, index_dir, options, Verify::Quick, progress)
 }
 
 /// Flushes a directory's entries (renames and new files) to disk; best effort.
@@ -285,37 +661,69 @@ mod erased {
     }
 }
 
-/// Keeps the live generation and the one before it (a reader may still hold it open); removes
-/// the rest and any temporary folder left by an interrupted build.
-fn remove_old_generations(index_dir: &Path, live: &str) {
+/// Removes what builds killed before they finished left in `index_dir` (module docs), and the
+/// generations before the live one but the newest (a reader may still hold it open). A folder
+/// or file of a build still running is left alone.
+fn remove_leftovers(index_dir: &Path, live: Option<&str>) {
     let Ok(entries) = std::fs::read_dir(index_dir) else {
         return;
+    };
+    let old = |entry: &std::fs::DirEntry| {
+        entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() > 3600)
     };
     let mut generations: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name == live || !name.starts_with("gen-") {
+        let path = entry.path();
+        if let Some(generation) = name
+            .strip_prefix("CURRENT.")
+            .and_then(|n| n.strip_suffix(".tmp"))
+        {
+            // Written by a build that holds the lock of the generation it names.
+            let holder = [
+                index_dir.join(generation),
+                index_dir.join(format!("{generation}.tmp")),
+            ];
+            if holder.iter().all(|dir| build_gone(dir) != Some(false)) {
+                let _ = std::fs::remove_file(&path);
+            }
             continue;
         }
-        let path = entry.path();
+        if Some(name.as_str()) == live || !name.starts_with("gen-") {
+            continue;
+        }
+        let gone = build_gone(&path);
         if name.ends_with(".tmp") {
-            // Another build may be writing it right now; leave young ones alone.
-            let old = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.elapsed().ok())
-                .is_some_and(|age| age.as_secs() > 3600);
-            if old {
+            // A build being written, or a killed build's; without a lock file (a build of an
+            // older kbtools, or killed as it began) only an old one is taken for a leftover.
+            if gone == Some(true) || (gone.is_none() && old(&entry)) {
                 let _ = std::fs::remove_dir_all(&path);
             }
             continue;
         }
-        let modified = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .unwrap_or(std::time::UNIX_EPOCH);
-        generations.push((modified, path));
+        match gone {
+            // Finished by a build killed before `CURRENT` named it, or after.
+            Some(true) => {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+            // Being published right now.
+            Some(false) => {}
+            None => {
+                let modified = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                generations.push((modified, path));
+            }
+        }
+    }
+    if live.is_none() {
+        return;
     }
     generations.sort();
     generations.pop();
@@ -334,6 +742,9 @@ pub struct ServeOptions {
     /// A search still running after this answers 504 `SEARCH_TIMEOUT` (the online default is
     /// 3 s), never a partial or empty success.
     pub search_deadline: std::time::Duration,
+    /// How thoroughly opening checks the generation's files: [`Verify::Quick`] for one-shot
+    /// commands, [`Verify::Full`] for long-running servers.
+    pub verify: Verify,
 }
 
 impl Default for ServeOptions {
@@ -342,6 +753,7 @@ impl Default for ServeOptions {
             today: crate::okf::utc_today(),
             read_limit: 10 * 1024 * 1024,
             search_deadline: std::time::Duration::from_secs(3),
+            verify: Verify::Quick,
         }
     }
 }
@@ -357,20 +769,20 @@ pub struct KnowledgeBase {
 }
 
 impl KnowledgeBase {
-    /// Opens the live generation of `index_dir`. `bundle_root` overrides the manifest's.
+    /// Opens the live generation of `index_dir`, checking its files at `options.verify`
+    /// (module docs): a damaged generation is an [`IndexError::Corrupt`] naming the file.
+    /// `bundle_root` overrides the manifest's.
     pub fn open(
         index_dir: &Path,
         bundle_root: Option<&Path>,
         options: ServeOptions,
     ) -> Result<Self, IndexError> {
-        let manifest = read_manifest(index_dir)?.ok_or_else(|| IndexError::Corrupt {
+        let generation = live_generation(index_dir)?.ok_or_else(|| IndexError::Corrupt {
             path: index_dir.display().to_string(),
-            reason: "no index here".into(),
+            reason: "no index here (CURRENT is missing)".into(),
         })?;
-        let generation = current_generation(index_dir).ok_or_else(|| IndexError::Corrupt {
-            path: index_dir.display().to_string(),
-            reason: "CURRENT is missing".into(),
-        })?;
+        let manifest = generation_manifest(index_dir, &generation)?;
+        verify_generation(&generation, &manifest, options.verify)?;
         let catalog = open_catalog(&generation)?;
         if catalog.kb_id() != manifest.knowledge_base_id {
             return Err(IndexError::Corrupt {
@@ -378,7 +790,13 @@ impl KnowledgeBase {
                 reason: "catalog and manifest disagree".into(),
             });
         }
-        let search = SearchIndex::open(&generation.join("search"), catalog.key_table())?;
+        let search_dir = generation.join("search");
+        let search = SearchIndex::open(&search_dir, catalog.key_table()).map_err(|e| {
+            IndexError::Corrupt {
+                path: search_dir.display().to_string(),
+                reason: e.to_string(),
+            }
+        })?;
         let bundle_root = match bundle_root {
             Some(root) => root.canonicalize().map_err(|e| IndexError::io(root, e))?,
             None => PathBuf::from(&manifest.bundle_root),
@@ -393,8 +811,9 @@ impl KnowledgeBase {
         })
     }
 
-    /// Opens the index of `bundle_root` in `index_dir`, building it first when it is missing or
-    /// when the bundle changed since it was built (a stat fingerprint check).
+    /// Opens the index of `bundle_root` in `index_dir`, building it first when it is missing,
+    /// damaged (checked at `options.verify`), or when the bundle changed since it was built (a
+    /// stat fingerprint check).
     pub fn open_or_build(
         bundle_root: &Path,
         index_dir: &Path,
@@ -418,12 +837,24 @@ impl KnowledgeBase {
             }
             None => false,
         };
-        let report = if fresh {
-            None
-        } else {
-            Some(build(bundle_root, index_dir, build_options, progress)?)
-        };
-        Ok((Self::open(index_dir, Some(bundle_root), options)?, report))
+        if fresh {
+            match Self::open(index_dir, Some(bundle_root), options.clone()) {
+                Ok(kb) => return Ok((kb, None)),
+                Err(e @ IndexError::Corrupt { .. }) => progress(&format!("{e}")),
+                Err(e) => return Err(e),
+            }
+        }
+        let report = build::build(
+            bundle_root,
+            index_dir,
+            build_options,
+            options.verify,
+            progress,
+        )?;
+        Ok((
+            Self::open(index_dir, Some(bundle_root), options)?,
+            Some(report),
+        ))
     }
 
     pub fn kb_id(&self) -> &str {
@@ -437,10 +868,25 @@ impl KnowledgeBase {
 
     /// The diagnostics of the build of this index.
     pub fn diagnostics(index_dir: &Path) -> Result<Vec<Diagnostic>, IndexError> {
-        let generation = current_generation(index_dir).ok_or_else(|| IndexError::Corrupt {
+        let generation = live_generation(index_dir)?.ok_or_else(|| IndexError::Corrupt {
             path: index_dir.display().to_string(),
-            reason: "CURRENT is missing".into(),
+            reason: "no index here (CURRENT is missing)".into(),
         })?;
-        read_json(&generation.join("diagnostics.json"))
+        let manifest = generation_manifest(index_dir, &generation)?;
+        let path = generation.join("diagnostics.json");
+        let recorded = manifest.files.iter().find(|f| f.path == "diagnostics.json");
+        let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
+        if recorded
+            .is_none_or(|r| r.size != bytes.len() as u64 || r.crc32 != crc32fast::hash(&bytes))
+        {
+            return Err(IndexError::Corrupt {
+                path: path.display().to_string(),
+                reason: "checksum mismatch".into(),
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupt {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })
     }
 }

@@ -226,8 +226,26 @@ pub struct SearchIndex {
 
 impl SearchIndex {
     /// Opens the index in `dir`; `positions` maps each indexed page's key to its catalog
-    /// position.
+    /// position. Tantivy panics on some damaged files (a fast-field table that points past its
+    /// end, say) where it would rather fail: such a panic is an error here.
     pub fn open(dir: &Path, positions: KeyTable) -> Result<Self, IndexError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Self::open_unchecked(dir, positions)
+        }))
+        .unwrap_or_else(|panic| {
+            let reason = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(IndexError::Tantivy(format!(
+                "a file of {} does not read ({reason})",
+                dir.display()
+            )))
+        })
+    }
+
+    fn open_unchecked(dir: &Path, positions: KeyTable) -> Result<Self, IndexError> {
         let index = Index::open_in_dir(dir)?;
         analysis::register(&index);
         let schema = index.schema();
