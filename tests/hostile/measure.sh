@@ -11,7 +11,7 @@
 # folder by the release binary under `/usr/bin/time -f "%e %M"` (wall seconds, peak RSS in KiB of
 # the kbtools process: GNU time forks it from its own small process, so the figure is kbtools'
 # own). Prints a Markdown table. The checks of the CI tests at full size:
-# `KBTOOLS_HOSTILE_FULL=1 cargo test --release --test hostile_bundles`.
+# `KBTOOLS_HOSTILE_FULL=1 KBTOOLS_HOSTILE_BIN=target/release/kbtools cargo test --test hostile_bundles -- --test-threads=1`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
