@@ -22,6 +22,9 @@ pub struct Link {
 
 /// Headings kept per document.
 const MAX_HEADINGS: usize = 512;
+/// Characters kept of a heading (and so of a title taken from the first H1): a page that is
+/// one huge `# …` line must not make a title of megabytes that every search result repeats.
+pub const MAX_HEADING_CHARS: usize = 1024;
 /// Links kept per document.
 const MAX_LINKS: usize = 4096;
 
@@ -40,6 +43,8 @@ pub fn summarize(body: &str) -> MarkdownSummary {
             Event::End(TagEnd::Heading(_)) => {
                 if let Some((level, content)) = heading.take() {
                     let content = crate::text::collapse_whitespace(&content);
+                    let content =
+                        crate::text::truncate_chars(&content, MAX_HEADING_CHARS).to_string();
                     if level == HeadingLevel::H1
                         && summary.first_h1.is_none()
                         && !content.is_empty()
@@ -114,5 +119,15 @@ mod tests {
         assert!(!s.links[0].wiki);
         assert_eq!(s.links[1].destination, "Note Name");
         assert!(s.links[1].wiki);
+    }
+
+    #[test]
+    fn huge_headings_are_cut() {
+        let body = format!("# {}\n\ntext", "word ".repeat(100_000));
+        let s = summarize(&body);
+        let title = s.first_h1.unwrap();
+        assert_eq!(title.chars().count(), MAX_HEADING_CHARS);
+        assert!(title.starts_with("word word"));
+        assert_eq!(s.headings[0], title);
     }
 }

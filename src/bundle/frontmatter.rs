@@ -1,6 +1,11 @@
 //! YAML frontmatter: finding the block and turning it into JSON. This is the only module that
 //! touches `serde_yaml`. An invalid block is kept as raw text and reported, never fatal.
 
+use std::cell::Cell;
+
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
+};
 use serde_json::{Map, Number, Value};
 
 /// Frontmatter larger than this is not parsed (it is reported and kept as raw text). Focowiki
@@ -75,11 +80,38 @@ pub fn parse(block: &Frontmatter<'_>) -> Result<Map<String, Value>, FrontmatterE
     if block.yaml.trim().is_empty() {
         return Ok(Map::new());
     }
-    let value: serde_yaml::Value =
-        serde_yaml::from_str(block.yaml).map_err(|e| FrontmatterError {
-            line: e.location().map(|l| block.first_line + l.line() - 1),
-            message: e.to_string(),
+    if flow_depth_exceeds(block.yaml, MAX_FLOW_DEPTH) {
+        return Err(FrontmatterError {
+            line: Some(block.first_line),
+            message: format!(
+                "frontmatter nests deeper than {MAX_FLOW_DEPTH} levels of [ and {{; not parsed"
+            ),
+        });
+    }
+    let located = |e: serde_yaml::Error| FrontmatterError {
+        line: e.location().map(|l| block.first_line + l.line() - 1),
+        message: e.to_string(),
+    };
+    // First count what the YAML expands to, aliases replayed, without keeping it: a document
+    // that expands past its budget (an alias bomb) is refused before it is built.
+    let budget = Cell::new(node_budget(block.yaml));
+    serde_yaml::Deserializer::from_str(block.yaml)
+        .next()
+        .map_or(Ok(()), |document| Count(&budget).deserialize(document))
+        .map_err(|e| {
+            if budget.get() == 0 {
+                FrontmatterError {
+                    line: Some(block.first_line),
+                    message: format!(
+                        "frontmatter expands to more than {} values (YAML aliases); not parsed",
+                        node_budget(block.yaml)
+                    ),
+                }
+            } else {
+                located(e)
+            }
         })?;
+    let value: serde_yaml::Value = serde_yaml::from_str(block.yaml).map_err(located)?;
     match yaml_to_json(value, 0) {
         Value::Object(map) => Ok(map),
         Value::Null => Ok(Map::new()),
@@ -87,6 +119,172 @@ pub fn parse(block: &Frontmatter<'_>) -> Result<Map<String, Value>, FrontmatterE
             line: Some(block.first_line),
             message: format!("frontmatter is a {}, not a mapping", json_kind(&other)),
         }),
+    }
+}
+
+/// Flow nesting (`[`, `{`) deeper than this is refused before parsing: the YAML parser's time
+/// grows faster than linearly with it (10,000 levels took seconds, 100,000 over a minute), and
+/// serde_yaml would refuse past 128 levels anyway.
+const MAX_FLOW_DEPTH: usize = 128;
+
+/// True when the brackets of `yaml`, outside quoted scalars and comments, nest deeper than
+/// `max`. A conservative count (a `[` inside a plain scalar counts too), so it refuses only
+/// what serde_yaml would, or a block with more than `max` unbalanced brackets in plain text.
+fn flow_depth_exceeds(yaml: &str, max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut quote: Option<u8> = None;
+    let mut comment = false;
+    let mut previous = b'\n';
+    let bytes = yaml.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        i += 1;
+        if comment {
+            if b == b'\n' {
+                comment = false;
+            }
+            previous = b;
+            continue;
+        }
+        match quote {
+            Some(b'"') => match b {
+                b'\\' => i += 1,
+                b'"' => quote = None,
+                _ => {}
+            },
+            Some(_) => {
+                if b == b'\'' {
+                    quote = None;
+                }
+            }
+            None => match b {
+                // A quote opens a quoted scalar only where a token starts (not `it's`).
+                b'"' | b'\'' if previous.is_ascii_whitespace() || b"[{,:-?".contains(&previous) => {
+                    quote = Some(b)
+                }
+                b'#' if previous.is_ascii_whitespace() => comment = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > max {
+                        return true;
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        previous = b;
+    }
+    false
+}
+
+/// Values (scalars, sequences, mappings, keys included) a frontmatter block may expand to: a
+/// document without aliases has fewer than one per byte, so only alias expansion reaches it.
+fn node_budget(yaml: &str) -> usize {
+    yaml.len() + 1024
+}
+
+/// Counts the values of a YAML document as serde_yaml replays them (aliases included), failing
+/// when the budget in the cell runs out.
+struct Count<'a>(&'a Cell<usize>);
+
+impl Count<'_> {
+    fn tick<E: de::Error>(&self) -> Result<(), E> {
+        match self.0.get() {
+            0 => Err(E::custom("frontmatter expands past its budget")),
+            left => {
+                self.0.set(left - 1);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Count<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Count<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        self.tick()
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        self.tick()
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        self.tick()
+    }
+
+    fn visit_i128<E: de::Error>(self, _: i128) -> Result<(), E> {
+        self.tick()
+    }
+
+    fn visit_u128<E: de::Error>(self, _: u128) -> Result<(), E> {
+        self.tick()
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        self.tick()
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        self.tick()
+    }
+
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<(), E> {
+        self.tick()
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.tick()
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.tick()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.tick()?;
+        Count(self.0).deserialize(deserializer)
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.tick()?;
+        Count(self.0).deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.tick()?;
+        while seq.next_element_seed(Count(self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.tick()?;
+        while map.next_key_seed(Count(self.0))?.is_some() {
+            map.next_value_seed(Count(self.0))?;
+        }
+        Ok(())
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
+        // A tagged value (`!tag value`): the tag, then the value.
+        self.tick()?;
+        let ((), variant) = data.variant_seed(Count(self.0))?;
+        variant.newtype_variant_seed(Count(self.0))
     }
 }
 
@@ -195,5 +393,52 @@ mod tests {
         }
         yaml.push_str("---\nbody");
         assert!(parse(&locate(&yaml).unwrap()).is_err());
+    }
+
+    fn block_of(yaml: &str) -> String {
+        format!("---\n{yaml}\n---\nbody")
+    }
+
+    #[test]
+    fn quadratic_alias_expansion_is_refused() {
+        let keys: Vec<String> = (0..1000).map(|i| format!("k{i}: v")).collect();
+        let mut yaml = format!("base: &base {{{}}}\nrefs:\n", keys.join(", "));
+        for _ in 0..2000 {
+            yaml.push_str("  - *base\n");
+        }
+        let text = block_of(&yaml);
+        let err = parse(&locate(&text).unwrap()).unwrap_err();
+        assert!(err.message.contains("YAML aliases"), "{err:?}");
+        // A few aliases are fine.
+        let text = block_of("a: &x [1, 2]\nb: *x\nc: *x");
+        let map = parse(&locate(&text).unwrap()).unwrap();
+        assert_eq!(map["c"], serde_json::json!([1, 2]));
+    }
+
+    #[test]
+    fn deep_flow_nesting_is_refused_before_parsing() {
+        let deep = format!("x: {}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let text = block_of(&deep);
+        let err = parse(&locate(&text).unwrap()).unwrap_err();
+        assert!(err.message.contains("nests deeper"), "{err:?}");
+        // Brackets in quoted scalars, comments and words do not count.
+        let quoted = format!(
+            "a: \"{0}\"\nb: '{0}'\n# {0}\nc: it's {1}",
+            "[".repeat(200),
+            "ok"
+        );
+        let text = block_of(&quoted);
+        let map = parse(&locate(&text).unwrap()).unwrap();
+        assert_eq!(map["c"], "it's ok");
+        let nested = format!("x: {}1{}", "[".repeat(100), "]".repeat(100));
+        assert!(parse(&locate(&block_of(&nested)).unwrap()).is_ok());
+    }
+
+    #[test]
+    fn tagged_values_are_counted_and_kept() {
+        let text = block_of("a: !custom [1, 2]\nb: !!str 5");
+        let map = parse(&locate(&text).unwrap()).unwrap();
+        assert_eq!(map["a"], serde_json::json!([1, 2]));
+        assert_eq!(map["b"], "5");
     }
 }

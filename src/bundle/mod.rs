@@ -24,7 +24,8 @@ use paths::PathClass;
 use records::{DocumentRecord, LocalRelationship};
 use walk::{hex, WalkedFile};
 
-/// Files larger than this are listed and hashed but not parsed or indexed.
+/// Bytes of a file read and parsed at most: a larger page is hashed whole but only this much of it
+/// is parsed and indexed; a larger JSON file is listed and hashed but not parsed.
 pub const MAX_PARSE_BYTES: u64 = 16 * 1024 * 1024;
 /// Plain text indexed per page at most (bytes); the rest of a huge page is not searchable.
 pub const MAX_INDEXED_TEXT: usize = 4 * 1024 * 1024;
@@ -405,21 +406,14 @@ pub fn content_fingerprint<'a>(
 pub fn read_page_text(root: &Path, disk: &str, _path: &str) -> Option<PageText> {
     let disk_path = root.join(disk);
     let meta = std::fs::metadata(&disk_path).ok()?;
-    if meta.len() > MAX_PARSE_BYTES {
-        return None;
-    }
     let file = WalkedFile {
         disk_path,
         relative: disk.to_string(),
         size: meta.len(),
         mtime_ns: 0,
     };
-    let (bytes, _) = read_bytes(&file).ok()?;
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    };
-    Some(page_text(&text))
+    let (bytes, _, total) = read_bytes(&file).ok()?;
+    Some(page_text(&text_of(bytes, total).0))
 }
 
 /// The indexed text of a page whose file content is `text`.
@@ -438,7 +432,12 @@ fn page_text(text: &str) -> PageText {
     frontmatter.remove("title");
     let mut metadata = metadata_values_text(&Value::Object(frontmatter));
     if let Some(raw) = raw_frontmatter {
-        metadata.push_str(raw);
+        // Frontmatter too large to parse is indexed only as far as it would have been parsed.
+        let mut end = raw.len().min(frontmatter::MAX_FRONTMATTER_BYTES);
+        while !raw.is_char_boundary(end) {
+            end -= 1;
+        }
+        metadata.push_str(&raw[..end]);
     }
     let body = cap_indexed_text(markdown::summarize(body).plain_text);
     PageText { metadata, body }
@@ -514,10 +513,19 @@ fn logical_path(
     Some((candidate, class))
 }
 
-fn read_bytes(file: &WalkedFile) -> std::io::Result<(Vec<u8>, String)> {
+/// A file's bytes: at most the first [`MAX_PARSE_BYTES`] of it (the rest is only hashed, so a
+/// huge or growing file never costs more memory than that), the SHA-256 of the whole file, and
+/// the number of bytes read in all.
+fn read_bytes(file: &WalkedFile) -> std::io::Result<(Vec<u8>, String, u64)> {
     let mut handle = std::fs::File::open(&file.disk_path)?;
     let mut hasher = Sha256::new();
-    if file.size > MAX_PARSE_BYTES {
+    let mut bytes = Vec::with_capacity(file.size.min(MAX_PARSE_BYTES) as usize);
+    (&mut handle)
+        .take(MAX_PARSE_BYTES)
+        .read_to_end(&mut bytes)?;
+    hasher.update(&bytes);
+    let mut total = bytes.len() as u64;
+    if total == MAX_PARSE_BYTES {
         let mut buf = vec![0u8; 1 << 16];
         loop {
             let n = handle.read(&mut buf)?;
@@ -525,13 +533,33 @@ fn read_bytes(file: &WalkedFile) -> std::io::Result<(Vec<u8>, String)> {
                 break;
             }
             hasher.update(&buf[..n]);
+            total += n as u64;
         }
-        return Ok((Vec::new(), hex(&hasher.finalize())));
     }
-    let mut bytes = Vec::with_capacity(file.size as usize);
-    handle.read_to_end(&mut bytes)?;
-    hasher.update(&bytes);
-    Ok((bytes, hex(&hasher.finalize())))
+    Ok((bytes, hex(&hasher.finalize()), total))
+}
+
+/// The text of `bytes`, the first `MAX_PARSE_BYTES` of a file of `total` bytes: a character cut
+/// at the end of a truncated prefix is dropped; any other invalid UTF-8 becomes U+FFFD, and
+/// `Err(byte)` tells where the first one was.
+fn text_of(mut bytes: Vec<u8>, total: u64) -> (String, Option<usize>) {
+    if total > bytes.len() as u64 {
+        if let Err(e) = std::str::from_utf8(&bytes) {
+            if e.error_len().is_none() {
+                bytes.truncate(e.valid_up_to());
+            }
+        }
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => (text, None),
+        Err(e) => {
+            let valid = e.utf8_error().valid_up_to();
+            (
+                String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                Some(valid),
+            )
+        }
+    }
 }
 
 fn read_one(file: &WalkedFile, path: String, class: PathClass, kind: BundleKind) -> ReadFile {
@@ -545,7 +573,7 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass, kind: BundleKind)
         problems: Vec::new(),
         detail: Detail::default(),
     };
-    let (bytes, sha) = match read_bytes(file) {
+    let (bytes, sha, total) = match read_bytes(file) {
         Ok(x) => x,
         Err(e) => {
             out.problems
@@ -555,32 +583,31 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass, kind: BundleKind)
         }
     };
     out.sha256 = sha;
-    out.size = if file.size > MAX_PARSE_BYTES {
-        file.size
-    } else {
-        bytes.len() as u64
-    };
-    if file.size > MAX_PARSE_BYTES {
+    out.size = total;
+    if total > MAX_PARSE_BYTES {
+        if out.path.ends_with(".json") {
+            out.problems.push((
+                None,
+                format!(
+                    "{total} bytes, more than the {MAX_PARSE_BYTES} bytes kbtools parses; listed but not parsed"
+                ),
+            ));
+            return out;
+        }
         out.problems.push((
             None,
             format!(
-                "{} bytes, more than the {} bytes kbtools parses; listed but not indexed",
-                file.size, MAX_PARSE_BYTES
+                "{total} bytes, more than the {MAX_PARSE_BYTES} bytes kbtools parses; only the first {MAX_PARSE_BYTES} bytes are parsed and indexed"
             ),
         ));
-        return out;
     }
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => {
-            let valid = e.utf8_error().valid_up_to();
-            out.problems.push((
-                None,
-                format!("invalid UTF-8 at byte {valid}; read as text with U+FFFD replacements"),
-            ));
-            String::from_utf8_lossy(e.as_bytes()).into_owned()
-        }
-    };
+    let (text, invalid_at) = text_of(bytes, total);
+    if let Some(valid) = invalid_at {
+        out.problems.push((
+            None,
+            format!("invalid UTF-8 at byte {valid}; read as text with U+FFFD replacements"),
+        ));
+    }
     if out.path.ends_with(".json") {
         // Only the records ingest reads are kept (as what ingest takes from them); of the others
         // (term postings can be megabytes) only the syntax is checked and the title taken.
