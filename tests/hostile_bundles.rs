@@ -948,6 +948,66 @@ fn a_page_deleted_while_indexing() {
     assert_served(&kb, "pages/good.md", "walrusgood");
 }
 
+/// A page removed after the build read it and before the search index reads it again (the
+/// build's progress line for the indexing step comes between the two), in a full build and in
+/// an incremental update: a diagnostic names it, the build completes, the others are served.
+#[test]
+fn a_page_deleted_between_read_and_indexing_is_reported() {
+    use kbtools::index::BuildOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("bundle");
+    let index_dir = dir.path().join("index");
+    let build_removing = |step: &str, name: &str| {
+        let gone = root.join(name);
+        let mut removed = false;
+        let report = kbtools::index::build(
+            &root,
+            &index_dir,
+            &BuildOptions::default(),
+            &mut |line: &str| {
+                if line.starts_with(step) {
+                    removed = std::fs::remove_file(&gone).is_ok();
+                }
+            },
+        )
+        .unwrap_or_else(|e| panic!("build: {e}"));
+        assert!(removed, "no progress line starts with {step:?}");
+        let named: Vec<_> = report
+            .diagnostics
+            .iter()
+            .filter(|d| d.path == name && d.message.contains("cannot read again"))
+            .collect();
+        assert_eq!(named.len(), 1, "{:?}", report.diagnostics);
+        assert_eq!(
+            report.manifest.counts.diagnostics,
+            report.diagnostics.len() as u64
+        );
+    };
+    write(&root.join("good.md"), &page("Good", "walrusgood"));
+    write(&root.join("gone.md"), &page("Gone", "walrusgone"));
+    write(&root.join("later.md"), &page("Later", "walruslater"));
+
+    // A full build: the page is listed (it was read) but not searchable.
+    build_removing("indexing ", "gone.md");
+    let kb = KnowledgeBase::open(&index_dir, Some(&root), options()).unwrap();
+    assert_served(&kb, "pages/good.md", "walrusgood");
+    assert_served(&kb, "pages/later.md", "walruslater");
+    assert_not_found(&kb, "walrusgone");
+    drop(kb);
+
+    // An incremental update: `later.md` changed, then removed before it is indexed again.
+    write(&root.join("gone.md"), &page("Gone", "walrusgone"));
+    write(
+        &root.join("later.md"),
+        &page("Later", "walruslater walrusnewer"),
+    );
+    build_removing("updating the search index", "later.md");
+    let kb = KnowledgeBase::open(&index_dir, Some(&root), options()).unwrap();
+    assert_served(&kb, "pages/good.md", "walrusgood");
+    assert_served(&kb, "pages/gone.md", "walrusgone");
+    assert_not_found(&kb, "walrusnewer");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Full size, by hand
 

@@ -179,6 +179,13 @@ impl Naming<'_> {
     }
 }
 
+/// The keys of the pages a build listed but could not read again for indexing (removed or
+/// replaced during the build), when there are any.
+const UNINDEXED_FILE: &str = "unindexed.json";
+
+/// A page that could not be read again for indexing: its key and its file.
+type Unread = (u64, String);
+
 /// A test hook for the crash tests (`tests/crash_safety.rs`): with `KBTOOLS_CRASH_AT=<point>`
 /// in the environment, the process aborts at that point of the publish step, as a crash there
 /// would stop it.
@@ -268,7 +275,18 @@ pub(super) fn build(
         .filter(|c| c.kind() == kind);
     let reuse = cache.as_ref().filter(|_| !full);
     // What the previous search index holds, to bring it up to date.
-    let indexed_before = reuse.map(|c| indexed_of(&c.entries));
+    let indexed_before = reuse.map(|c| {
+        let mut indexed = indexed_of(&c.entries);
+        // Pages the previous build could not read again for indexing are not in its index.
+        let unindexed = previous
+            .as_ref()
+            .and_then(|p| std::fs::read(p.generation.join(UNINDEXED_FILE)).ok())
+            .and_then(|bytes| serde_json::from_slice::<Vec<u64>>(&bytes).ok());
+        for key in unindexed.unwrap_or_default() {
+            indexed.remove(&key);
+        }
+        indexed
+    });
 
     // A file is taken from the cache when its path, class, size and modification time match an
     // entry made long enough before the cache; the others are read, in parallel.
@@ -412,6 +430,8 @@ pub(super) fn build(
         ..BuildWork::default()
     };
     let mut incremental_done = false;
+    // Pages that could not be read again for indexing (deleted or replaced during the build).
+    let mut unread = Vec::new();
     if let (Some(p), Some(before)) = (previous.as_ref(), indexed_before) {
         let outcome = incremental_search(
             bundle_root,
@@ -423,7 +443,8 @@ pub(super) fn build(
             progress,
         );
         match outcome {
-            Ok((indexed, removed)) => {
+            Ok((indexed, removed, not_read)) => {
+                unread = not_read;
                 work.incremental = true;
                 work.pages_indexed = indexed;
                 work.pages_removed = removed;
@@ -457,8 +478,32 @@ pub(super) fn build(
         };
         progress(&format!("indexing {} pages", pages.len()));
         let pages: Vec<&Page> = pages.iter().collect();
-        work.pages_indexed = index_pages(bundle_root, &search_dir, true, &[], &pages, threads)?;
+        (work.pages_indexed, unread) =
+            index_pages(bundle_root, &search_dir, true, &[], &pages, threads)?;
     }
+    if !unread.is_empty() {
+        // The ingest cache counts those pages as indexed: the next build takes this list's
+        // word over it and indexes them.
+        let keys: Vec<u64> = unread.iter().map(|(key, _)| *key).collect();
+        write_file(
+            &tmp.join(UNINDEXED_FILE),
+            &serde_json::to_vec(&keys).unwrap_or_default(),
+        )?;
+    }
+    let mut diagnostics = diagnostics;
+    diagnostics.extend(unread.into_iter().map(|(_, path)| {
+        Diagnostic::new(
+            path,
+            None,
+            "cannot read again for indexing (removed or replaced during the build): listed \
+             but not searchable until the next build"
+                .into(),
+        )
+    }));
+    let counts = Counts {
+        diagnostics: diagnostics.len() as u64,
+        ..counts
+    };
 
     let json = |v: &dyn erased::Json| v.to_json();
     write_file(&tmp.join("diagnostics.json"), &json(&diagnostics))?;
@@ -1322,8 +1367,9 @@ fn index_pages(
     deleted: &[u64],
     pages: &[&Page],
     threads: usize,
-) -> Result<u64, IndexError> {
+) -> Result<(u64, Vec<Unread>), IndexError> {
     let mut count = 0;
+    let mut unread = Vec::new();
     let mut start = 0;
     loop {
         let mut end = start;
@@ -1341,6 +1387,13 @@ fn index_pages(
                     .and_then(|disk| bundle::read_page_text(bundle_root, disk, &p.path))
             })
             .collect();
+        unread.extend(
+            batch
+                .iter()
+                .zip(&texts)
+                .filter(|(_, text)| text.is_none())
+                .map(|(p, _)| (p.key, p.disk.clone().unwrap_or_else(|| p.path.clone()))),
+        );
         let docs: Vec<IndexedPage<'_>> = batch
             .iter()
             .zip(&texts)
@@ -1362,7 +1415,7 @@ fn index_pages(
         }
         start = end;
         if start >= pages.len() {
-            return Ok(count);
+            return Ok((count, unread));
         }
     }
 }
@@ -1378,7 +1431,7 @@ fn incremental_search(
     search_dir: &Path,
     threads: usize,
     progress: &mut dyn FnMut(&str),
-) -> Result<(u64, u64), IndexError> {
+) -> Result<(u64, u64, Vec<Unread>), IndexError> {
     let now = indexed_of(&written.entries);
     let mut deleted: Vec<u64> = before
         .iter()
@@ -1394,14 +1447,14 @@ fn incremental_search(
     let removed = deleted.len() as u64;
     link_dir(previous_search, search_dir)?;
     if changed.is_empty() && deleted.is_empty() {
-        return Ok((0, 0));
+        return Ok((0, 0, Vec::new()));
     }
     progress(&format!(
         "updating the search index: {} pages to index, {} to remove",
         changed.len(),
         deleted.len()
     ));
-    let indexed = index_pages(
+    let (indexed, unread) = index_pages(
         bundle_root,
         search_dir,
         false,
@@ -1409,7 +1462,7 @@ fn incremental_search(
         &changed,
         threads.min(2),
     )?;
-    Ok((indexed, removed))
+    Ok((indexed, removed, unread))
 }
 
 #[cfg(test)]

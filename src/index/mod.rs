@@ -12,6 +12,9 @@
 //!         catalog.bin         the document catalog (read in place: catalog/store.rs)
 //!         ingest-cache.bin    each file's parse, for incremental builds (cache.rs)
 //!         diagnostics.json    the build's diagnostics
+//!         unindexed.json      (rare) keys of pages removed or replaced between the build's read
+//!                             and its indexing: listed, not searchable; the next build indexes
+//!                             them although the ingest cache counts them as indexed
 //!         search/             tantivy
 //! gen-<n>-<id>.tmp/           a generation being built (holds `.build.lock` while it is)
 //! ```
