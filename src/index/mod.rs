@@ -890,3 +890,63 @@ impl KnowledgeBase {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_manifest_checksum_holds_only_for_the_bytes_written() {
+        let manifest = Manifest {
+            format_version: INDEX_FORMAT_VERSION,
+            tool_version: "0".into(),
+            knowledge_base_id: "knowledge-base-x".into(),
+            knowledge_base_name: "X".into(),
+            bundle_kind: BundleKind::PlainFolder,
+            bundle_root: "/b".into(),
+            active_content_revision: 12,
+            content_fingerprint: "c".into(),
+            stat_fingerprint: "s".into(),
+            counts: Counts::default(),
+            files: vec![FileRecord {
+                path: "catalog.bin".into(),
+                size: 3,
+                mtime_ns: 4,
+                crc32: 5,
+            }],
+        };
+        let bytes = manifest_bytes(&manifest);
+        assert!(manifest_checksum_holds(&bytes));
+        let parsed: Manifest = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(parsed, manifest);
+        for at in 0..bytes.len() - 1 {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x04;
+            assert!(!manifest_checksum_holds(&damaged), "byte {at}");
+        }
+        assert!(!manifest_checksum_holds(&bytes[..bytes.len() / 2]));
+        assert!(!manifest_checksum_holds(b""));
+    }
+
+    /// A `*.tmp` generation whose build still holds its lock is left alone; once the lock is
+    /// released (the build died), the next clean-up removes it, and the `CURRENT.*.tmp` naming
+    /// it.
+    #[test]
+    fn leftovers_of_a_running_build_stay_and_those_of_a_dead_one_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("gen-2-abcd.tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let lock = FileLock::create(&tmp.join(BUILD_LOCK)).unwrap();
+        let current_tmp = dir.path().join("CURRENT.gen-2-abcd.tmp");
+        std::fs::write(&current_tmp, "gen-2-abcd").unwrap();
+        // Another build's folder that has no lock yet (just created) stays too.
+        let fresh = dir.path().join("gen-3-ef01.tmp");
+        std::fs::create_dir_all(&fresh).unwrap();
+        remove_leftovers(dir.path(), None);
+        assert!(tmp.is_dir() && current_tmp.is_file() && fresh.is_dir());
+        drop(lock);
+        remove_leftovers(dir.path(), None);
+        assert!(!tmp.exists() && !current_tmp.exists());
+        assert!(fresh.is_dir());
+    }
+}
