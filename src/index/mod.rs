@@ -661,13 +661,17 @@ mod erased {
     }
 }
 
-/// Removes what builds killed before they finished left in `index_dir` (module docs), and the
-/// generations before the live one but the newest (a reader may still hold it open). A folder
-/// or file of a build still running is left alone.
+/// Removes what builds killed before they finished left in `index_dir` (module docs), and, when
+/// `live` names the generation just published, the generations before it but the newest (a
+/// reader may still hold it open). A folder or file of a build still running is left alone, and
+/// so is the generation `CURRENT` names (a build killed just after naming it left its lock
+/// file there).
 fn remove_leftovers(index_dir: &Path, live: Option<&str>) {
     let Ok(entries) = std::fs::read_dir(index_dir) else {
         return;
     };
+    let named = current_generation(index_dir)
+        .and_then(|g| g.file_name().map(|n| n.to_string_lossy().into_owned()));
     let old = |entry: &std::fs::DirEntry| {
         entry
             .metadata()
@@ -694,7 +698,8 @@ fn remove_leftovers(index_dir: &Path, live: Option<&str>) {
             }
             continue;
         }
-        if Some(name.as_str()) == live || !name.starts_with("gen-") {
+        if Some(name.as_str()) == live || Some(&name) == named.as_ref() || !name.starts_with("gen-")
+        {
             continue;
         }
         let gone = build_gone(&path);
@@ -948,5 +953,17 @@ mod tests {
         remove_leftovers(dir.path(), None);
         assert!(!tmp.exists() && !current_tmp.exists());
         assert!(fresh.is_dir());
+
+        // A build killed after naming its generation in CURRENT left its lock file there: the
+        // live generation stays; a finished generation CURRENT never named goes.
+        let live = dir.path().join("gen-4-aaaa");
+        let orphan = dir.path().join("gen-5-bbbb");
+        for generation in [&live, &orphan] {
+            std::fs::create_dir_all(generation).unwrap();
+            drop(FileLock::create(&generation.join(BUILD_LOCK)).unwrap());
+        }
+        std::fs::write(dir.path().join("CURRENT"), "gen-4-aaaa").unwrap();
+        remove_leftovers(dir.path(), None);
+        assert!(live.is_dir() && !orphan.exists());
     }
 }
