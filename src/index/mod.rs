@@ -374,6 +374,15 @@ fn load_previous(index_dir: &Path, verify: Verify) -> Option<Previous> {
     })
 }
 
+/// What a progress line says of a damaged index (the error's own text ends with the advice to
+/// run `kbtools index`, which is what the caller is doing).
+fn damage_line(error: &IndexError) -> String {
+    match error {
+        IndexError::Corrupt { path, reason } => format!("index at {path} is damaged ({reason})"),
+        other => other.to_string(),
+    }
+}
+
 /// The CRC-32 of the file at `path`, read in 1 MiB pieces.
 fn file_crc32(path: &Path) -> std::io::Result<u32> {
     use std::io::Read;
@@ -845,7 +854,9 @@ impl KnowledgeBase {
         if fresh {
             match Self::open(index_dir, Some(bundle_root), options.clone()) {
                 Ok(kb) => return Ok((kb, None)),
-                Err(e @ IndexError::Corrupt { .. }) => progress(&format!("{e}")),
+                Err(e @ IndexError::Corrupt { .. }) => {
+                    progress(&format!("{}; rebuilding it", damage_line(&e)))
+                }
                 Err(e) => return Err(e),
             }
         }
