@@ -223,7 +223,7 @@ pub(super) fn build(
     let previous = load_previous(index_dir, verify);
     if previous.is_none() {
         if let Err(e @ IndexError::Corrupt { .. }) = read_manifest(index_dir) {
-            progress(&format!("{e}; building it anew"));
+            progress(&format!("{}; building it anew", damage_line(&e)));
         }
     }
 
@@ -258,7 +258,7 @@ pub(super) fn build(
     // else: everything is read and indexed again.
     let damaged = match previous.as_ref().and_then(|p| p.damage.as_ref()) {
         Some(damage) => {
-            progress(&format!("{damage}; building it anew"));
+            progress(&format!("{}; building it anew", damage_line(damage)));
             true
         }
         None => false,

@@ -377,6 +377,15 @@ fn load_previous(index_dir: &Path, verify: Verify) -> Option<Previous> {
     })
 }
 
+/// What a progress line says of a damaged index (the error's own text ends with the advice to
+/// run `kbtools index`, which is what the caller is doing).
+fn damage_line(error: &IndexError) -> String {
+    match error {
+        IndexError::Corrupt { path, reason } => format!("index at {path} is damaged ({reason})"),
+        other => other.to_string(),
+    }
+}
+
 /// The CRC-32 of the file at `path`, read in 1 MiB pieces.
 fn file_crc32(path: &Path) -> std::io::Result<u32> {
     use std::io::Read;
@@ -664,13 +673,17 @@ mod erased {
     }
 }
 
-/// Removes what builds killed before they finished left in `index_dir` (module docs), and the
-/// generations before the live one but the newest (a reader may still hold it open). A folder
-/// or file of a build still running is left alone.
+/// Removes what builds killed before they finished left in `index_dir` (module docs), and, when
+/// `live` names the generation just published, the generations before it but the newest (a
+/// reader may still hold it open). A folder or file of a build still running is left alone, and
+/// so is the generation `CURRENT` names (a build killed just after naming it left its lock
+/// file there).
 fn remove_leftovers(index_dir: &Path, live: Option<&str>) {
     let Ok(entries) = std::fs::read_dir(index_dir) else {
         return;
     };
+    let named = current_generation(index_dir)
+        .and_then(|g| g.file_name().map(|n| n.to_string_lossy().into_owned()));
     let old = |entry: &std::fs::DirEntry| {
         entry
             .metadata()
@@ -697,7 +710,8 @@ fn remove_leftovers(index_dir: &Path, live: Option<&str>) {
             }
             continue;
         }
-        if Some(name.as_str()) == live || !name.starts_with("gen-") {
+        if Some(name.as_str()) == live || Some(&name) == named.as_ref() || !name.starts_with("gen-")
+        {
             continue;
         }
         let gone = build_gone(&path);
@@ -843,7 +857,9 @@ impl KnowledgeBase {
         if fresh {
             match Self::open(index_dir, Some(bundle_root), options.clone()) {
                 Ok(kb) => return Ok((kb, None)),
-                Err(e @ IndexError::Corrupt { .. }) => progress(&format!("{e}")),
+                Err(e @ IndexError::Corrupt { .. }) => {
+                    progress(&format!("{}; rebuilding it", damage_line(&e)))
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -891,5 +907,77 @@ impl KnowledgeBase {
             path: path.display().to_string(),
             reason: e.to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_manifest_checksum_holds_only_for_the_bytes_written() {
+        let manifest = Manifest {
+            format_version: INDEX_FORMAT_VERSION,
+            tool_version: "0".into(),
+            knowledge_base_id: "knowledge-base-x".into(),
+            knowledge_base_name: "X".into(),
+            bundle_kind: BundleKind::PlainFolder,
+            bundle_root: "/b".into(),
+            active_content_revision: 12,
+            content_fingerprint: "c".into(),
+            stat_fingerprint: "s".into(),
+            counts: Counts::default(),
+            files: vec![FileRecord {
+                path: "catalog.bin".into(),
+                size: 3,
+                mtime_ns: 4,
+                crc32: 5,
+            }],
+        };
+        let bytes = manifest_bytes(&manifest);
+        assert!(manifest_checksum_holds(&bytes));
+        let parsed: Manifest = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(parsed, manifest);
+        for at in 0..bytes.len() - 1 {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x04;
+            assert!(!manifest_checksum_holds(&damaged), "byte {at}");
+        }
+        assert!(!manifest_checksum_holds(&bytes[..bytes.len() / 2]));
+        assert!(!manifest_checksum_holds(b""));
+    }
+
+    /// A `*.tmp` generation whose build still holds its lock is left alone; once the lock is
+    /// released (the build died), the next clean-up removes it, and the `CURRENT.*.tmp` naming
+    /// it.
+    #[test]
+    fn leftovers_of_a_running_build_stay_and_those_of_a_dead_one_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("gen-2-abcd.tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let lock = FileLock::create(&tmp.join(BUILD_LOCK)).unwrap();
+        let current_tmp = dir.path().join("CURRENT.gen-2-abcd.tmp");
+        std::fs::write(&current_tmp, "gen-2-abcd").unwrap();
+        // Another build's folder that has no lock yet (just created) stays too.
+        let fresh = dir.path().join("gen-3-ef01.tmp");
+        std::fs::create_dir_all(&fresh).unwrap();
+        remove_leftovers(dir.path(), None);
+        assert!(tmp.is_dir() && current_tmp.is_file() && fresh.is_dir());
+        drop(lock);
+        remove_leftovers(dir.path(), None);
+        assert!(!tmp.exists() && !current_tmp.exists());
+        assert!(fresh.is_dir());
+
+        // A build killed after naming its generation in CURRENT left its lock file there: the
+        // live generation stays; a finished generation CURRENT never named goes.
+        let live = dir.path().join("gen-4-aaaa");
+        let orphan = dir.path().join("gen-5-bbbb");
+        for generation in [&live, &orphan] {
+            std::fs::create_dir_all(generation).unwrap();
+            drop(FileLock::create(&generation.join(BUILD_LOCK)).unwrap());
+        }
+        std::fs::write(dir.path().join("CURRENT"), "gen-4-aaaa").unwrap();
+        remove_leftovers(dir.path(), None);
+        assert!(live.is_dir() && !orphan.exists());
     }
 }
