@@ -15,6 +15,8 @@ pub mod compact;
 pub mod cursor;
 pub mod error;
 pub mod eval;
+#[doc(hidden)]
+pub mod fuzz_entry;
 pub mod graph;
 pub mod http;
 pub mod ids;

@@ -109,6 +109,16 @@ pub fn parse_title(text: &str) -> Result<Option<String>, String> {
         return Err(format!("JSON nests deeper than {MAX_JSON_DEPTH} levels"));
     }
     let text = sanitize_lone_surrogates(text);
+    if !text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+    {
+        // Not an object, so no title; a struct would also read a JSON array (its first item
+        // taken as the title, a longer array refused as "trailing characters").
+        return serde_json::from_str::<serde::de::IgnoredAny>(&text)
+            .map(|_| None)
+            .map_err(|e| e.to_string());
+    }
     match serde_json::from_str::<Titled>(&text) {
         Ok(t) => Ok(t.title.and_then(|v| v.as_str().map(str::to_string))),
         // Valid JSON that is not an object has no title.
@@ -218,6 +228,21 @@ mod tests {
     fn deep_nesting_is_refused() {
         let deep = "[".repeat(5000) + &"]".repeat(5000);
         assert!(parse_json(&deep).is_err());
+    }
+
+    #[test]
+    fn a_top_level_array_is_valid_json_without_a_title() {
+        for text in [
+            r#"[1,"title",{"title":"x"}]"#,
+            r#"["x"]"#,
+            " \n[]",
+            "3",
+            "null",
+        ] {
+            assert_eq!(parse_title(text), Ok(None), "{text}");
+        }
+        assert_eq!(parse_title(r#" {"title":"t"}"#), Ok(Some("t".to_string())));
+        assert!(parse_title("[1,").is_err());
     }
 
     #[test]
