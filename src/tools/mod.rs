@@ -31,6 +31,18 @@ pub const TOOL_NAMES: [&str; 6] = [
 
 /// Runs the tool `name` with its JSON input and returns its contract JSON output.
 pub fn call(kb: &KnowledgeBase, name: &str, input: &Value) -> Result<Value, ToolError> {
+    // A panic below (a bug, or tantivy reading an index file damaged in a way its checksums
+    // miss) answers this call with `INTERNAL_ERROR`; the process and the other calls go on.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(kb, name, input)))
+        .unwrap_or_else(|_| {
+            Err(ToolError::new(
+                ErrorCode::InternalError,
+                format!("`{name}` failed unexpectedly; the error was logged."),
+            ))
+        })
+}
+
+fn dispatch(kb: &KnowledgeBase, name: &str, input: &Value) -> Result<Value, ToolError> {
     let output = match name {
         "list_tree" => to_value(list_tree::run(kb, input)?),
         "get_file" => to_value(get_file::run(kb, input)?),
