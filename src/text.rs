@@ -33,7 +33,15 @@ pub fn quoted_phrases(query: &str) -> Vec<String> {
 
 /// The exact-match key used by the exact-path and exact-title lanes: normalized and lower-cased.
 pub fn exact_key(raw: &str) -> String {
-    normalize_query_text(raw).to_lowercase()
+    let key = normalize_query_text(raw).to_lowercase();
+    // Lower-casing can leave characters that compose (`T` + U+0308 lower-cases to `t` + U+0308,
+    // which NFKC writes as `ẗ`): normalize once more, so that every form of a text has one key.
+    if unicode_normalization::is_nfkc_quick(key.chars()) == unicode_normalization::IsNormalized::Yes
+    {
+        key
+    } else {
+        normalize_query_text(&key).to_lowercase()
+    }
 }
 
 pub fn is_nfc(s: &str) -> bool {
@@ -144,6 +152,15 @@ mod tests {
             vec!["renewal notice", "续费通知"]
         );
         assert!(quoted_phrases(r#"unclosed "quote"#).is_empty());
+    }
+
+    /// Found by the `query` fuzz target: `T` + U+0308 lower-cases to a sequence NFKC composes.
+    #[test]
+    fn exact_keys_are_one_form_whatever_the_case() {
+        assert_eq!(exact_key("T\u{308}itle"), "\u{1e97}itle");
+        assert_eq!(exact_key("\u{1e97}itle"), "\u{1e97}itle");
+        assert_eq!(exact_key(&exact_key("T\u{308}")), exact_key("T\u{308}"));
+        assert_eq!(exact_key("Guide.MD"), "guide.md");
     }
 
     #[test]
