@@ -508,19 +508,6 @@ fn make_yaml(dir: &Path) -> Case {
     Case { bundle }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// The records of a copy of `fixtures/focowiki-docs`, damaged: deep nesting (100,000 `[`, and
 /// 100,000 `{"a":` inside a valid-looking record), truncated, mistyped (fields of the wrong
 /// type, a record that is an array), empty and binary.
@@ -546,7 +533,7 @@ const RECORD_DAMAGE: [(&str, &str); 8] = [
 
 fn make_records(dir: &Path) -> Case {
     let bundle = dir.join("bundle");
-    copy_dir(&common::fixture("focowiki-docs"), &bundle);
+    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
     for (path, damage) in RECORD_DAMAGE {
         let file = bundle.join(path);
         let original = std::fs::read(&file).unwrap_or_else(|e| panic!("{path}: {e}"));

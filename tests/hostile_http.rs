@@ -17,7 +17,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -29,24 +29,7 @@ const HEADER_TIMEOUT_SECS: u64 = 2;
 
 /// The fixture's index, built once for every server of this file.
 fn index_dir() -> &'static PathBuf {
-    static INDEX: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    &INDEX
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("index");
-            let status = Command::new(env!("CARGO_BIN_EXE_kbtools"))
-                .arg("index")
-                .arg(common::fixture("focowiki-docs"))
-                .arg("--index")
-                .arg(&path)
-                .arg("-q")
-                .stdout(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(status.success(), "kbtools index failed: {status}");
-            (dir, path)
-        })
-        .1
+    common::built_fixture_index()
 }
 
 /// `kbtools serve` as a child: killed (and reaped) when dropped; stderr goes to a file.

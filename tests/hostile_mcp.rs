@@ -15,7 +15,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -25,24 +24,7 @@ const WAIT: Duration = Duration::from_secs(60);
 
 /// The fixture's index, built once for every server of this file.
 fn index_dir() -> &'static PathBuf {
-    static INDEX: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    &INDEX
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("index");
-            let status = Command::new(env!("CARGO_BIN_EXE_kbtools"))
-                .arg("index")
-                .arg(common::fixture("focowiki-docs"))
-                .arg("--index")
-                .arg(&path)
-                .arg("-q")
-                .stdout(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(status.success(), "kbtools index failed: {status}");
-            (dir, path)
-        })
-        .1
+    common::built_fixture_index()
 }
 
 /// `kbtools mcp` as a child: killed (and reaped) when dropped; stderr goes to a file.

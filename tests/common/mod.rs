@@ -157,3 +157,28 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The index of `fixtures/focowiki-docs`, built once per test binary by the `kbtools` binary
+/// (for tests that start `kbtools mcp` / `kbtools serve` children over it).
+pub fn built_fixture_index() -> &'static std::path::PathBuf {
+    use std::process::{Command, Stdio};
+    static INDEX: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
+        std::sync::OnceLock::new();
+    &INDEX
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("index");
+            let status = Command::new(env!("CARGO_BIN_EXE_kbtools"))
+                .arg("index")
+                .arg(fixture("focowiki-docs"))
+                .arg("--index")
+                .arg(&path)
+                .arg("-q")
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "kbtools index failed: {status}");
+            (dir, path)
+        })
+        .1
+}
