@@ -1358,8 +1358,9 @@ fn pages_of_catalog(path: &Path) -> Result<Vec<Page>, IndexError> {
 }
 
 /// Indexes `pages` into the search index in `dir` (a new one when `create`, after deleting
-/// `deleted` otherwise), reading their texts again from the bundle a batch at a time. Returns
-/// how many pages were indexed.
+/// `deleted` otherwise), reading their texts again from the bundle a batch at a time into one
+/// writer session (one commit: a commit per batch flushed small segments that then had to be
+/// merged). Returns how many pages were indexed.
 fn index_pages(
     bundle_root: &Path,
     dir: &Path,
@@ -1368,6 +1369,11 @@ fn index_pages(
     pages: &[&Page],
     threads: usize,
 ) -> Result<(u64, Vec<Unread>), IndexError> {
+    let mut writer = if create {
+        search_index::Writer::create(dir, threads)?
+    } else {
+        search_index::Writer::update(dir, deleted, threads)?
+    };
     let mut count = 0;
     let mut unread = Vec::new();
     let mut start = 0;
@@ -1407,14 +1413,10 @@ fn index_pages(
             })
             .collect();
         count += docs.len() as u64;
-        if start == 0 && create {
-            search_index::write(dir, &docs, threads)?;
-        } else {
-            let deleted = if start == 0 { deleted } else { &[] };
-            search_index::update(dir, deleted, &docs, threads)?;
-        }
+        writer.add(&docs)?;
         start = end;
         if start >= pages.len() {
+            writer.finish()?;
             return Ok((count, unread));
         }
     }

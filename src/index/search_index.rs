@@ -114,100 +114,134 @@ pub fn page_key(path: &str) -> u64 {
     u64::from_le_bytes(bytes)
 }
 
-/// Writer memory per indexing thread (bytes). Tantivy flushes a segment when a thread's arena
-/// is full, so this bounds the build's memory, not what it can index.
+/// Writer memory per indexing thread (bytes) of an update. Tantivy flushes a segment when a
+/// thread's arena is full, so this bounds the build's memory, not what it can index.
 const WRITER_BYTES_PER_THREAD: usize = 64_000_000;
-
-/// Writes the index of `pages` into `dir` (which must exist and be empty).
-pub fn write(dir: &Path, pages: &[IndexedPage<'_>], threads: usize) -> Result<(), IndexError> {
-    let index = Index::create_in_dir(dir, schema())?;
-    update_index(&index, &[], pages, threads)
-}
-
-/// Updates the index in `dir` (a copy of a previous generation's): deletes the documents of
-/// `deleted` keys, then adds `pages`.
-pub fn update(
-    dir: &Path,
-    deleted: &[u64],
-    pages: &[IndexedPage<'_>],
-    threads: usize,
-) -> Result<(), IndexError> {
-    let index = Index::open_in_dir(dir)?;
-    if index.schema() != schema() {
-        return Err(IndexError::Tantivy(
-            "the previous index has another schema".into(),
-        ));
-    }
-    update_index(&index, deleted, pages, threads)
-}
+/// Writer memory per indexing thread of a full build. A full build merges nothing (merging
+/// rewrote most of the postings once more: a fifth of a 100,000-page build), so each arena
+/// fill is a segment of the finished index: larger arenas, fewer segments for queries to
+/// visit (100,000 pages of ~3 KB: four or five).
+const FULL_BUILD_BYTES_PER_THREAD: usize = 192_000_000;
 
 /// Deleted documents kept in all before the segments holding them are merged.
 const MAX_DELETED: u32 = 2_000;
 
-fn update_index(
-    index: &Index,
-    deleted: &[u64],
-    pages: &[IndexedPage<'_>],
-    threads: usize,
-) -> Result<(), IndexError> {
-    analysis::register(index);
-    let schema = index.schema();
-    let threads = threads.clamp(1, 8);
-    let mut writer = index
-        .writer_with_num_threads::<TantivyDocument>(threads, threads * WRITER_BYTES_PER_THREAD)?;
-    let f = |name| field(&schema, name);
-    let (key, title, path_f, meta, body, body_w, exact_path, exact_title) = (
-        f("key")?,
-        f("title")?,
-        f("path")?,
-        f("meta")?,
-        f("body")?,
-        f("body_w")?,
-        f("exact_path")?,
-        f("exact_title")?,
-    );
-    for k in deleted {
-        writer.delete_term(Term::from_field_u64(key, *k));
+/// One writer session over a search index: pages are added batch by batch, and
+/// [`Writer::finish`] commits them all at once.
+pub struct Writer {
+    index: Index,
+    writer: tantivy::IndexWriter<TantivyDocument>,
+    fields: [Field; 8],
+}
+
+impl Writer {
+    /// A session writing a new index into `dir` (which must exist and be empty).
+    pub fn create(dir: &Path, threads: usize) -> Result<Self, IndexError> {
+        let index = Index::create_in_dir(dir, schema())?;
+        let writer = Self::with_index(index, threads, FULL_BUILD_BYTES_PER_THREAD)?;
+        writer
+            .writer
+            .set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+        Ok(writer)
     }
-    for page in pages {
-        let mut d = TantivyDocument::default();
-        d.add_u64(key, page.key);
-        d.add_text(title, page.title);
-        let path_words = page
-            .path
-            .strip_prefix("pages/")
-            .unwrap_or(page.path)
-            .replace(['/', '_', '-', '.'], " ");
-        d.add_text(path_f, &path_words);
-        d.add_text(meta, &page.text.metadata);
-        d.add_text(body, &page.text.body);
-        d.add_text(body_w, &page.text.body);
-        for k in exact_path_keys(page.path) {
-            d.add_text(exact_path, &k);
+
+    /// A session updating the index in `dir` (a copy of a previous generation's): the documents
+    /// of the `deleted` keys are deleted first.
+    pub fn update(dir: &Path, deleted: &[u64], threads: usize) -> Result<Self, IndexError> {
+        let index = Index::open_in_dir(dir)?;
+        if index.schema() != schema() {
+            return Err(IndexError::Tantivy(
+                "the previous index has another schema".into(),
+            ));
         }
-        d.add_text(exact_title, crate::text::exact_key(page.title));
-        writer.add_document(d)?;
+        let writer = Self::with_index(index, threads, WRITER_BYTES_PER_THREAD)?;
+        for k in deleted {
+            writer
+                .writer
+                .delete_term(Term::from_field_u64(writer.fields[0], *k));
+        }
+        Ok(writer)
     }
-    writer.commit()?;
-    // Deleted documents stay in their segments (BM25 counts only live ones: `bm25::
-    // alive_doc_freq`, live field norms) until they are more than a tenth of a segment or
-    // `MAX_DELETED` in all, when the segments holding them are merged: rewriting a large
-    // segment for one changed page would cost more than the rest of the build.
-    let metas = index.searchable_segment_metas()?;
-    let deleted_now: u32 = metas.iter().map(|m| m.num_deleted_docs()).sum();
-    let to_merge: Vec<_> = metas
-        .iter()
-        .filter(|m| {
-            m.has_deletes()
-                && (deleted_now > MAX_DELETED || m.num_deleted_docs() * 10 > m.max_doc())
+
+    fn with_index(
+        index: Index,
+        threads: usize,
+        bytes_per_thread: usize,
+    ) -> Result<Self, IndexError> {
+        analysis::register(&index);
+        let schema = index.schema();
+        let threads = threads.clamp(1, 8);
+        let writer = index
+            .writer_with_num_threads::<TantivyDocument>(threads, threads * bytes_per_thread)?;
+        let mut fields = [Field::from_field_id(0); 8];
+        let names = [
+            "key",
+            "title",
+            "path",
+            "meta",
+            "body",
+            "body_w",
+            "exact_path",
+            "exact_title",
+        ];
+        for (slot, name) in fields.iter_mut().zip(names) {
+            *slot = field(&schema, name)?;
+        }
+        Ok(Writer {
+            index,
+            writer,
+            fields,
         })
-        .map(|m| m.id())
-        .collect();
-    if !to_merge.is_empty() {
-        writer.merge(&to_merge).wait()?;
     }
-    writer.wait_merging_threads()?;
-    Ok(())
+
+    /// Adds the documents of `pages` (indexed by the writer's threads while the caller reads
+    /// the next batch).
+    pub fn add(&mut self, pages: &[IndexedPage<'_>]) -> Result<(), IndexError> {
+        let [key, title, path_f, meta, body, body_w, exact_path, exact_title] = self.fields;
+        for page in pages {
+            let mut d = TantivyDocument::default();
+            d.add_u64(key, page.key);
+            d.add_text(title, page.title);
+            let path_words = page
+                .path
+                .strip_prefix("pages/")
+                .unwrap_or(page.path)
+                .replace(['/', '_', '-', '.'], " ");
+            d.add_text(path_f, &path_words);
+            d.add_text(meta, &page.text.metadata);
+            d.add_text(body, &page.text.body);
+            d.add_text(body_w, &page.text.body);
+            for k in exact_path_keys(page.path) {
+                d.add_text(exact_path, &k);
+            }
+            d.add_text(exact_title, crate::text::exact_key(page.title));
+            self.writer.add_document(d)?;
+        }
+        Ok(())
+    }
+
+    /// Commits the session. Deleted documents stay in their segments (BM25 counts only live
+    /// ones: `bm25::alive_doc_freq`, live field norms) until they are more than a tenth of a
+    /// segment or `MAX_DELETED` in all, when the segments holding them are merged: rewriting a
+    /// large segment for one changed page would cost more than the rest of the build.
+    pub fn finish(mut self) -> Result<(), IndexError> {
+        self.writer.commit()?;
+        let metas = self.index.searchable_segment_metas()?;
+        let deleted_now: u32 = metas.iter().map(|m| m.num_deleted_docs()).sum();
+        let to_merge: Vec<_> = metas
+            .iter()
+            .filter(|m| {
+                m.has_deletes()
+                    && (deleted_now > MAX_DELETED || m.num_deleted_docs() * 10 > m.max_doc())
+            })
+            .map(|m| m.id())
+            .collect();
+        if !to_merge.is_empty() {
+            self.writer.merge(&to_merge).wait()?;
+        }
+        self.writer.wait_merging_threads()?;
+        Ok(())
+    }
 }
 
 /// An open index, ready for queries.
