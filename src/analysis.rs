@@ -29,24 +29,34 @@ fn jieba() -> &'static Jieba {
 }
 
 /// NFKC, then each character lower-cased (not `str::to_lowercase`, whose final sigma differs).
+#[cfg(test)]
 fn normalize_token(raw: &str) -> String {
+    let mut out = String::new();
+    normalize_into(raw, &mut out);
+    out
+}
+
+/// [`normalize_token`] of `raw`, appended to `out`.
+fn normalize_into(raw: &str, out: &mut String) {
     // ASCII is its own NFKC form; text already in NFKC (the quick check says so for almost all
     // text) needs only lower-casing. Both give what the full path gives, for less work.
     if raw.is_ascii() {
-        return raw.to_ascii_lowercase();
+        let start = out.len();
+        out.push_str(raw);
+        out[start..].make_ascii_lowercase();
+        return;
     }
-    let mut out = String::with_capacity(raw.len());
+    out.reserve(raw.len());
     if unicode_normalization::is_nfkc_quick(raw.chars()) == unicode_normalization::IsNormalized::Yes
     {
         for c in raw.chars() {
             out.extend(c.to_lowercase());
         }
-        return out;
+        return;
     }
     for c in raw.nfkc() {
         out.extend(c.to_lowercase());
     }
-    out
 }
 
 /// A run of the input: a CJK run or a word, with its byte span.
@@ -88,40 +98,96 @@ fn runs(text: &str) -> Vec<Run> {
     out
 }
 
-fn push(tokens: &mut Vec<Token>, text: String, from: usize, to: usize) {
-    let position = next_position(tokens);
-    push_at(tokens, text, from, to, position);
+/// Tokens most kept for reuse by a thread (a longer analysis frees its excess).
+const SPARE_TOKENS: usize = 1 << 16;
+
+thread_local! {
+    /// The token buffer of this thread's last finished analysis.
+    static SPARE: std::cell::RefCell<Vec<Token>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn text_tokens(text: &str) -> Vec<Token> {
-    let mut tokens = Vec::new();
+/// The tokens of one analysis, in a buffer taken over from the thread's last analysis: a slot
+/// keeps its text's allocation, so analysing a page allocates nothing per token.
+struct Tokens {
+    slots: Vec<Token>,
+    len: usize,
+}
+
+impl Tokens {
+    fn new() -> Self {
+        let slots = SPARE.with(|spare| std::mem::take(&mut *spare.borrow_mut()));
+        Tokens { slots, len: 0 }
+    }
+
+    fn next_position(&self) -> usize {
+        self.as_slice().last().map_or(0, |t| t.position + 1)
+    }
+
+    fn as_slice(&self) -> &[Token] {
+        &self.slots[..self.len]
+    }
+
+    /// Adds `raw`, normalized, at the next position; nothing when it normalizes to nothing.
+    fn push(&mut self, raw: &str, from: usize, to: usize) {
+        let position = self.next_position();
+        self.push_at(raw, from, to, position);
+    }
+
+    /// Adds `raw`, normalized, at `position`; nothing when it normalizes to nothing.
+    fn push_at(&mut self, raw: &str, from: usize, to: usize, position: usize) {
+        if self.len == self.slots.len() {
+            self.slots.push(Token::default());
+        }
+        let token = &mut self.slots[self.len];
+        token.text.clear();
+        normalize_into(raw, &mut token.text);
+        if token.text.is_empty() {
+            return;
+        }
+        token.offset_from = from;
+        token.offset_to = to;
+        token.position = position;
+        token.position_length = 1;
+        self.len += 1;
+    }
+}
+
+impl Drop for Tokens {
+    fn drop(&mut self) {
+        let mut slots = std::mem::take(&mut self.slots);
+        slots.truncate(SPARE_TOKENS);
+        // `try_with`: a stream dropped while the thread's locals are torn down frees its buffer.
+        let _ = SPARE.try_with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if slots.len() > spare.len() {
+                *spare = slots;
+            }
+        });
+    }
+}
+
+fn text_tokens(text: &str) -> Tokens {
+    let mut tokens = Tokens::new();
     for run in runs(text) {
         match run {
-            Run::Word(s, e) => push(&mut tokens, normalize_token(&text[s..e]), s, e),
+            Run::Word(s, e) => tokens.push(&text[s..e], s, e),
             Run::Cjk(s, e) => {
                 // Each character, and the bigram it starts, at one position: unigrams give
                 // recall on single-character words, bigrams precision; consecutive bigrams
                 // still make an exact phrase.
-                let chars: Vec<(usize, char)> = text[s..e].char_indices().collect();
-                for (i, &(offset, c)) in chars.iter().enumerate() {
+                let mut chars = text[s..e].char_indices().peekable();
+                while let Some((offset, c)) = chars.next() {
                     let from = s + offset;
-                    let position = next_position(&tokens);
-                    push_at(
-                        &mut tokens,
-                        normalize_token(&text[from..from + c.len_utf8()]),
+                    let position = tokens.next_position();
+                    tokens.push_at(
+                        &text[from..from + c.len_utf8()],
                         from,
                         from + c.len_utf8(),
                         position,
                     );
-                    if let Some(&(next_offset, next)) = chars.get(i + 1) {
+                    if let Some(&(next_offset, next)) = chars.peek() {
                         let to = s + next_offset + next.len_utf8();
-                        push_at(
-                            &mut tokens,
-                            normalize_token(&text[from..to]),
-                            from,
-                            to,
-                            position,
-                        );
+                        tokens.push_at(&text[from..to], from, to, position);
                     }
                 }
             }
@@ -130,28 +196,11 @@ fn text_tokens(text: &str) -> Vec<Token> {
     tokens
 }
 
-fn next_position(tokens: &[Token]) -> usize {
-    tokens.last().map_or(0, |t| t.position + 1)
-}
-
-fn push_at(tokens: &mut Vec<Token>, text: String, from: usize, to: usize, position: usize) {
-    if text.is_empty() {
-        return;
-    }
-    tokens.push(Token {
-        offset_from: from,
-        offset_to: to,
-        position,
-        text,
-        position_length: 1,
-    });
-}
-
-fn word_tokens(text: &str) -> Vec<Token> {
-    let mut tokens = Vec::new();
+fn word_tokens(text: &str) -> Tokens {
+    let mut tokens = Tokens::new();
     for run in runs(text) {
         match run {
-            Run::Word(s, e) => push(&mut tokens, normalize_token(&text[s..e]), s, e),
+            Run::Word(s, e) => tokens.push(&text[s..e], s, e),
             Run::Cjk(s, e) => {
                 let run_text = &text[s..e];
                 for word in jieba().cut_for_search(run_text, false) {
@@ -161,12 +210,7 @@ fn word_tokens(text: &str) -> Vec<Token> {
                     if single_han {
                         continue;
                     }
-                    push(
-                        &mut tokens,
-                        normalize_token(word.word),
-                        s + word.byte_start,
-                        s + word.byte_end,
-                    );
+                    tokens.push(word.word, s + word.byte_start, s + word.byte_end);
                 }
             }
         }
@@ -181,13 +225,13 @@ pub struct KbTokenizer {
 }
 
 pub struct VecTokenStream {
-    tokens: Vec<Token>,
+    tokens: Tokens,
     index: usize,
 }
 
 impl TokenStream for VecTokenStream {
     fn advance(&mut self) -> bool {
-        if self.index < self.tokens.len() {
+        if self.index < self.tokens.len {
             self.index += 1;
             true
         } else {
@@ -195,10 +239,10 @@ impl TokenStream for VecTokenStream {
         }
     }
     fn token(&self) -> &Token {
-        &self.tokens[self.index - 1]
+        &self.tokens.slots[self.index - 1]
     }
     fn token_mut(&mut self) -> &mut Token {
-        &mut self.tokens[self.index - 1]
+        &mut self.tokens.slots[self.index - 1]
     }
 }
 
@@ -555,6 +599,7 @@ mod tests {
     #[test]
     fn a_character_and_its_bigram_share_a_position() {
         let tokens = text_tokens("续费通知");
+        let tokens = tokens.as_slice();
         let at = |p: usize| -> Vec<&str> {
             tokens
                 .iter()
@@ -565,6 +610,7 @@ mod tests {
         assert_eq!(at(0), vec!["续", "续费"]);
         assert_eq!(at(3), vec!["知"]);
         let words = text_tokens("a 续费 b");
+        let words = words.as_slice();
         assert_eq!(
             words.last().unwrap().position,
             words[words.len() - 2].position + 1
@@ -575,7 +621,7 @@ mod tests {
     fn offsets_point_into_the_original_text() {
         let text = "前言 OKF规范";
         let tokens = text_tokens(text);
-        for t in &tokens {
+        for t in tokens.as_slice() {
             assert!(text.get(t.offset_from..t.offset_to).is_some());
         }
     }
