@@ -412,8 +412,25 @@ pub fn read_page_text(root: &Path, disk: &str, _path: &str) -> Option<PageText> 
         size: meta.len(),
         mtime_ns: 0,
     };
-    let (bytes, _, total) = read_bytes(&file).ok()?;
-    Some(page_text(&text_of(bytes, total).0))
+    with_read_buffer(|bytes| {
+        let (_, total) = read_bytes(&file, bytes).ok()?;
+        Some(page_text(&text_of(bytes, total).0))
+    })
+}
+
+/// Runs `f` with this thread's read buffer (empty; its capacity kept from earlier reads, at
+/// most [`MAX_PARSE_BYTES`]): reading a file into memory that was just freed and returned to
+/// the system cost more, in zeroed pages, than reading it.
+fn with_read_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    // Taken out while in use: a nested read (none today) gets a buffer of its own.
+    let mut bytes = BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    let out = f(&mut bytes);
+    bytes.clear();
+    let _ = BUFFER.try_with(|b| *b.borrow_mut() = bytes);
+    out
 }
 
 /// The indexed text of a page whose file content is `text`.
@@ -513,17 +530,16 @@ fn logical_path(
     Some((candidate, class))
 }
 
-/// A file's bytes: at most the first [`MAX_PARSE_BYTES`] of it (the rest is only hashed, so a
-/// huge or growing file never costs more memory than that), the SHA-256 of the whole file, and
-/// the number of bytes read in all.
-fn read_bytes(file: &WalkedFile) -> std::io::Result<(Vec<u8>, String, u64)> {
+/// A file's bytes into `bytes`: at most the first [`MAX_PARSE_BYTES`] of it (the rest is only
+/// hashed, so a huge or growing file never costs more memory than that); returns the SHA-256
+/// of the whole file and the number of bytes read in all.
+fn read_bytes(file: &WalkedFile, bytes: &mut Vec<u8>) -> std::io::Result<(String, u64)> {
     let mut handle = std::fs::File::open(&file.disk_path)?;
     let mut hasher = Sha256::new();
-    let mut bytes = Vec::with_capacity(file.size.min(MAX_PARSE_BYTES) as usize);
-    (&mut handle)
-        .take(MAX_PARSE_BYTES)
-        .read_to_end(&mut bytes)?;
-    hasher.update(&bytes);
+    bytes.clear();
+    bytes.reserve(file.size.min(MAX_PARSE_BYTES) as usize);
+    (&mut handle).take(MAX_PARSE_BYTES).read_to_end(bytes)?;
+    hasher.update(&bytes[..]);
     let mut total = bytes.len() as u64;
     if total == MAX_PARSE_BYTES {
         let mut buf = vec![0u8; 1 << 16];
@@ -536,34 +552,28 @@ fn read_bytes(file: &WalkedFile) -> std::io::Result<(Vec<u8>, String, u64)> {
             total += n as u64;
         }
     }
-    Ok((bytes, hex(&hasher.finalize()), total))
+    Ok((hex(&hasher.finalize()), total))
 }
 
 /// The text of `bytes`, the first `MAX_PARSE_BYTES` of a file of `total` bytes: a character cut
 /// at the end of a truncated prefix is dropped; any other invalid UTF-8 becomes U+FFFD, and
 /// `Err(byte)` tells where the first one was.
-fn text_of(mut bytes: Vec<u8>, total: u64) -> (String, Option<usize>) {
+fn text_of(bytes: &mut Vec<u8>, total: u64) -> (std::borrow::Cow<'_, str>, Option<usize>) {
     if total > bytes.len() as u64 {
-        if let Err(e) = std::str::from_utf8(&bytes) {
+        if let Err(e) = std::str::from_utf8(bytes) {
             if e.error_len().is_none() {
                 bytes.truncate(e.valid_up_to());
             }
         }
     }
-    match String::from_utf8(bytes) {
-        Ok(text) => (text, None),
-        Err(e) => {
-            let valid = e.utf8_error().valid_up_to();
-            (
-                String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                Some(valid),
-            )
-        }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (std::borrow::Cow::Borrowed(text), None),
+        Err(e) => (String::from_utf8_lossy(bytes), Some(e.valid_up_to())),
     }
 }
 
 fn read_one(file: &WalkedFile, path: String, class: PathClass, kind: BundleKind) -> ReadFile {
-    let mut out = ReadFile {
+    let out = ReadFile {
         path,
         disk: file.relative.clone(),
         class,
@@ -573,7 +583,17 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass, kind: BundleKind)
         problems: Vec::new(),
         detail: Detail::default(),
     };
-    let (bytes, sha, total) = match read_bytes(file) {
+    with_read_buffer(|bytes| read_parsed(file, out, bytes, kind))
+}
+
+/// [`read_one`] of the file, read into `bytes`.
+fn read_parsed(
+    file: &WalkedFile,
+    mut out: ReadFile,
+    bytes: &mut Vec<u8>,
+    kind: BundleKind,
+) -> ReadFile {
+    let (sha, total) = match read_bytes(file, bytes) {
         Ok(x) => x,
         Err(e) => {
             out.problems
@@ -611,13 +631,13 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass, kind: BundleKind)
     if out.path.ends_with(".json") {
         // Only the records ingest reads are kept (as what ingest takes from them); of the others
         // (term postings can be megabytes) only the syntax is checked and the title taken.
-        let parsed = if is_record_class(class) {
+        let parsed = if is_record_class(out.class) {
             records::parse_json(&text).map(|json| {
                 out.detail.own_title = json
                     .get("title")
                     .and_then(Value::as_str)
                     .map(str::to_string);
-                out.detail.record = Some(ParsedRecord::of(&json, class));
+                out.detail.record = Some(ParsedRecord::of(&json, out.class));
             })
         } else {
             records::parse_title(&text).map(|title| out.detail.own_title = title)
@@ -627,7 +647,7 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass, kind: BundleKind)
         }
         return out;
     }
-    let mut body = text.as_str();
+    let mut body: &str = &text;
     let mut frontmatter = Map::new();
     if let Some(block) = frontmatter::locate(&text) {
         match frontmatter::parse(&block) {
