@@ -6,6 +6,7 @@ response read: `search_files` over the queries, `read_file` of each query's top 
 format, the default). Peak memory is the server's VmHWM from /proc when the calls are done.
 
 Usage: python3 benches/mcp_latency.py <BUNDLE> [--queries QUERIES.jsonl] [--calls 200]
+                                       [--index DIR (an existing index of BUNDLE, not rebuilt)]
 Build the binary first: cargo build --release
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
@@ -15,6 +16,7 @@ ap.add_argument("bundle")
 ap.add_argument("--queries", help="BEIR queries.jsonl (default: a few fixed questions)")
 ap.add_argument("--calls", type=int, default=200, help="search_files calls (and as many reads)")
 ap.add_argument("--format", default="text", choices=["text", "json"])
+ap.add_argument("--index", help="an index already built for BUNDLE: used as it is (no build)")
 ap.add_argument("--binary", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "kbtools"))
 args = ap.parse_args()
 
@@ -23,10 +25,13 @@ if args.queries:
     queries = [json.loads(l)["text"] for l in open(args.queries, encoding="utf-8") if l.strip()]
 queries = [q[:500] for q in queries if len(q.strip()) >= 2][: args.calls]
 
-with tempfile.TemporaryDirectory() as index:
-    subprocess.run([args.binary, "index", args.bundle, "--index", index, "-q"], check=True,
-                   stdout=subprocess.DEVNULL)
-    server = subprocess.Popen([args.binary, "mcp", args.bundle, "--index", index, "-q"],
+with tempfile.TemporaryDirectory() as scratch:
+    index = args.index or scratch
+    if not args.index:
+        subprocess.run([args.binary, "index", args.bundle, "--index", index, "-q"], check=True,
+                       stdout=subprocess.DEVNULL)
+    server = subprocess.Popen([args.binary, "mcp", args.bundle, "--index", index, "-q",
+                               "--no-refresh"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
     next_id = 0
 
