@@ -93,40 +93,52 @@ fn push(tokens: &mut Vec<Token>, text: String, from: usize, to: usize) {
     push_at(tokens, text, from, to, position);
 }
 
-fn text_tokens(text: &str) -> Vec<Token> {
-    let mut tokens = Vec::new();
+/// What a `kb_text` token span is: a word, a CJK character, or the CJK bigram that the
+/// character before it starts (at that character's position).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanKind {
+    Word,
+    Char,
+    Bigram,
+}
+
+/// The byte spans of the `kb_text` tokens of `text`, in token order, before normalization
+/// (a token's text is its span normalized and filtered, see [`SpanAnalyzer`]).
+pub fn text_token_spans(text: &str, mut f: impl FnMut(usize, usize, SpanKind)) {
     for run in runs(text) {
         match run {
-            Run::Word(s, e) => push(&mut tokens, normalize_token(&text[s..e]), s, e),
+            Run::Word(s, e) => f(s, e, SpanKind::Word),
             Run::Cjk(s, e) => {
                 // Each character, and the bigram it starts, at one position: unigrams give
                 // recall on single-character words, bigrams precision; consecutive bigrams
                 // still make an exact phrase.
-                let chars: Vec<(usize, char)> = text[s..e].char_indices().collect();
-                for (i, &(offset, c)) in chars.iter().enumerate() {
+                let mut chars = text[s..e].char_indices().peekable();
+                while let Some((offset, c)) = chars.next() {
                     let from = s + offset;
-                    let position = next_position(&tokens);
-                    push_at(
-                        &mut tokens,
-                        normalize_token(&text[from..from + c.len_utf8()]),
-                        from,
-                        from + c.len_utf8(),
-                        position,
-                    );
-                    if let Some(&(next_offset, next)) = chars.get(i + 1) {
-                        let to = s + next_offset + next.len_utf8();
-                        push_at(
-                            &mut tokens,
-                            normalize_token(&text[from..to]),
-                            from,
-                            to,
-                            position,
-                        );
+                    f(from, from + c.len_utf8(), SpanKind::Char);
+                    if let Some(&(next_offset, next)) = chars.peek() {
+                        f(from, s + next_offset + next.len_utf8(), SpanKind::Bigram);
                     }
                 }
             }
         }
     }
+}
+
+fn text_tokens(text: &str) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    let mut char_position = 0;
+    text_token_spans(text, |from, to, kind| {
+        let normalized = normalize_token(&text[from..to]);
+        match kind {
+            SpanKind::Word => push(&mut tokens, normalized, from, to),
+            SpanKind::Char => {
+                char_position = next_position(&tokens);
+                push_at(&mut tokens, normalized, from, to, char_position);
+            }
+            SpanKind::Bigram => push_at(&mut tokens, normalized, from, to, char_position),
+        }
+    });
     tokens
 }
 
@@ -216,7 +228,12 @@ impl Tokenizer for KbTokenizer {
 
 /// The `kb_text` analyzer.
 pub fn text_analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(KbTokenizer { words: false })
+    with_text_filters(KbTokenizer { words: false })
+}
+
+/// `tokenizer` with the token filters of `kb_text`.
+fn with_text_filters<T: Tokenizer>(tokenizer: T) -> TextAnalyzer {
+    TextAnalyzer::builder(tokenizer)
         .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
         .filter(CachedStemmer)
         .build()
@@ -301,6 +318,42 @@ impl<T: TokenStream> TokenStream for CachedStemmerStream<T> {
 
     fn token_mut(&mut self) -> &mut Token {
         self.tail.token_mut()
+    }
+}
+
+/// A tokenizer that makes one token of its whole (normalized) input, none of an input that
+/// normalizes to nothing.
+#[derive(Clone, Copy)]
+struct WholeTokenizer;
+
+impl Tokenizer for WholeTokenizer {
+    type TokenStream<'a> = VecTokenStream;
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> VecTokenStream {
+        let mut tokens = Vec::with_capacity(1);
+        push(&mut tokens, normalize_token(text), 0, text.len());
+        VecTokenStream { tokens, index: 0 }
+    }
+}
+
+/// The `kb_text` term of one token span (from [`text_token_spans`]): the span normalized, then
+/// through the analyzer's filters, exactly as the analyzer makes it; `None` when the analyzer
+/// drops the token. With it a caller can analyse each distinct span once.
+pub struct SpanAnalyzer {
+    analyzer: TextAnalyzer,
+}
+
+impl Default for SpanAnalyzer {
+    fn default() -> Self {
+        SpanAnalyzer {
+            analyzer: with_text_filters(WholeTokenizer),
+        }
+    }
+}
+
+impl SpanAnalyzer {
+    pub fn term(&mut self, span: &str) -> Option<String> {
+        let mut stream = self.analyzer.token_stream(span);
+        stream.advance().then(|| stream.token().text.clone())
     }
 }
 
@@ -569,6 +622,46 @@ mod tests {
             words.last().unwrap().position,
             words[words.len() - 2].position + 1
         );
+    }
+
+    #[test]
+    fn ascii_tokens_normalize_as_nfkc_lowercase() {
+        for raw in ["Running", "API", "v2", "x", "MiXeD123", "ÀB", "ＡＰＩ"] {
+            let slow: String = raw.nfkc().flat_map(char::to_lowercase).collect();
+            assert_eq!(normalize_token(raw), slow, "{raw}");
+        }
+        for b in 0u8..128 {
+            let raw = (b as char).to_string();
+            let slow: String = raw.nfkc().flat_map(char::to_lowercase).collect();
+            assert_eq!(normalize_token(&raw), slow, "{b}");
+        }
+    }
+
+    #[test]
+    fn spans_analysed_one_by_one_make_the_analyzer_tokens() {
+        let long = "x".repeat(MAX_TOKEN_BYTES + 3);
+        for text in [
+            "Running ＡＰＩ v2, the renewals; OKF规范 知识库的续费 — ﾃｽﾄ 한국어 ﬁne",
+            "a 续 b 续费通知 c",
+            long.as_str(),
+            "",
+        ] {
+            let mut analyzer = text_analyzer();
+            let mut expected = Vec::new();
+            let mut stream = analyzer.token_stream(text);
+            while stream.advance() {
+                let t = stream.token();
+                expected.push((t.offset_from, t.offset_to, t.text.clone()));
+            }
+            let mut spans = SpanAnalyzer::default();
+            let mut got = Vec::new();
+            text_token_spans(text, |from, to, _| {
+                if let Some(term) = spans.term(&text[from..to]) {
+                    got.push((from, to, term));
+                }
+            });
+            assert_eq!(got, expected, "{text}");
+        }
     }
 
     #[test]
