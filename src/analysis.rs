@@ -7,6 +7,9 @@
 //! * `kb_words`: dictionary word segmentation of CJK runs (jieba, search mode, HMM off, the
 //!   dictionary embedded in the binary) plus the same Latin words, unstemmed.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use jieba_rs::Jieba;
@@ -338,23 +341,62 @@ impl Tokenizer for WholeTokenizer {
 /// The `kb_text` term of one token span (from [`text_token_spans`]): the span normalized, then
 /// through the analyzer's filters, exactly as the analyzer makes it; `None` when the analyzer
 /// drops the token. With it a caller can analyse each distinct span once.
+///
+/// The terms of short ASCII words are remembered (up to [`WORD_CACHE_ENTRIES`], then forgotten
+/// all at once): texts share their words, and stemming one costs far more than a lookup. Other
+/// spans (CJK characters and bigrams, mostly) are too many and too varied to be worth it.
 pub struct SpanAnalyzer {
     analyzer: TextAnalyzer,
+    words: HashMap<Box<str>, Option<Box<str>>>,
 }
+
+/// ASCII words a [`SpanAnalyzer`] remembers at most.
+pub const WORD_CACHE_ENTRIES: usize = 1 << 14;
+/// Longest ASCII word (bytes) whose term is remembered.
+const CACHED_WORD_BYTES: usize = 24;
 
 impl Default for SpanAnalyzer {
     fn default() -> Self {
         SpanAnalyzer {
             analyzer: with_text_filters(WholeTokenizer),
+            words: HashMap::new(),
         }
     }
 }
 
 impl SpanAnalyzer {
-    pub fn term(&mut self, span: &str) -> Option<String> {
-        let mut stream = self.analyzer.token_stream(span);
-        stream.advance().then(|| stream.token().text.clone())
+    pub fn term(&mut self, span: &str) -> Option<Cow<'_, str>> {
+        if span.len() > CACHED_WORD_BYTES || !span.is_ascii() {
+            let mut stream = self.analyzer.token_stream(span);
+            return stream
+                .advance()
+                .then(|| Cow::Owned(std::mem::take(&mut stream.token_mut().text)));
+        }
+        if !self.words.contains_key(span) {
+            if self.words.len() >= WORD_CACHE_ENTRIES {
+                self.words.clear();
+            }
+            let mut stream = self.analyzer.token_stream(span);
+            let term = stream
+                .advance()
+                .then(|| stream.token().text.as_str().into());
+            self.words.insert(span.into(), term);
+        }
+        self.words
+            .get(span)
+            .and_then(|term| term.as_deref())
+            .map(Cow::Borrowed)
     }
+}
+
+thread_local! {
+    static SPAN_ANALYZER: RefCell<SpanAnalyzer> = RefCell::new(SpanAnalyzer::default());
+}
+
+/// Runs `f` with this thread's [`SpanAnalyzer`] (and the words it remembers); `f` must not
+/// call this again.
+pub fn with_span_analyzer<R>(f: impl FnOnce(&mut SpanAnalyzer) -> R) -> R {
+    SPAN_ANALYZER.with_borrow_mut(f)
 }
 
 /// The `kb_words` analyzer.
@@ -638,14 +680,39 @@ mod tests {
     }
 
     #[test]
+    fn quick_checked_tokens_normalize_as_nfkc_lowercase() {
+        let slow = |raw: &str| -> String { raw.nfkc().flat_map(char::to_lowercase).collect() };
+        // Every character alone, then after a letter and before a combining mark.
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            for raw in [c.to_string(), format!("a{c}"), format!("{c}\u{301}")] {
+                assert_eq!(normalize_token(&raw), slow(&raw), "{:?}", raw);
+            }
+        }
+        for raw in [
+            "续费通知",
+            "ﾃｽﾄ",
+            "한국어",
+            "ﬁne",
+            "Å",
+            "ÀB",
+            "e\u{301}\u{300}",
+        ] {
+            assert_eq!(normalize_token(raw), slow(raw), "{raw}");
+        }
+    }
+
+    #[test]
     fn spans_analysed_one_by_one_make_the_analyzer_tokens() {
         let long = "x".repeat(MAX_TOKEN_BYTES + 3);
-        for text in [
+        let texts = [
             "Running ＡＰＩ v2, the renewals; OKF规范 知识库的续费 — ﾃｽﾄ 한국어 ﬁne",
             "a 续 b 续费通知 c",
             long.as_str(),
             "",
-        ] {
+        ];
+        // Twice over: the second time the words' terms are remembered ones.
+        let mut spans = SpanAnalyzer::default();
+        for text in texts.iter().chain(&texts) {
             let mut analyzer = text_analyzer();
             let mut expected = Vec::new();
             let mut stream = analyzer.token_stream(text);
@@ -653,11 +720,10 @@ mod tests {
                 let t = stream.token();
                 expected.push((t.offset_from, t.offset_to, t.text.clone()));
             }
-            let mut spans = SpanAnalyzer::default();
             let mut got = Vec::new();
             text_token_spans(text, |from, to, _| {
                 if let Some(term) = spans.term(&text[from..to]) {
-                    got.push((from, to, term));
+                    got.push((from, to, term.into_owned()));
                 }
             });
             assert_eq!(got, expected, "{text}");
