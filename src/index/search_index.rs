@@ -695,6 +695,19 @@ enum SpanClass {
     Term(f32),
 }
 
+/// `text` lower-cased (as `str::to_lowercase`), without a copy when no ASCII letter or
+/// non-ASCII character could change.
+fn lowercase(text: &str) -> std::borrow::Cow<'_, str> {
+    if text
+        .bytes()
+        .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+    {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(text.to_lowercase())
+    }
+}
+
 /// A candidate passage: the tokens from `start` on that fit the window.
 struct Fragment {
     score: f32,
@@ -721,10 +734,18 @@ impl Excerpter {
     /// `kb_text` tokens are cut into consecutive windows of at most `max_num_chars` bytes, each
     /// scored by the summed weights of its query-term tokens, and the best window wins (the
     /// first of equal ones); empty when no token is a query term. Each distinct token span is
-    /// analysed once: a page repeats its words.
+    /// classified once per page, with the thread's span analyzer (which remembers the terms of
+    /// the words of earlier pages).
     fn best_fragment<'b>(&self, text: &'b str) -> &'b str {
-        let mut analyzer = analysis::SpanAnalyzer::default();
-        let mut classes: HashMap<&'b str, SpanClass> = HashMap::new();
+        analysis::with_span_analyzer(|analyzer| self.best_fragment_with(text, analyzer))
+    }
+
+    fn best_fragment_with<'b>(
+        &self,
+        text: &'b str,
+        analyzer: &mut analysis::SpanAnalyzer,
+    ) -> &'b str {
+        let mut classes: HashMap<&'b str, SpanClass> = HashMap::with_capacity(1024);
         let mut fragments: Vec<Fragment> = Vec::new();
         let mut fragment = Fragment {
             score: 0.0,
@@ -739,7 +760,7 @@ impl Excerpter {
                     None => SpanClass::Dropped,
                     Some(term) => self
                         .terms
-                        .get(&term.to_lowercase())
+                        .get(lowercase(&term).as_ref())
                         .map_or(SpanClass::Plain, |&w| SpanClass::Term(w)),
                 });
             if let SpanClass::Dropped = class {
