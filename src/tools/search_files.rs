@@ -1004,9 +1004,10 @@ struct ScoredPair {
 /// Which query terms a relation's text contains, analysed like the lexical lane (`kb_text`).
 /// `kb_text` tokens never span whitespace, so text is analysed one whitespace-separated chunk
 /// at a time, each distinct chunk once per query: titles and reason sentences repeat their
-/// words, so most relations cost a few hash lookups.
+/// words, so most relations cost a few hash lookups. A chunk's tokens are its token spans
+/// through the thread's span analyzer (the same terms as the analyzer's, see
+/// [`crate::analysis::SpanAnalyzer`]), which remembers the terms of words across queries.
 struct TermMatcher<'q, 'c> {
-    analyzer: tantivy::tokenizer::TextAnalyzer,
     term_index: HashMap<&'q str, usize>,
     chunks: HashMap<&'c str, Vec<usize>>,
 }
@@ -1014,7 +1015,6 @@ struct TermMatcher<'q, 'c> {
 impl<'q, 'c> TermMatcher<'q, 'c> {
     fn new(terms: &'q [String]) -> Self {
         TermMatcher {
-            analyzer: crate::analysis::text_analyzer(),
             term_index: terms
                 .iter()
                 .enumerate()
@@ -1031,14 +1031,19 @@ impl<'q, 'c> TermMatcher<'q, 'c> {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
                     let mut found = Vec::new();
-                    let mut stream = self.analyzer.token_stream(chunk);
-                    while stream.advance() {
-                        if let Some(&i) = self.term_index.get(stream.token().text.as_str()) {
-                            if !found.contains(&i) {
-                                found.push(i);
+                    let term_index = &self.term_index;
+                    crate::analysis::with_span_analyzer(|spans| {
+                        crate::analysis::text_token_spans(chunk, |from, to, _| {
+                            let Some(term) = spans.term(&chunk[from..to]) else {
+                                return;
+                            };
+                            if let Some(&i) = term_index.get(term.as_ref()) {
+                                if !found.contains(&i) {
+                                    found.push(i);
+                                }
                             }
-                        }
-                    }
+                        })
+                    });
                     e.insert(found)
                 }
             };
