@@ -6,7 +6,7 @@
 //! weighted reciprocal rank (k = 60), exact-path hits first, then exact-title hits. Results are
 //! candidates to read, never answer evidence.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -117,6 +117,40 @@ impl Lane {
             Lane::FileGraph => "graph_node",
             Lane::FileRelationship => "file_relationship",
         }
+    }
+}
+
+/// A set of lanes (a bit per lane), iterated in lane order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaneSet(u8);
+
+impl LaneSet {
+    const ALL: [Lane; 6] = [
+        Lane::ExactPath,
+        Lane::ExactTitle,
+        Lane::Lexical,
+        Lane::Jieba,
+        Lane::FileGraph,
+        Lane::FileRelationship,
+    ];
+
+    fn bit(lane: Lane) -> u8 {
+        1 << lane as u8
+    }
+
+    /// Adds `lane`; false when it was in the set already.
+    pub fn insert(&mut self, lane: Lane) -> bool {
+        let had = self.contains(&lane);
+        self.0 |= Self::bit(lane);
+        !had
+    }
+
+    pub fn contains(&self, lane: &Lane) -> bool {
+        self.0 & Self::bit(*lane) != 0
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Lane> + '_ {
+        Self::ALL.into_iter().filter(|lane| self.contains(lane))
     }
 }
 
@@ -596,7 +630,7 @@ pub struct Candidate {
     /// Weighted reciprocal-rank fusion score.
     pub score: f64,
     /// The lanes that returned it.
-    pub lanes: BTreeSet<Lane>,
+    pub lanes: LaneSet,
     /// Where the document sits in tantivy, from the first content lane that found it.
     address: Option<tantivy::DocAddress>,
 }
@@ -801,31 +835,41 @@ pub fn ranked(
         check_deadline()?;
     }
 
-    // Weighted reciprocal-rank fusion, one entry per source page.
-    let mut fused: HashMap<u32, Candidate> = HashMap::new();
-    for (lane, hits) in &results {
+    // Weighted reciprocal-rank fusion, one entry per source page: every hit as (page, lane,
+    // rank), sorted, so that each page's hits are together in lane order, then rank order (the
+    // order its score is summed in, a lane counting at its best rank).
+    let mut occurrences: Vec<(u32, u32, u32)> = Vec::new();
+    for (lane_index, (_, hits)) in results.iter().enumerate() {
         for (rank, hit) in hits.iter().enumerate() {
-            if !kb.catalog.is_source(hit.position) {
-                continue;
-            }
-            let entry = fused.entry(hit.position).or_insert(Candidate {
-                position: hit.position,
-                score: 0.0,
-                lanes: BTreeSet::new(),
-                address: None,
-            });
-            if entry.lanes.insert(*lane) {
-                entry.score += lane.weight() / (RRF_K + rank as f64 + 1.0);
-            }
-            if entry.address.is_none() && matches!(lane, Lane::Lexical | Lane::Jieba) {
-                entry.address = Some(hit.address);
-            }
+            occurrences.push((hit.position, lane_index as u32, rank as u32));
         }
     }
-    let mut candidates: Vec<Candidate> = fused
-        .into_values()
-        .filter(|c| passes_filters(kb, request, c.position))
-        .collect();
+    occurrences.sort_unstable();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for page in occurrences.chunk_by(|a, b| a.0 == b.0) {
+        let position = page[0].0;
+        if !kb.catalog.is_source(position) {
+            continue;
+        }
+        let mut candidate = Candidate {
+            position,
+            score: 0.0,
+            lanes: LaneSet::default(),
+            address: None,
+        };
+        for &(_, lane_index, rank) in page {
+            let (lane, hits) = &results[lane_index as usize];
+            if candidate.lanes.insert(*lane) {
+                candidate.score += lane.weight() / (RRF_K + rank as f64 + 1.0);
+            }
+            if candidate.address.is_none() && matches!(lane, Lane::Lexical | Lane::Jieba) {
+                candidate.address = Some(hits[rank as usize].address);
+            }
+        }
+        if passes_filters(kb, request, position) {
+            candidates.push(candidate);
+        }
+    }
     let class = |c: &Candidate| {
         if c.lanes.contains(&Lane::ExactPath) {
             0
@@ -835,7 +879,8 @@ pub fn ranked(
             2
         }
     };
-    candidates.sort_by(|a, b| {
+    // (Pages have distinct paths: the order is total, and an unstable sort gives the one order.)
+    candidates.sort_unstable_by(|a, b| {
         class(a)
             .cmp(&class(b))
             .then(b.score.total_cmp(&a.score))
@@ -1143,7 +1188,7 @@ fn relationship_lane(
 
 /// `matchType` (§8.4): file and graph evidence → `hybrid`; else `file_relationship` →
 /// `graph_edge`; else `file_graph` → `graph_neighbor`; else `file_direct`.
-fn match_type(lanes: &BTreeSet<Lane>) -> &'static str {
+fn match_type(lanes: &LaneSet) -> &'static str {
     let file = lanes.iter().any(|l| l.is_file_evidence());
     let graph = lanes.iter().any(|l| l.is_graph());
     if file && graph {
