@@ -729,6 +729,31 @@ pub fn ranked(
     kb: &KnowledgeBase,
     request: &Request,
 ) -> Result<(Vec<Candidate>, Vec<Lane>), ToolError> {
+    let ranking = rank(kb, request)?;
+    Ok((ranking.candidates, ranking.lanes))
+}
+
+/// What [`rank`] finds: the fused candidates, the lanes that ran, and the graph walks of the
+/// graph lanes' seeds.
+struct Ranking {
+    candidates: Vec<Candidate>,
+    lanes: Vec<Lane>,
+    /// Each seed with its walk (unbounded in total).
+    walks: Vec<(u32, Vec<Step>)>,
+}
+
+impl Ranking {
+    /// The walk of `page` with at most `total` steps, when `page` was a seed: the first `total`
+    /// steps of its unbounded walk (a walk stops at its total, so it is always a prefix).
+    fn walk(&self, page: u32, total: usize) -> Option<&[Step]> {
+        self.walks
+            .iter()
+            .find(|(seed, _)| *seed == page)
+            .map(|(_, steps)| &steps[..steps.len().min(total)])
+    }
+}
+
+fn rank(kb: &KnowledgeBase, request: &Request) -> Result<Ranking, ToolError> {
     let started = std::time::Instant::now();
     let check_deadline = || {
         if started.elapsed() > kb.options.search_deadline {
@@ -782,6 +807,7 @@ pub fn ranked(
             hits.retain(|h| keep(h.position));
         }
     }
+    let mut seed_walks: Vec<(u32, Vec<Step>)> = Vec::new();
     if lanes.iter().any(|l| l.is_graph()) {
         // The seeds: the best lexical candidates (in graph mode the lexical lane is not a ranked
         // lane, but it still picks the seeds).
@@ -832,6 +858,7 @@ pub fn ranked(
                 _ => {}
             }
         }
+        seed_walks = seeds.into_iter().zip(walks).collect();
         check_deadline()?;
     }
 
@@ -889,7 +916,11 @@ pub fn ranked(
     });
     candidates.truncate(MAX_RESULTS);
     check_deadline()?;
-    Ok((candidates, lanes))
+    Ok(Ranking {
+        candidates,
+        lanes,
+        walks: seed_walks,
+    })
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
@@ -899,7 +930,8 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     };
     let scope = cursor_scope(&request);
     let offset = cursor::start(request.cursor.as_deref(), NAME, &scope, revision)?;
-    let (candidates, lanes) = ranked(kb, &request)?;
+    let ranking = rank(kb, &request)?;
+    let (candidates, lanes) = (&ranking.candidates, &ranking.lanes);
     let searcher = kb.search.searcher();
     let (range, next_cursor) = cursor::page(
         NAME,
@@ -923,7 +955,17 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let items: Vec<SearchResult> = candidates[start..end]
         .par_iter()
         .zip(&shown_scores[start..end])
-        .map(|(c, &score)| result(kb, &request, revision, c, score, excerpter.as_ref()))
+        .map(|(c, &score)| {
+            result(
+                kb,
+                &request,
+                revision,
+                c,
+                score,
+                excerpter.as_ref(),
+                &ranking,
+            )
+        })
         .collect();
 
     let completed: Vec<&'static str> = {
@@ -1209,6 +1251,7 @@ fn result(
     candidate: &Candidate,
     score: f64,
     excerpter: Option<&crate::index::search_index::Excerpter>,
+    ranking: &Ranking,
 ) -> SearchResult {
     let file = kb.catalog.file(candidate.position);
     let (matched_fields, evidence_types): (Vec<&'static str>, Vec<&'static str>) =
@@ -1234,13 +1277,22 @@ fn result(
     let graph_context = (request.mode != Mode::File && graph_ref_opens).then(|| {
         // Per-node fanout = graphFanout and at most graphFanout in all: breadth first, so depth 2
         // appears only when depth 1 did not use the fanout up.
-        let steps = kb.graph.walk(
-            &kb.catalog,
-            candidate.position,
-            request.graph_depth,
-            request.graph_fanout as usize,
-            request.graph_fanout as usize,
-        );
+        // A seed's walk is known already.
+        let fanout = request.graph_fanout as usize;
+        let walked;
+        let steps = match ranking.walk(candidate.position, fanout) {
+            Some(steps) => steps,
+            None => {
+                walked = kb.graph.walk(
+                    &kb.catalog,
+                    candidate.position,
+                    request.graph_depth,
+                    fanout,
+                    fanout,
+                );
+                &walked[..]
+            }
+        };
         let relationships: Vec<RelatedFile> = steps
             .iter()
             .map(|s| {
