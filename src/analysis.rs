@@ -7,6 +7,9 @@
 //! * `kb_words`: dictionary word segmentation of CJK runs (jieba, search mode, HMM off, the
 //!   dictionary embedded in the binary) plus the same Latin words, unstemmed.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use jieba_rs::Jieba;
@@ -166,11 +169,21 @@ impl Drop for Tokens {
     }
 }
 
-fn text_tokens(text: &str) -> Tokens {
-    let mut tokens = Tokens::new();
+/// What a `kb_text` token span is: a word, a CJK character, or the CJK bigram that the
+/// character before it starts (at that character's position).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanKind {
+    Word,
+    Char,
+    Bigram,
+}
+
+/// The byte spans of the `kb_text` tokens of `text`, in token order, before normalization
+/// (a token's text is its span normalized and filtered, see [`SpanAnalyzer`]).
+pub fn text_token_spans(text: &str, mut f: impl FnMut(usize, usize, SpanKind)) {
     for run in runs(text) {
         match run {
-            Run::Word(s, e) => tokens.push(&text[s..e], s, e),
+            Run::Word(s, e) => f(s, e, SpanKind::Word),
             Run::Cjk(s, e) => {
                 // Each character, and the bigram it starts, at one position: unigrams give
                 // recall on single-character words, bigrams precision; consecutive bigrams
@@ -178,21 +191,27 @@ fn text_tokens(text: &str) -> Tokens {
                 let mut chars = text[s..e].char_indices().peekable();
                 while let Some((offset, c)) = chars.next() {
                     let from = s + offset;
-                    let position = tokens.next_position();
-                    tokens.push_at(
-                        &text[from..from + c.len_utf8()],
-                        from,
-                        from + c.len_utf8(),
-                        position,
-                    );
+                    f(from, from + c.len_utf8(), SpanKind::Char);
                     if let Some(&(next_offset, next)) = chars.peek() {
-                        let to = s + next_offset + next.len_utf8();
-                        tokens.push_at(&text[from..to], from, to, position);
+                        f(from, s + next_offset + next.len_utf8(), SpanKind::Bigram);
                     }
                 }
             }
         }
     }
+}
+
+fn text_tokens(text: &str) -> Tokens {
+    let mut tokens = Tokens::new();
+    let mut char_position = 0;
+    text_token_spans(text, |from, to, kind| match kind {
+        SpanKind::Word => tokens.push(&text[from..to], from, to),
+        SpanKind::Char => {
+            char_position = tokens.next_position();
+            tokens.push_at(&text[from..to], from, to, char_position);
+        }
+        SpanKind::Bigram => tokens.push_at(&text[from..to], from, to, char_position),
+    });
     tokens
 }
 
@@ -260,7 +279,12 @@ impl Tokenizer for KbTokenizer {
 
 /// The `kb_text` analyzer.
 pub fn text_analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(KbTokenizer { words: false })
+    with_text_filters(KbTokenizer { words: false })
+}
+
+/// `tokenizer` with the token filters of `kb_text`.
+fn with_text_filters<T: Tokenizer>(tokenizer: T) -> TextAnalyzer {
+    TextAnalyzer::builder(tokenizer)
         .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
         .filter(CachedStemmer)
         .build()
@@ -346,6 +370,81 @@ impl<T: TokenStream> TokenStream for CachedStemmerStream<T> {
     fn token_mut(&mut self) -> &mut Token {
         self.tail.token_mut()
     }
+}
+
+/// A tokenizer that makes one token of its whole (normalized) input, none of an input that
+/// normalizes to nothing.
+#[derive(Clone, Copy)]
+struct WholeTokenizer;
+
+impl Tokenizer for WholeTokenizer {
+    type TokenStream<'a> = VecTokenStream;
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> VecTokenStream {
+        let mut tokens = Tokens::new();
+        tokens.push(text, 0, text.len());
+        VecTokenStream { tokens, index: 0 }
+    }
+}
+
+/// The `kb_text` term of one token span (from [`text_token_spans`]): the span normalized, then
+/// through the analyzer's filters, exactly as the analyzer makes it; `None` when the analyzer
+/// drops the token. With it a caller can analyse each distinct span once.
+///
+/// The terms of short ASCII words are remembered (up to [`WORD_CACHE_ENTRIES`], then forgotten
+/// all at once): texts share their words, and stemming one costs far more than a lookup. Other
+/// spans (CJK characters and bigrams, mostly) are too many and too varied to be worth it.
+pub struct SpanAnalyzer {
+    analyzer: TextAnalyzer,
+    words: HashMap<Box<str>, Option<Box<str>>>,
+}
+
+/// ASCII words a [`SpanAnalyzer`] remembers at most.
+pub const WORD_CACHE_ENTRIES: usize = 1 << 14;
+/// Longest ASCII word (bytes) whose term is remembered.
+const CACHED_WORD_BYTES: usize = 24;
+
+impl Default for SpanAnalyzer {
+    fn default() -> Self {
+        SpanAnalyzer {
+            analyzer: with_text_filters(WholeTokenizer),
+            words: HashMap::new(),
+        }
+    }
+}
+
+impl SpanAnalyzer {
+    pub fn term(&mut self, span: &str) -> Option<Cow<'_, str>> {
+        if span.len() > CACHED_WORD_BYTES || !span.is_ascii() {
+            let mut stream = self.analyzer.token_stream(span);
+            return stream
+                .advance()
+                .then(|| Cow::Owned(std::mem::take(&mut stream.token_mut().text)));
+        }
+        if !self.words.contains_key(span) {
+            if self.words.len() >= WORD_CACHE_ENTRIES {
+                self.words.clear();
+            }
+            let mut stream = self.analyzer.token_stream(span);
+            let term = stream
+                .advance()
+                .then(|| stream.token().text.as_str().into());
+            self.words.insert(span.into(), term);
+        }
+        self.words
+            .get(span)
+            .and_then(|term| term.as_deref())
+            .map(Cow::Borrowed)
+    }
+}
+
+thread_local! {
+    static SPAN_ANALYZER: RefCell<SpanAnalyzer> = RefCell::new(SpanAnalyzer::default());
+}
+
+/// Runs `f` with this thread's [`SpanAnalyzer`] (and the words it remembers); `f` must not
+/// call this again.
+pub fn with_span_analyzer<R>(f: impl FnOnce(&mut SpanAnalyzer) -> R) -> R {
+    SPAN_ANALYZER.with_borrow_mut(f)
 }
 
 /// The `kb_words` analyzer.
@@ -615,6 +714,70 @@ mod tests {
             words.last().unwrap().position,
             words[words.len() - 2].position + 1
         );
+    }
+
+    #[test]
+    fn ascii_tokens_normalize_as_nfkc_lowercase() {
+        for raw in ["Running", "API", "v2", "x", "MiXeD123", "ÀB", "ＡＰＩ"] {
+            let slow: String = raw.nfkc().flat_map(char::to_lowercase).collect();
+            assert_eq!(normalize_token(raw), slow, "{raw}");
+        }
+        for b in 0u8..128 {
+            let raw = (b as char).to_string();
+            let slow: String = raw.nfkc().flat_map(char::to_lowercase).collect();
+            assert_eq!(normalize_token(&raw), slow, "{b}");
+        }
+    }
+
+    #[test]
+    fn quick_checked_tokens_normalize_as_nfkc_lowercase() {
+        let slow = |raw: &str| -> String { raw.nfkc().flat_map(char::to_lowercase).collect() };
+        // Every character alone, then after a letter and before a combining mark.
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            for raw in [c.to_string(), format!("a{c}"), format!("{c}\u{301}")] {
+                assert_eq!(normalize_token(&raw), slow(&raw), "{:?}", raw);
+            }
+        }
+        for raw in [
+            "续费通知",
+            "ﾃｽﾄ",
+            "한국어",
+            "ﬁne",
+            "Å",
+            "ÀB",
+            "e\u{301}\u{300}",
+        ] {
+            assert_eq!(normalize_token(raw), slow(raw), "{raw}");
+        }
+    }
+
+    #[test]
+    fn spans_analysed_one_by_one_make_the_analyzer_tokens() {
+        let long = "x".repeat(MAX_TOKEN_BYTES + 3);
+        let texts = [
+            "Running ＡＰＩ v2, the renewals; OKF规范 知识库的续费 — ﾃｽﾄ 한국어 ﬁne",
+            "a 续 b 续费通知 c",
+            long.as_str(),
+            "",
+        ];
+        // Twice over: the second time the words' terms are remembered ones.
+        let mut spans = SpanAnalyzer::default();
+        for text in texts.iter().chain(&texts) {
+            let mut analyzer = text_analyzer();
+            let mut expected = Vec::new();
+            let mut stream = analyzer.token_stream(text);
+            while stream.advance() {
+                let t = stream.token();
+                expected.push((t.offset_from, t.offset_to, t.text.clone()));
+            }
+            let mut got = Vec::new();
+            text_token_spans(text, |from, to, _| {
+                if let Some(term) = spans.term(&text[from..to]) {
+                    got.push((from, to, term.into_owned()));
+                }
+            });
+            assert_eq!(got, expected, "{text}");
+        }
     }
 
     #[test]

@@ -368,9 +368,8 @@ fn key(score: f32) -> u32 {
     bits ^ (negative | 0x8000_0000)
 }
 
-/// Documents per block of the bound scan: a block none of whose scores reaches the bound is
-/// passed over after one branch-free (vectorized) check.
-const SCAN_BLOCK: usize = 32;
+/// Documents per block of the bound scan (the bits of a `u64`).
+const SCAN_BLOCK: usize = 64;
 
 impl<'a> TopK<'a> {
     fn new(limit: usize, order: &'a dyn Fn(DocAddress) -> u64) -> Self {
@@ -415,15 +414,15 @@ impl<'a> TopK<'a> {
         };
         let mut reached = 0usize;
         for (block, chunk) in scores.chunks(SCAN_BLOCK).enumerate() {
-            if !chunk
-                .iter()
-                .fold(false, |any, &score| any | (key(score) >= bound))
-            {
-                continue;
-            }
-            for (i, &score) in chunk.iter().enumerate() {
-                let doc = block * SCAN_BLOCK + i;
-                if key(score) >= bound && is_offered(doc, score) {
+            // The block's documents at or above the bound, as bits (no branch per document).
+            let mut at_bound = chunk.iter().enumerate().fold(0u64, |bits, (i, &score)| {
+                bits | (u64::from(key(score) >= bound) << i)
+            });
+            while at_bound != 0 {
+                let i = at_bound.trailing_zeros() as usize;
+                at_bound &= at_bound - 1;
+                let (doc, score) = (block * SCAN_BLOCK + i, chunk[i]);
+                if is_offered(doc, score) {
                     offer(doc, score);
                     reached += 1;
                 }

@@ -1,7 +1,8 @@
 //! The tantivy full-text index of source pages: schema, writing, and the lexical lanes of
 //! `search_files` (BM25 over weighted fields, the dictionary-word lane, exact path and title).
 
-use std::collections::HashMap;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use tantivy::collector::TopDocs;
@@ -10,7 +11,6 @@ use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED, STRING,
 };
-use tantivy::snippet::SnippetGenerator;
 use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use super::bm25;
@@ -401,22 +401,6 @@ impl SearchIndex {
         Ok(hits)
     }
 
-    /// The query's `kb_text` terms as a disjunction over the body (what excerpts highlight).
-    fn body_query(&self, query_text: &str) -> Option<BooleanQuery> {
-        let clauses: Vec<(Occur, Box<dyn Query>)> =
-            analysis::terms(&mut analysis::text_analyzer(), query_text)
-                .iter()
-                .map(|term| {
-                    let query: Box<dyn Query> = Box::new(TermQuery::new(
-                        Term::from_field_text(self.fields.body, term),
-                        IndexRecordOption::WithFreqs,
-                    ));
-                    (Occur::Should, query)
-                })
-                .collect();
-        (!clauses.is_empty()).then(|| BooleanQuery::new(clauses))
-    }
-
     /// Schema fields with their BM25 parameters and whether they hold dictionary words (`*_w`);
     /// unknown names are skipped.
     fn weighted(&self, fields: &[(&str, f32)]) -> Vec<(bool, Field, bm25::FieldParams)> {
@@ -603,35 +587,33 @@ impl SearchIndex {
         self.exact(searcher, self.fields.exact_title, key)
     }
 
-    /// A snippet generator for excerpts around the query's terms in the body.
+    /// An excerpter for the query's `kb_text` terms in the body (what tantivy's
+    /// `SnippetGenerator` would highlight: each term the body field holds, weighted
+    /// `1 / (1 + document frequency)`); `None` when the query has no term.
     pub fn excerpter(&self, searcher: &Searcher, query_text: &str) -> Option<Excerpter> {
-        let query = self.body_query(query_text)?;
+        let terms = analysis::terms(&mut analysis::text_analyzer(), query_text);
+        if terms.is_empty() {
+            return None;
+        }
         // As `SnippetGenerator::create` weighs terms (1 / (1 + document frequency)), with the
         // frequency among live documents: an incremental build keeps deleted ones around.
-        let mut terms = std::collections::BTreeSet::new();
-        query.query_terms(&mut |term, _| {
-            if term.field() == self.fields.body {
-                terms.insert(term.clone());
-            }
-        });
         let deleted = bm25::deleted_docs(searcher);
-        let mut weights = std::collections::BTreeMap::new();
+        let mut weights = BTreeMap::new();
         for term in terms {
-            let Some(text) = term.value().as_str().map(str::to_string) else {
-                continue;
-            };
-            let df = bm25::alive_doc_freq(searcher, &deleted, &term).ok()?;
+            let df = bm25::alive_doc_freq(
+                searcher,
+                &deleted,
+                &Term::from_field_text(self.fields.body, &term),
+            )
+            .ok()?;
             if df > 0 {
-                weights.insert(text, 1.0 / (1.0 + df as f32));
+                weights.insert(term, 1.0 / (1.0 + df as f32));
             }
         }
-        let tokenizer = searcher
-            .index()
-            .tokenizer_for_field(self.fields.body)
-            .ok()?;
-        let generator =
-            SnippetGenerator::new(weights, tokenizer, self.fields.body, EXCERPT_WINDOW_BYTES);
-        Some(Excerpter { generator })
+        Some(Excerpter {
+            terms: weights,
+            max_num_chars: EXCERPT_WINDOW_BYTES,
+        })
     }
 
     /// The BM25 inverse document frequency of a `kb_text` term over the `body` field (as the
@@ -731,21 +713,196 @@ pub const EXCERPT_MAX_CHARS: usize = 600;
 
 /// Makes `sourceExcerpt`s for the hits of one query.
 pub struct Excerpter {
-    generator: SnippetGenerator,
+    /// Query term → weight.
+    terms: BTreeMap<String, f32>,
+    max_num_chars: usize,
+}
+
+/// What a token span of a body is to the excerpter.
+#[derive(Clone, Copy)]
+enum SpanClass {
+    /// The analyzer drops it: it is no token.
+    Dropped,
+    /// A token that is no query term.
+    Plain,
+    /// A query term, with its weight.
+    Term(f32),
+}
+
+/// `text` lower-cased (as `str::to_lowercase`), without a copy when no ASCII letter or
+/// non-ASCII character could change.
+fn lowercase(text: &str) -> std::borrow::Cow<'_, str> {
+    if text
+        .bytes()
+        .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+    {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(text.to_lowercase())
+    }
+}
+
+/// A candidate passage: the tokens from `start` on that fit the window.
+struct Fragment {
+    score: f32,
+    start: usize,
+    stop: usize,
 }
 
 impl Excerpter {
     /// Plain text around the best-matching passage of `body` (a page's indexed body text, see
     /// [`crate::bundle::indexed_body_text`]); the start of the body when no body term matched.
     pub fn excerpt(&self, body: &str) -> Option<String> {
-        let snippet = self.generator.snippet(body);
-        let text = if snippet.fragment().trim().is_empty() {
+        let fragment = self.best_fragment(body);
+        let text = if fragment.trim().is_empty() {
             crate::text::truncate_chars(body, EXCERPT_MAX_CHARS).to_string()
         } else {
-            snippet.fragment().to_string()
+            fragment.to_string()
         };
         let text = crate::text::collapse_whitespace(&text);
         let text = crate::text::truncate_chars(&text, EXCERPT_MAX_CHARS).to_string();
         (!text.is_empty()).then_some(text)
+    }
+
+    /// The passage tantivy's `SnippetGenerator::snippet` picks (its fragment): the body's
+    /// `kb_text` tokens are cut into consecutive windows of at most `max_num_chars` bytes, each
+    /// scored by the summed weights of its query-term tokens, and the best window wins (the
+    /// first of equal ones); empty when no token is a query term. Each distinct token span is
+    /// classified once per page, with the thread's span analyzer (which remembers the terms of
+    /// the words of earlier pages).
+    fn best_fragment<'b>(&self, text: &'b str) -> &'b str {
+        analysis::with_span_analyzer(|analyzer| self.best_fragment_with(text, analyzer))
+    }
+
+    fn best_fragment_with<'b>(
+        &self,
+        text: &'b str,
+        analyzer: &mut analysis::SpanAnalyzer,
+    ) -> &'b str {
+        let mut classes: HashMap<&'b str, SpanClass> = HashMap::with_capacity(1024);
+        let mut fragments: Vec<Fragment> = Vec::new();
+        let mut fragment = Fragment {
+            score: 0.0,
+            start: 0,
+            stop: 0,
+        };
+        analysis::text_token_spans(text, |from, to, _| {
+            let span = &text[from..to];
+            let class = *classes
+                .entry(span)
+                .or_insert_with(|| match analyzer.term(span) {
+                    None => SpanClass::Dropped,
+                    Some(term) => self
+                        .terms
+                        .get(lowercase(&term).as_ref())
+                        .map_or(SpanClass::Plain, |&w| SpanClass::Term(w)),
+                });
+            if let SpanClass::Dropped = class {
+                return;
+            }
+            if to - fragment.start > self.max_num_chars {
+                let next = Fragment {
+                    score: 0.0,
+                    start: from,
+                    stop: from,
+                };
+                let done = std::mem::replace(&mut fragment, next);
+                if done.score > 0.0 {
+                    fragments.push(done);
+                }
+            }
+            fragment.stop = to;
+            if let SpanClass::Term(weight) = class {
+                fragment.score += weight;
+            }
+        });
+        if fragment.score > 0.0 {
+            fragments.push(fragment);
+        }
+        let best = fragments.iter().max_by(|left, right| {
+            match left
+                .score
+                .partial_cmp(&right.score)
+                .unwrap_or(Ordering::Equal)
+            {
+                Ordering::Equal => (right.start, right.stop).cmp(&(left.start, left.stop)),
+                other => other,
+            }
+        });
+        best.map_or("", |f| &text[f.start..f.stop])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tantivy::snippet::SnippetGenerator;
+
+    #[test]
+    fn excerpts_pick_the_snippet_generator_fragment() {
+        let vocabulary = [
+            "renewal",
+            "renewals",
+            "Renewing",
+            "notice",
+            "the",
+            "of",
+            "知识库",
+            "续费",
+            "通知",
+            "续",
+            "API",
+            "ＡＰＩ",
+            "v2",
+            "—",
+            ",",
+            "\n\n",
+            "ﬁne",
+            "한국어",
+        ];
+        let long = "z".repeat(70);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let weights: BTreeMap<String, f32> = [("renew", 0.25f32), ("notic", 0.5), ("续费", 0.125)]
+            .into_iter()
+            .map(|(t, w)| (t.to_string(), w))
+            .collect();
+        let mut found = 0;
+        for case in 0..300 {
+            let words = (next() % 400) as usize;
+            let mut text = String::new();
+            for _ in 0..words {
+                let w = next() as usize % (vocabulary.len() + 1);
+                text.push_str(vocabulary.get(w).copied().unwrap_or(long.as_str()));
+                if next() % 3 > 0 {
+                    text.push(' ');
+                }
+            }
+            let max_num_chars = [900, 40, 7][case % 3];
+            let excerpter = Excerpter {
+                terms: weights.clone(),
+                max_num_chars,
+            };
+            let mut generator = SnippetGenerator::new(
+                weights.clone(),
+                analysis::text_analyzer(),
+                Field::from_field_id(0),
+                max_num_chars,
+            );
+            generator.set_max_num_chars(max_num_chars);
+            let fragment = excerpter.best_fragment(&text);
+            assert_eq!(
+                fragment,
+                generator.snippet(&text).fragment(),
+                "case {case}: {text}"
+            );
+            found += usize::from(!fragment.is_empty());
+        }
+        assert!(found > 200, "{found}");
     }
 }

@@ -6,7 +6,7 @@
 //! weighted reciprocal rank (k = 60), exact-path hits first, then exact-title hits. Results are
 //! candidates to read, never answer evidence.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -117,6 +117,40 @@ impl Lane {
             Lane::FileGraph => "graph_node",
             Lane::FileRelationship => "file_relationship",
         }
+    }
+}
+
+/// A set of lanes (a bit per lane), iterated in lane order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaneSet(u8);
+
+impl LaneSet {
+    const ALL: [Lane; 6] = [
+        Lane::ExactPath,
+        Lane::ExactTitle,
+        Lane::Lexical,
+        Lane::Jieba,
+        Lane::FileGraph,
+        Lane::FileRelationship,
+    ];
+
+    fn bit(lane: Lane) -> u8 {
+        1 << lane as u8
+    }
+
+    /// Adds `lane`; false when it was in the set already.
+    pub fn insert(&mut self, lane: Lane) -> bool {
+        let had = self.contains(&lane);
+        self.0 |= Self::bit(lane);
+        !had
+    }
+
+    pub fn contains(&self, lane: &Lane) -> bool {
+        self.0 & Self::bit(*lane) != 0
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Lane> + '_ {
+        Self::ALL.into_iter().filter(|lane| self.contains(lane))
     }
 }
 
@@ -596,7 +630,7 @@ pub struct Candidate {
     /// Weighted reciprocal-rank fusion score.
     pub score: f64,
     /// The lanes that returned it.
-    pub lanes: BTreeSet<Lane>,
+    pub lanes: LaneSet,
     /// Where the document sits in tantivy, from the first content lane that found it.
     address: Option<tantivy::DocAddress>,
 }
@@ -695,6 +729,31 @@ pub fn ranked(
     kb: &KnowledgeBase,
     request: &Request,
 ) -> Result<(Vec<Candidate>, Vec<Lane>), ToolError> {
+    let ranking = rank(kb, request)?;
+    Ok((ranking.candidates, ranking.lanes))
+}
+
+/// What [`rank`] finds: the fused candidates, the lanes that ran, and the graph walks of the
+/// graph lanes' seeds.
+struct Ranking {
+    candidates: Vec<Candidate>,
+    lanes: Vec<Lane>,
+    /// Each seed with its walk (unbounded in total).
+    walks: Vec<(u32, Vec<Step>)>,
+}
+
+impl Ranking {
+    /// The walk of `page` with at most `total` steps, when `page` was a seed: the first `total`
+    /// steps of its unbounded walk (a walk stops at its total, so it is always a prefix).
+    fn walk(&self, page: u32, total: usize) -> Option<&[Step]> {
+        self.walks
+            .iter()
+            .find(|(seed, _)| *seed == page)
+            .map(|(_, steps)| &steps[..steps.len().min(total)])
+    }
+}
+
+fn rank(kb: &KnowledgeBase, request: &Request) -> Result<Ranking, ToolError> {
     let started = std::time::Instant::now();
     let check_deadline = || {
         if started.elapsed() > kb.options.search_deadline {
@@ -748,6 +807,7 @@ pub fn ranked(
             hits.retain(|h| keep(h.position));
         }
     }
+    let mut seed_walks: Vec<(u32, Vec<Step>)> = Vec::new();
     if lanes.iter().any(|l| l.is_graph()) {
         // The seeds: the best lexical candidates (in graph mode the lexical lane is not a ranked
         // lane, but it still picks the seeds).
@@ -798,34 +858,45 @@ pub fn ranked(
                 _ => {}
             }
         }
+        seed_walks = seeds.into_iter().zip(walks).collect();
         check_deadline()?;
     }
 
-    // Weighted reciprocal-rank fusion, one entry per source page.
-    let mut fused: HashMap<u32, Candidate> = HashMap::new();
-    for (lane, hits) in &results {
+    // Weighted reciprocal-rank fusion, one entry per source page: every hit as (page, lane,
+    // rank), sorted, so that each page's hits are together in lane order, then rank order (the
+    // order its score is summed in, a lane counting at its best rank).
+    let mut occurrences: Vec<(u32, u32, u32)> = Vec::new();
+    for (lane_index, (_, hits)) in results.iter().enumerate() {
         for (rank, hit) in hits.iter().enumerate() {
-            if !kb.catalog.is_source(hit.position) {
-                continue;
-            }
-            let entry = fused.entry(hit.position).or_insert(Candidate {
-                position: hit.position,
-                score: 0.0,
-                lanes: BTreeSet::new(),
-                address: None,
-            });
-            if entry.lanes.insert(*lane) {
-                entry.score += lane.weight() / (RRF_K + rank as f64 + 1.0);
-            }
-            if entry.address.is_none() && matches!(lane, Lane::Lexical | Lane::Jieba) {
-                entry.address = Some(hit.address);
-            }
+            occurrences.push((hit.position, lane_index as u32, rank as u32));
         }
     }
-    let mut candidates: Vec<Candidate> = fused
-        .into_values()
-        .filter(|c| passes_filters(kb, request, c.position))
-        .collect();
+    occurrences.sort_unstable();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for page in occurrences.chunk_by(|a, b| a.0 == b.0) {
+        let position = page[0].0;
+        if !kb.catalog.is_source(position) {
+            continue;
+        }
+        let mut candidate = Candidate {
+            position,
+            score: 0.0,
+            lanes: LaneSet::default(),
+            address: None,
+        };
+        for &(_, lane_index, rank) in page {
+            let (lane, hits) = &results[lane_index as usize];
+            if candidate.lanes.insert(*lane) {
+                candidate.score += lane.weight() / (RRF_K + rank as f64 + 1.0);
+            }
+            if candidate.address.is_none() && matches!(lane, Lane::Lexical | Lane::Jieba) {
+                candidate.address = Some(hits[rank as usize].address);
+            }
+        }
+        if passes_filters(kb, request, position) {
+            candidates.push(candidate);
+        }
+    }
     let class = |c: &Candidate| {
         if c.lanes.contains(&Lane::ExactPath) {
             0
@@ -835,7 +906,8 @@ pub fn ranked(
             2
         }
     };
-    candidates.sort_by(|a, b| {
+    // (Pages have distinct paths: the order is total, and an unstable sort gives the one order.)
+    candidates.sort_unstable_by(|a, b| {
         class(a)
             .cmp(&class(b))
             .then(b.score.total_cmp(&a.score))
@@ -844,7 +916,11 @@ pub fn ranked(
     });
     candidates.truncate(MAX_RESULTS);
     check_deadline()?;
-    Ok((candidates, lanes))
+    Ok(Ranking {
+        candidates,
+        lanes,
+        walks: seed_walks,
+    })
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
@@ -854,7 +930,8 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     };
     let scope = cursor_scope(&request);
     let offset = cursor::start(request.cursor.as_deref(), NAME, &scope, revision)?;
-    let (candidates, lanes) = ranked(kb, &request)?;
+    let ranking = rank(kb, &request)?;
+    let (candidates, lanes) = (&ranking.candidates, &ranking.lanes);
     let searcher = kb.search.searcher();
     let (range, next_cursor) = cursor::page(
         NAME,
@@ -878,7 +955,17 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let items: Vec<SearchResult> = candidates[start..end]
         .par_iter()
         .zip(&shown_scores[start..end])
-        .map(|(c, &score)| result(kb, &request, revision, c, score, excerpter.as_ref()))
+        .map(|(c, &score)| {
+            result(
+                kb,
+                &request,
+                revision,
+                c,
+                score,
+                excerpter.as_ref(),
+                &ranking,
+            )
+        })
         .collect();
 
     let completed: Vec<&'static str> = {
@@ -1004,9 +1091,10 @@ struct ScoredPair {
 /// Which query terms a relation's text contains, analysed like the lexical lane (`kb_text`).
 /// `kb_text` tokens never span whitespace, so text is analysed one whitespace-separated chunk
 /// at a time, each distinct chunk once per query: titles and reason sentences repeat their
-/// words, so most relations cost a few hash lookups.
+/// words, so most relations cost a few hash lookups. A chunk's tokens are its token spans
+/// through the thread's span analyzer (the same terms as the analyzer's, see
+/// [`crate::analysis::SpanAnalyzer`]), which remembers the terms of words across queries.
 struct TermMatcher<'q, 'c> {
-    analyzer: tantivy::tokenizer::TextAnalyzer,
     term_index: HashMap<&'q str, usize>,
     chunks: HashMap<&'c str, Vec<usize>>,
 }
@@ -1014,7 +1102,6 @@ struct TermMatcher<'q, 'c> {
 impl<'q, 'c> TermMatcher<'q, 'c> {
     fn new(terms: &'q [String]) -> Self {
         TermMatcher {
-            analyzer: crate::analysis::text_analyzer(),
             term_index: terms
                 .iter()
                 .enumerate()
@@ -1031,14 +1118,19 @@ impl<'q, 'c> TermMatcher<'q, 'c> {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
                     let mut found = Vec::new();
-                    let mut stream = self.analyzer.token_stream(chunk);
-                    while stream.advance() {
-                        if let Some(&i) = self.term_index.get(stream.token().text.as_str()) {
-                            if !found.contains(&i) {
-                                found.push(i);
+                    let term_index = &self.term_index;
+                    crate::analysis::with_span_analyzer(|spans| {
+                        crate::analysis::text_token_spans(chunk, |from, to, _| {
+                            let Some(term) = spans.term(&chunk[from..to]) else {
+                                return;
+                            };
+                            if let Some(&i) = term_index.get(term.as_ref()) {
+                                if !found.contains(&i) {
+                                    found.push(i);
+                                }
                             }
-                        }
-                    }
+                        })
+                    });
                     e.insert(found)
                 }
             };
@@ -1138,7 +1230,7 @@ fn relationship_lane(
 
 /// `matchType` (§8.4): file and graph evidence → `hybrid`; else `file_relationship` →
 /// `graph_edge`; else `file_graph` → `graph_neighbor`; else `file_direct`.
-fn match_type(lanes: &BTreeSet<Lane>) -> &'static str {
+fn match_type(lanes: &LaneSet) -> &'static str {
     let file = lanes.iter().any(|l| l.is_file_evidence());
     let graph = lanes.iter().any(|l| l.is_graph());
     if file && graph {
@@ -1159,6 +1251,7 @@ fn result(
     candidate: &Candidate,
     score: f64,
     excerpter: Option<&crate::index::search_index::Excerpter>,
+    ranking: &Ranking,
 ) -> SearchResult {
     let file = kb.catalog.file(candidate.position);
     let (matched_fields, evidence_types): (Vec<&'static str>, Vec<&'static str>) =
@@ -1184,13 +1277,22 @@ fn result(
     let graph_context = (request.mode != Mode::File && graph_ref_opens).then(|| {
         // Per-node fanout = graphFanout and at most graphFanout in all: breadth first, so depth 2
         // appears only when depth 1 did not use the fanout up.
-        let steps = kb.graph.walk(
-            &kb.catalog,
-            candidate.position,
-            request.graph_depth,
-            request.graph_fanout as usize,
-            request.graph_fanout as usize,
-        );
+        // A seed's walk is known already.
+        let fanout = request.graph_fanout as usize;
+        let walked;
+        let steps = match ranking.walk(candidate.position, fanout) {
+            Some(steps) => steps,
+            None => {
+                walked = kb.graph.walk(
+                    &kb.catalog,
+                    candidate.position,
+                    request.graph_depth,
+                    fanout,
+                    fanout,
+                );
+                &walked[..]
+            }
+        };
         let relationships: Vec<RelatedFile> = steps
             .iter()
             .map(|s| {
