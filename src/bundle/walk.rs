@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
-use walkdir::WalkDir;
+use walkdir::{DirEntry, WalkDir};
 
 use super::Diagnostic;
 
@@ -35,8 +36,20 @@ fn is_hidden(name: &std::ffi::OsStr) -> bool {
     name.to_str().is_some_and(|n| n.starts_with('.'))
 }
 
+/// Directories this shallow are listed on their own and their subdirectories walked in
+/// parallel; deeper ones are walked in one pass each.
+const PARALLEL_DEPTH: usize = 3;
+
+/// What one entry of the walk gives.
+enum Item {
+    File(WalkedFile),
+    Diagnostic(Diagnostic),
+}
+
 /// Walks `root`. Hidden entries (`.git`, `.obsidian`, …) are skipped silently; links to
 /// directories are not followed; links to files are read only when they resolve inside the root.
+/// Subdirectories are walked in parallel; the result is in walk order all the same (each
+/// directory's entries by file name, a directory's subtree right after it).
 pub fn walk(root: &Path) -> Walk {
     let mut out = Walk::default();
     let canonical_root = match root.canonicalize() {
@@ -50,112 +63,142 @@ pub fn walk(root: &Path) -> Walk {
             return out;
         }
     };
-    let walker = WalkDir::new(&canonical_root)
-        .follow_links(false)
-        .max_depth(MAX_DEPTH)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()));
-    for entry in walker {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(e) => {
-                let path = e
-                    .path()
-                    .map(|p| display_relative(&canonical_root, p))
-                    .unwrap_or_default();
-                out.diagnostics
-                    .push(Diagnostic::new(path, None, format!("cannot read: {e}")));
-                continue;
-            }
-        };
-        if entry.depth() == 0 {
-            continue;
+    for item in walk_dir(&canonical_root, &canonical_root, 0) {
+        match item {
+            Item::File(file) => out.files.push(file),
+            Item::Diagnostic(d) => out.diagnostics.push(d),
         }
-        let relative_os = entry
-            .path()
-            .strip_prefix(&canonical_root)
-            .unwrap_or(entry.path());
-        let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
-            out.diagnostics.push(Diagnostic::new(
-                relative_os.to_string_lossy().into_owned(),
-                None,
-                "the file name is not valid UTF-8; skipped".into(),
-            ));
-            continue;
-        };
-        let file_type = entry.file_type();
-        if entry.depth() == MAX_DEPTH && file_type.is_dir() {
-            out.diagnostics.push(Diagnostic::new(
-                relative,
-                None,
-                format!("directories nest deeper than {MAX_DEPTH} levels; the rest is skipped"),
-            ));
-            continue;
-        }
-        if file_type.is_dir() {
-            continue;
-        }
-        let mut disk_path = entry.path().to_path_buf();
-        if file_type.is_symlink() {
-            match entry.path().canonicalize() {
-                Ok(target) if target.starts_with(&canonical_root) && target.is_file() => {
-                    disk_path = target;
-                }
-                Ok(target) if target.starts_with(&canonical_root) => {
-                    out.diagnostics.push(Diagnostic::new(
-                        relative,
-                        None,
-                        "symbolic link to a directory is not followed".into(),
-                    ));
-                    continue;
-                }
-                Ok(_) => {
-                    out.diagnostics.push(Diagnostic::new(
-                        relative,
-                        None,
-                        "symbolic link points outside the bundle; skipped".into(),
-                    ));
-                    continue;
-                }
-                Err(e) => {
-                    out.diagnostics.push(Diagnostic::new(
-                        relative,
-                        None,
-                        format!("broken symbolic link; skipped ({e})"),
-                    ));
-                    continue;
-                }
-            }
-        } else if !file_type.is_file() {
-            out.diagnostics.push(Diagnostic::new(
-                relative,
-                None,
-                "not a regular file; skipped".into(),
-            ));
-            continue;
-        }
-        let metadata = match std::fs::metadata(&disk_path) {
-            Ok(m) => m,
-            Err(e) => {
-                out.diagnostics
-                    .push(Diagnostic::new(relative, None, format!("cannot stat: {e}")));
-                continue;
-            }
-        };
-        let mtime_ns = metadata
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as i128);
-        out.files.push(WalkedFile {
-            disk_path,
-            relative,
-            size: metadata.len(),
-            mtime_ns,
-        });
     }
     out
+}
+
+fn walker(dir: &Path, max_depth: usize) -> impl Iterator<Item = walkdir::Result<DirEntry>> {
+    WalkDir::new(dir)
+        .follow_links(false)
+        .max_depth(max_depth)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()))
+}
+
+/// The items of the subtree of `dir`, a directory `depth` levels below `root` (not `dir`
+/// itself).
+fn walk_dir(root: &Path, dir: &Path, depth: usize) -> Vec<Item> {
+    if depth >= PARALLEL_DEPTH {
+        return walker(dir, MAX_DEPTH - depth)
+            .filter_map(|entry| visit(root, entry, depth))
+            .collect();
+    }
+    // The entries of `dir`, then the subtree of each subdirectory, in parallel.
+    let mut items: Vec<Option<Item>> = Vec::new();
+    let mut subdirectories: Vec<(usize, PathBuf)> = Vec::new();
+    for entry in walker(dir, 1) {
+        if let Ok(e) = &entry {
+            if e.depth() > 0 && e.file_type().is_dir() && depth + 1 < MAX_DEPTH {
+                subdirectories.push((items.len(), e.path().to_path_buf()));
+            }
+        }
+        items.push(visit(root, entry, depth));
+    }
+    let subtrees: Vec<Vec<Item>> = subdirectories
+        .par_iter()
+        .map(|(_, subdirectory)| walk_dir(root, subdirectory, depth + 1))
+        .collect();
+    let mut out = Vec::with_capacity(items.len());
+    let mut subtrees = subdirectories
+        .iter()
+        .map(|(at, _)| *at)
+        .zip(subtrees)
+        .peekable();
+    for (i, item) in items.into_iter().enumerate() {
+        out.extend(item);
+        if let Some((_, subtree)) = subtrees.next_if(|(at, _)| *at == i) {
+            out.extend(subtree);
+        }
+    }
+    out
+}
+
+/// What the walk makes of `entry`, found by a walker started `base` levels below the root.
+fn visit(root: &Path, entry: walkdir::Result<DirEntry>, base: usize) -> Option<Item> {
+    let entry = match entry {
+        Ok(entry) => entry,
+        Err(e) => {
+            let path = e
+                .path()
+                .map(|p| display_relative(root, p))
+                .unwrap_or_default();
+            return Some(Item::Diagnostic(Diagnostic::new(
+                path,
+                None,
+                format!("cannot read: {e}"),
+            )));
+        }
+    };
+    if entry.depth() == 0 {
+        return None;
+    }
+    let depth = base + entry.depth();
+    let diagnostic = |path: String, message: String| {
+        Some(Item::Diagnostic(Diagnostic::new(path, None, message)))
+    };
+    let relative_os = entry.path().strip_prefix(root).unwrap_or(entry.path());
+    let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
+        return diagnostic(
+            relative_os.to_string_lossy().into_owned(),
+            "the file name is not valid UTF-8; skipped".into(),
+        );
+    };
+    let file_type = entry.file_type();
+    if depth == MAX_DEPTH && file_type.is_dir() {
+        return diagnostic(
+            relative,
+            format!("directories nest deeper than {MAX_DEPTH} levels; the rest is skipped"),
+        );
+    }
+    if file_type.is_dir() {
+        return None;
+    }
+    let mut disk_path = entry.path().to_path_buf();
+    if file_type.is_symlink() {
+        match entry.path().canonicalize() {
+            Ok(target) if target.starts_with(root) && target.is_file() => {
+                disk_path = target;
+            }
+            Ok(target) if target.starts_with(root) => {
+                return diagnostic(
+                    relative,
+                    "symbolic link to a directory is not followed".into(),
+                );
+            }
+            Ok(_) => {
+                return diagnostic(
+                    relative,
+                    "symbolic link points outside the bundle; skipped".into(),
+                );
+            }
+            Err(e) => {
+                return diagnostic(relative, format!("broken symbolic link; skipped ({e})"));
+            }
+        }
+    } else if !file_type.is_file() {
+        return diagnostic(relative, "not a regular file; skipped".into());
+    }
+    let metadata = match std::fs::metadata(&disk_path) {
+        Ok(m) => m,
+        Err(e) => return diagnostic(relative, format!("cannot stat: {e}")),
+    };
+    let mtime_ns = metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128);
+    Some(Item::File(WalkedFile {
+        disk_path,
+        relative,
+        size: metadata.len(),
+        mtime_ns,
+    }))
 }
 
 fn display_relative(root: &Path, path: &Path) -> String {
@@ -167,14 +210,55 @@ fn display_relative(root: &Path, path: &Path) -> String {
 
 /// A cheap fingerprint of what the walk sees: every file's relative path, size and mtime.
 pub fn stat_fingerprint(walk: &Walk) -> String {
-    let mut hasher = Sha256::new();
+    let mut hasher = BufferedSha256::new();
     for file in &walk.files {
         hasher.update(file.relative.as_bytes());
-        hasher.update([0]);
-        hasher.update(file.size.to_le_bytes());
-        hasher.update(file.mtime_ns.to_le_bytes());
+        hasher.update(&[0]);
+        hasher.update(&file.size.to_le_bytes());
+        hasher.update(&file.mtime_ns.to_le_bytes());
     }
     hex(&hasher.finalize())
+}
+
+/// SHA-256 of many small pieces, handed to the hasher in runs of 64 KiB (a call per piece costs
+/// more than hashing it). The digest is that of the pieces one after the other.
+pub struct BufferedSha256 {
+    hasher: Sha256,
+    buffer: Vec<u8>,
+}
+
+impl BufferedSha256 {
+    const RUN: usize = 64 * 1024;
+
+    pub fn new() -> Self {
+        BufferedSha256 {
+            hasher: Sha256::new(),
+            buffer: Vec::with_capacity(Self::RUN),
+        }
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        if self.buffer.len() + bytes.len() > Self::RUN {
+            self.hasher.update(&self.buffer);
+            self.buffer.clear();
+        }
+        if bytes.len() > Self::RUN {
+            self.hasher.update(bytes);
+        } else {
+            self.buffer.extend_from_slice(bytes);
+        }
+    }
+
+    pub fn finalize(mut self) -> [u8; 32] {
+        self.hasher.update(&self.buffer);
+        self.hasher.finalize().into()
+    }
+}
+
+impl Default for BufferedSha256 {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 pub fn hex(bytes: &[u8]) -> String {
