@@ -5,9 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+use std::ffi::OsString;
+use std::fs::FileType;
+
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
-use walkdir::{DirEntry, WalkDir};
 
 use super::Diagnostic;
 
@@ -36,8 +38,7 @@ fn is_hidden(name: &std::ffi::OsStr) -> bool {
     name.to_str().is_some_and(|n| n.starts_with('.'))
 }
 
-/// Directories this shallow are listed on their own and their subdirectories walked in
-/// parallel; deeper ones are walked in one pass each.
+/// Subdirectories of directories this shallow are walked in parallel.
 const PARALLEL_DEPTH: usize = 3;
 
 /// What one entry of the walk gives.
@@ -48,8 +49,11 @@ enum Item {
 
 /// Walks `root`. Hidden entries (`.git`, `.obsidian`, …) are skipped silently; links to
 /// directories are not followed; links to files are read only when they resolve inside the root.
-/// Subdirectories are walked in parallel; the result is in walk order all the same (each
-/// directory's entries by file name, a directory's subtree right after it).
+///
+/// The order and the diagnostics are those of `walkdir` (links not followed, each directory's
+/// entries by file name, a directory's subtree right after it, hidden entries filtered out),
+/// but each file is stat'ed relative to its open directory rather than by its whole path, and
+/// subdirectories are walked in parallel.
 pub fn walk(root: &Path) -> Walk {
     let mut out = Walk::default();
     let canonical_root = match root.canonicalize() {
@@ -72,38 +76,69 @@ pub fn walk(root: &Path) -> Walk {
     out
 }
 
-fn walker(dir: &Path, max_depth: usize) -> impl Iterator<Item = walkdir::Result<DirEntry>> {
-    WalkDir::new(dir)
-        .follow_links(false)
-        .max_depth(max_depth)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()))
+/// The diagnostic of an error reading `path` (as `walkdir` words it).
+fn read_error(root: &Path, path: Option<&Path>, e: std::io::Error) -> Item {
+    let (at, message) = match path {
+        Some(path) => (
+            display_relative(root, path),
+            format!("IO error for operation on {}: {e}", path.display()),
+        ),
+        None => (String::new(), e.to_string()),
+    };
+    Item::Diagnostic(Diagnostic::new(at, None, format!("cannot read: {message}")))
 }
 
 /// The items of the subtree of `dir`, a directory `depth` levels below `root` (not `dir`
-/// itself).
+/// itself), in walk order.
 fn walk_dir(root: &Path, dir: &Path, depth: usize) -> Vec<Item> {
-    if depth >= PARALLEL_DEPTH {
-        return walker(dir, MAX_DEPTH - depth)
-            .filter_map(|entry| visit(root, entry, depth))
-            .collect();
-    }
-    // The entries of `dir`, then the subtree of each subdirectory, in parallel.
-    let mut items: Vec<Option<Item>> = Vec::new();
-    let mut subdirectories: Vec<(usize, PathBuf)> = Vec::new();
-    for entry in walker(dir, 1) {
-        if let Ok(e) = &entry {
-            if e.depth() > 0 && e.file_type().is_dir() && depth + 1 < MAX_DEPTH {
-                subdirectories.push((items.len(), e.path().to_path_buf()));
+    // The entries (errors first, then by file name), each visited while the directory is open;
+    // then each subdirectory's subtree, once the directory is closed.
+    let mut listed: Vec<Result<(OsString, std::fs::DirEntry, FileType), Item>> = Vec::new();
+    match std::fs::read_dir(dir) {
+        Err(e) => return vec![read_error(root, Some(dir), e)],
+        Ok(entries) => {
+            for entry in entries {
+                listed.push(match entry {
+                    Ok(entry) => match entry.file_type() {
+                        Ok(file_type) => Ok((entry.file_name(), entry, file_type)),
+                        Err(e) => Err(read_error(root, Some(&entry.path()), e)),
+                    },
+                    Err(e) => Err(read_error(root, None, e)),
+                });
             }
         }
-        items.push(visit(root, entry, depth));
     }
-    let subtrees: Vec<Vec<Item>> = subdirectories
-        .par_iter()
-        .map(|(_, subdirectory)| walk_dir(root, subdirectory, depth + 1))
-        .collect();
+    listed.sort_by(|a, b| match (a, b) {
+        (Ok(a), Ok(b)) => a.0.cmp(&b.0),
+        (Err(_), Err(_)) => std::cmp::Ordering::Equal,
+        (Ok(_), Err(_)) => std::cmp::Ordering::Greater,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Less,
+    });
+    let mut items: Vec<Option<Item>> = Vec::with_capacity(listed.len());
+    let mut subdirectories: Vec<(usize, PathBuf)> = Vec::new();
+    for entry in listed {
+        let (name, entry, file_type) = match entry {
+            Ok(entry) => entry,
+            Err(item) => {
+                items.push(Some(item));
+                continue;
+            }
+        };
+        if is_hidden(&name) {
+            continue;
+        }
+        let path = entry.path();
+        if file_type.is_dir() && depth + 1 < MAX_DEPTH {
+            subdirectories.push((items.len(), path.clone()));
+        }
+        items.push(visit(root, &entry, path, file_type, depth + 1));
+    }
+    let walk = |(_, subdirectory): &(usize, PathBuf)| walk_dir(root, subdirectory, depth + 1);
+    let subtrees: Vec<Vec<Item>> = if depth < PARALLEL_DEPTH {
+        subdirectories.par_iter().map(walk).collect()
+    } else {
+        subdirectories.iter().map(walk).collect()
+    };
     let mut out = Vec::with_capacity(items.len());
     let mut subtrees = subdirectories
         .iter()
@@ -119,37 +154,24 @@ fn walk_dir(root: &Path, dir: &Path, depth: usize) -> Vec<Item> {
     out
 }
 
-/// What the walk makes of `entry`, found by a walker started `base` levels below the root.
-fn visit(root: &Path, entry: walkdir::Result<DirEntry>, base: usize) -> Option<Item> {
-    let entry = match entry {
-        Ok(entry) => entry,
-        Err(e) => {
-            let path = e
-                .path()
-                .map(|p| display_relative(root, p))
-                .unwrap_or_default();
-            return Some(Item::Diagnostic(Diagnostic::new(
-                path,
-                None,
-                format!("cannot read: {e}"),
-            )));
-        }
-    };
-    if entry.depth() == 0 {
-        return None;
-    }
-    let depth = base + entry.depth();
+/// What the walk makes of the entry at `path`, `depth` levels below `root`.
+fn visit(
+    root: &Path,
+    entry: &std::fs::DirEntry,
+    path: PathBuf,
+    file_type: FileType,
+    depth: usize,
+) -> Option<Item> {
     let diagnostic = |path: String, message: String| {
         Some(Item::Diagnostic(Diagnostic::new(path, None, message)))
     };
-    let relative_os = entry.path().strip_prefix(root).unwrap_or(entry.path());
+    let relative_os = path.strip_prefix(root).unwrap_or(&path);
     let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
         return diagnostic(
             relative_os.to_string_lossy().into_owned(),
             "the file name is not valid UTF-8; skipped".into(),
         );
     };
-    let file_type = entry.file_type();
     if depth == MAX_DEPTH && file_type.is_dir() {
         return diagnostic(
             relative,
@@ -159,12 +181,9 @@ fn visit(root: &Path, entry: walkdir::Result<DirEntry>, base: usize) -> Option<I
     if file_type.is_dir() {
         return None;
     }
-    let mut disk_path = entry.path().to_path_buf();
-    if file_type.is_symlink() {
-        match entry.path().canonicalize() {
-            Ok(target) if target.starts_with(root) && target.is_file() => {
-                disk_path = target;
-            }
+    let metadata = if file_type.is_symlink() {
+        let target = match path.canonicalize() {
+            Ok(target) if target.starts_with(root) && target.is_file() => target,
             Ok(target) if target.starts_with(root) => {
                 return diagnostic(
                     relative,
@@ -180,11 +199,15 @@ fn visit(root: &Path, entry: walkdir::Result<DirEntry>, base: usize) -> Option<I
             Err(e) => {
                 return diagnostic(relative, format!("broken symbolic link; skipped ({e})"));
             }
-        }
+        };
+        std::fs::metadata(&target).map(|m| (m, target))
     } else if !file_type.is_file() {
         return diagnostic(relative, "not a regular file; skipped".into());
-    }
-    let metadata = match std::fs::metadata(&disk_path) {
+    } else {
+        // Relative to the open directory (the entry is no link).
+        entry.metadata().map(|m| (m, path))
+    };
+    let (metadata, disk_path) = match metadata {
         Ok(m) => m,
         Err(e) => return diagnostic(relative, format!("cannot stat: {e}")),
     };
@@ -276,4 +299,215 @@ pub fn now_ns() -> i128 {
     std::time::SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+    use walkdir::WalkDir;
+
+    /// The walk as `walkdir` made it, which [`walk`] reproduces.
+    fn reference_walk(root: &Path) -> Walk {
+        let mut out = Walk::default();
+        let canonical_root = match root.canonicalize() {
+            Ok(p) => p,
+            Err(e) => {
+                out.diagnostics.push(Diagnostic::new(
+                    root.display().to_string(),
+                    None,
+                    format!("cannot open the bundle root: {e}"),
+                ));
+                return out;
+            }
+        };
+        let walker = WalkDir::new(&canonical_root)
+            .follow_links(false)
+            .max_depth(MAX_DEPTH)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()));
+        for entry in walker {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    let path = e
+                        .path()
+                        .map(|p| display_relative(&canonical_root, p))
+                        .unwrap_or_default();
+                    out.diagnostics
+                        .push(Diagnostic::new(path, None, format!("cannot read: {e}")));
+                    continue;
+                }
+            };
+            if entry.depth() == 0 {
+                continue;
+            }
+            let relative_os = entry
+                .path()
+                .strip_prefix(&canonical_root)
+                .unwrap_or(entry.path());
+            let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
+                out.diagnostics.push(Diagnostic::new(
+                    relative_os.to_string_lossy().into_owned(),
+                    None,
+                    "the file name is not valid UTF-8; skipped".into(),
+                ));
+                continue;
+            };
+            let file_type = entry.file_type();
+            if entry.depth() == MAX_DEPTH && file_type.is_dir() {
+                out.diagnostics.push(Diagnostic::new(
+                    relative,
+                    None,
+                    format!("directories nest deeper than {MAX_DEPTH} levels; the rest is skipped"),
+                ));
+                continue;
+            }
+            if file_type.is_dir() {
+                continue;
+            }
+            let mut disk_path = entry.path().to_path_buf();
+            if file_type.is_symlink() {
+                match entry.path().canonicalize() {
+                    Ok(target) if target.starts_with(&canonical_root) && target.is_file() => {
+                        disk_path = target;
+                    }
+                    Ok(target) if target.starts_with(&canonical_root) => {
+                        out.diagnostics.push(Diagnostic::new(
+                            relative,
+                            None,
+                            "symbolic link to a directory is not followed".into(),
+                        ));
+                        continue;
+                    }
+                    Ok(_) => {
+                        out.diagnostics.push(Diagnostic::new(
+                            relative,
+                            None,
+                            "symbolic link points outside the bundle; skipped".into(),
+                        ));
+                        continue;
+                    }
+                    Err(e) => {
+                        out.diagnostics.push(Diagnostic::new(
+                            relative,
+                            None,
+                            format!("broken symbolic link; skipped ({e})"),
+                        ));
+                        continue;
+                    }
+                }
+            } else if !file_type.is_file() {
+                out.diagnostics.push(Diagnostic::new(
+                    relative,
+                    None,
+                    "not a regular file; skipped".into(),
+                ));
+                continue;
+            }
+            let metadata = match std::fs::metadata(&disk_path) {
+                Ok(m) => m,
+                Err(e) => {
+                    out.diagnostics.push(Diagnostic::new(
+                        relative,
+                        None,
+                        format!("cannot stat: {e}"),
+                    ));
+                    continue;
+                }
+            };
+            let mtime_ns = metadata
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i128);
+            out.files.push(WalkedFile {
+                disk_path,
+                relative,
+                size: metadata.len(),
+                mtime_ns,
+            });
+        }
+        out
+    }
+
+    fn same(a: &Walk, b: &Walk) {
+        let files = |w: &Walk| -> Vec<(PathBuf, String, u64, i128)> {
+            w.files
+                .iter()
+                .map(|f| (f.disk_path.clone(), f.relative.clone(), f.size, f.mtime_ns))
+                .collect()
+        };
+        assert_eq!(files(a), files(b));
+        assert_eq!(a.diagnostics, b.diagnostics);
+    }
+
+    #[test]
+    fn walks_as_walkdir_did() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("bundle");
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        for path in [
+            "index.md",
+            "a/b/c.md",
+            "a/B.md",
+            "a/z.md",
+            "a-b/x.md",
+            "a.b/y.md",
+            "a/.hidden/x.md",
+            ".git/config",
+            "pages/é/ü.md",
+            "pages/e\u{301}.md",
+            "_graph/by-file/x.json",
+        ] {
+            write(path, path);
+        }
+        // Names that are not UTF-8: a file, and a directory with a file in it.
+        std::fs::write(root.join(std::ffi::OsStr::from_bytes(b"bad\xff.md")), "x").unwrap();
+        let bad_dir = root.join(std::ffi::OsStr::from_bytes(b"dir\xfe"));
+        std::fs::create_dir(&bad_dir).unwrap();
+        std::fs::write(bad_dir.join("inner.md"), "x").unwrap();
+        // Links: to a file inside, to a directory inside, outside, broken; a socket.
+        let outside = tmp.path().join("outside.md");
+        std::fs::write(&outside, "x").unwrap();
+        std::os::unix::fs::symlink(root.join("a/z.md"), root.join("a/link.md")).unwrap();
+        std::os::unix::fs::symlink(root.join("a/b"), root.join("a/dirlink")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out.md")).unwrap();
+        std::os::unix::fs::symlink(root.join("gone.md"), root.join("broken.md")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(root.join("a/socket")).unwrap();
+        // Deeper than MAX_DEPTH.
+        let mut deep = root.join("deep");
+        for _ in 0..MAX_DEPTH + 2 {
+            deep = deep.join("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("bottom.md"), "x").unwrap();
+        std::fs::write(deep.parent().unwrap().join("f.md"), "x").unwrap();
+        let mut some = root.join("deep");
+        for _ in 0..200 {
+            some = some.join("d");
+        }
+        std::fs::write(some.join("middle.md"), "x").unwrap();
+        // Many files and directories, for the parallel part.
+        for i in 0..300 {
+            write(&format!("pages/d{}/e{}/f{i}.md", i % 7, i % 3), "x");
+        }
+
+        let walked = walk(&root);
+        same(&walked, &reference_walk(&root));
+        assert!(walked.files.len() > 300);
+        assert!(walked.diagnostics.len() >= 6, "{:?}", walked.diagnostics);
+        same(&walk(&root.join("a")), &reference_walk(&root.join("a")));
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        same(&walk(&fixtures), &reference_walk(&fixtures));
+        same(
+            &walk(&root.join("missing")),
+            &reference_walk(&root.join("missing")),
+        );
+    }
 }
