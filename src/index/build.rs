@@ -953,9 +953,6 @@ fn assemble(
         file_blocks,
         relation_blocks,
     };
-    let catalog_path = tmp.join(CATALOG_FILE);
-    write_with(&catalog_path, |out| store::write(&parts, out))?;
-    drop(parts);
 
     let counts = Counts {
         files: (read.len() + virtuals.iter().filter(|f| f.listed).count()) as u64,
@@ -1016,10 +1013,19 @@ fn assemble(
     };
     let total_files = slots.len() as u64;
     drop(slots);
+    // The catalog, and meanwhile the rest of the ingest cache.
+    let (catalog_written, cache_written) = rayon::join(
+        || write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out)),
+        || {
+            writer
+                .finish(kind, made_ns, entries.into_iter(), Some(derived))
+                .map_err(|e| IndexError::io(&cache_path, e))
+        },
+    );
+    catalog_written?;
+    cache_written?;
+    drop(parts);
     drop(assembly);
-    writer
-        .finish(kind, made_ns, entries.into_iter(), Some(derived))
-        .map_err(|e| IndexError::io(&cache_path, e))?;
     drop(read);
     Ok(Written {
         total_files,
@@ -1086,7 +1092,7 @@ fn write_chunks(
                 None => {
                     let ch = reusable(range).expect("checked above");
                     let cache = cache.expect("a reused chunk has a cache");
-                    writer.chunk(range.len(), cache.raw_chunk(ch))?;
+                    writer.copy_chunks(cache, ch..ch + 1)?;
                 }
             }
         }
@@ -1289,33 +1295,12 @@ fn patch(
             .map(|b| Cow::Borrowed(store.raw_relation_block(b)))
             .collect(),
     };
-    write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out))?;
-    drop(parts);
-
-    // The ingest cache: every chunk as stored but those of changed files.
-    let cache_path = tmp.join(INGEST_CACHE_FILE);
-    let io = |e| IndexError::io(&cache_path, e);
-    let mut writer = cache::Writer::create(&cache_path).map_err(io)?;
     for (i, f, _) in &changed {
         let c = cache.chunk_of(*i);
         if let Some(details) = chunks.get_mut(&c) {
             details[i - cache.chunk_range(c).start] = files.fresh[*f].detail.clone();
         }
     }
-    for c in 0..cache.chunk_count() {
-        match chunks.get(&c) {
-            None => writer
-                .chunk(cache.chunk_range(c).len(), cache.raw_chunk(c))
-                .map_err(io)?,
-            Some(details) => {
-                let details: Vec<&bundle::Detail> = details.iter().collect();
-                writer
-                    .chunk(details.len(), &cache::encode_chunk(&details))
-                    .map_err(io)?;
-            }
-        }
-    }
-
     let entries =
         || (0..cache.len()).map(|i| updated.get(&i).copied().unwrap_or_else(|| cache.entry(i)));
     let mut diagnostics = scan_diagnostics;
@@ -1330,9 +1315,50 @@ fn patch(
             .iter()
             .map(|(path, line, message)| Diagnostic::new(path.clone(), *line, message.clone())),
     );
-    writer
-        .finish(BundleKind::Focowiki, made_ns, entries(), Some(derived))
-        .map_err(io)?;
+
+    // The catalog, and meanwhile the ingest cache: every chunk as stored but those of changed
+    // files.
+    let write_cache = || -> Result<(), IndexError> {
+        let cache_path = tmp.join(INGEST_CACHE_FILE);
+        let io = |e| IndexError::io(&cache_path, e);
+        let mut writer = cache::Writer::create(&cache_path).map_err(io)?;
+        // Runs of unchanged chunks copied, the others encoded.
+        let mut c = 0;
+        while c < cache.chunk_count() {
+            match chunks.get(&c) {
+                None => {
+                    let mut end = c + 1;
+                    while end < cache.chunk_count() && !chunks.contains_key(&end) {
+                        end += 1;
+                    }
+                    writer.copy_chunks(cache, c..end).map_err(io)?;
+                    c = end;
+                }
+                Some(details) => {
+                    let details: Vec<&bundle::Detail> = details.iter().collect();
+                    writer
+                        .chunk(details.len(), &cache::encode_chunk(&details))
+                        .map_err(io)?;
+                    c += 1;
+                }
+            }
+        }
+        writer
+            .finish(
+                BundleKind::Focowiki,
+                made_ns,
+                entries(),
+                Some(derived.clone()),
+            )
+            .map_err(io)
+    };
+    let (catalog_written, cache_written) = rayon::join(
+        || write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out)),
+        write_cache,
+    );
+    catalog_written?;
+    cache_written?;
+    drop(parts);
     let indexed = entries().filter_map(|e| e.indexed).collect();
     let counts = Counts {
         diagnostics: diagnostics.len() as u64,

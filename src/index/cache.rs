@@ -243,6 +243,7 @@ struct Header {
 
 /// An opened ingest cache: the entries read where they lie, the chunks decoded on demand.
 pub struct Cache {
+    file: std::fs::File,
     bytes: memmap2::Mmap,
     header: Header,
     side: Side,
@@ -352,6 +353,7 @@ impl Cache {
             return Err(damaged("chunks do not cover the entries"));
         }
         Ok(Cache {
+            file,
             bytes,
             header,
             side,
@@ -459,11 +461,6 @@ impl Cache {
         }
         Ok(details)
     }
-
-    /// The bytes of chunk `c` as stored.
-    pub fn raw_chunk(&self, c: usize) -> &[u8] {
-        slice(&self.bytes, self.header.chunks[c].section)
-    }
 }
 
 fn slice(bytes: &[u8], s: Section) -> &[u8] {
@@ -533,6 +530,38 @@ impl Writer {
         Ok(section)
     }
 
+    /// Appends chunks `chunks` of `cache` as they are stored (copied file to file: the kernel
+    /// copies them without reading them into this process).
+    pub fn copy_chunks(&mut self, cache: &Cache, chunks: Range<usize>) -> std::io::Result<()> {
+        use std::io::{Read, Seek};
+        let Some(first) = cache.header.chunks.get(chunks.start) else {
+            return Ok(());
+        };
+        let start = first.section.offset;
+        let mut end = start;
+        for c in chunks {
+            let chunk = cache.header.chunks[c];
+            // Stored one after the other.
+            debug_assert_eq!(chunk.section.offset, end);
+            self.chunks.push(Chunk {
+                section: Section {
+                    offset: self.offset + (chunk.section.offset - start),
+                    ..chunk.section
+                },
+                files: chunk.files,
+            });
+            end = chunk.section.offset + chunk.section.len;
+        }
+        let mut from = &cache.file;
+        from.seek(std::io::SeekFrom::Start(start))?;
+        let copied = std::io::copy(&mut from.take(end - start), &mut self.out)?;
+        if copied != end - start {
+            return Err(std::io::Error::other("the ingest cache was cut short"));
+        }
+        self.offset += end - start;
+        Ok(())
+    }
+
     /// Appends the next chunk: `files` details, encoded ([`encode_chunk`] or a stored chunk).
     pub fn chunk(&mut self, files: usize, bytes: &[u8]) -> std::io::Result<()> {
         let section = self.section(bytes)?;
@@ -543,8 +572,9 @@ impl Writer {
         Ok(())
     }
 
-    /// Writes the entries (in logical path order) and the header, and flushes the file to
-    /// disk.
+    /// Writes the entries (in logical path order) and the header. The file is not flushed to
+    /// disk: a cache cut short by a crash fails its checksums and is not used (the next build
+    /// reads every file again).
     pub fn finish<'a>(
         mut self,
         kind: BundleKind,
@@ -643,8 +673,7 @@ impl Writer {
         self.out
             .write_all(&crc32fast::hash(&header).to_le_bytes())?;
         self.out.write_all(MAGIC)?;
-        let file = self.out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()
+        self.out.flush()
     }
 }
 
