@@ -572,9 +572,8 @@ impl Writer {
         Ok(())
     }
 
-    /// Writes the entries (in logical path order) and the header. The file is not flushed to
-    /// disk: a cache cut short by a crash fails its checksums and is not used (the next build
-    /// reads every file again).
+    /// Writes the entries (in logical path order) and the header, and flushes the file to disk
+    /// (the manifest records it: a generation whose cache a crash cut short would be damaged).
     pub fn finish<'a>(
         mut self,
         kind: BundleKind,
@@ -673,7 +672,8 @@ impl Writer {
         self.out
             .write_all(&crc32fast::hash(&header).to_le_bytes())?;
         self.out.write_all(MAGIC)?;
-        self.out.flush()
+        let file = self.out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()
     }
 }
 
