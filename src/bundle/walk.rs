@@ -67,7 +67,9 @@ pub fn walk(root: &Path) -> Walk {
             return out;
         }
     };
-    for item in walk_dir(&canonical_root, &canonical_root, 0) {
+    let runs = walk_dir(&canonical_root, &canonical_root, 0);
+    out.files.reserve(runs.iter().map(Vec::len).sum());
+    for item in runs.into_iter().flatten() {
         match item {
             Item::File(file) => out.files.push(file),
             Item::Diagnostic(d) => out.diagnostics.push(d),
@@ -89,13 +91,57 @@ fn read_error(root: &Path, path: Option<&Path>, e: std::io::Error) -> Item {
 }
 
 /// The items of the subtree of `dir`, a directory `depth` levels below `root` (not `dir`
-/// itself), in walk order.
-fn walk_dir(root: &Path, dir: &Path, depth: usize) -> Vec<Item> {
-    // The entries (errors first, then by file name), each visited while the directory is open;
-    // then each subdirectory's subtree, once the directory is closed.
+/// itself), in walk order, as runs one after the other: the subtrees walked in parallel are
+/// concatenated once, by [`walk`], not at every level.
+fn walk_dir(root: &Path, dir: &Path, depth: usize) -> Vec<Vec<Item>> {
+    if depth >= PARALLEL_DEPTH {
+        let mut run = Vec::new();
+        walk_into(root, dir, depth, &mut run);
+        return vec![run];
+    }
+    let (items, subdirectories) = list_dir(root, dir, depth);
+    let subtrees: Vec<Vec<Vec<Item>>> = subdirectories
+        .par_iter()
+        .map(|(_, subdirectory)| walk_dir(root, subdirectory, depth + 1))
+        .collect();
+    let mut runs = Vec::new();
+    let mut run = Vec::new();
+    let mut subtrees = subdirectories
+        .iter()
+        .map(|(at, _)| *at)
+        .zip(subtrees)
+        .peekable();
+    for (i, item) in items.into_iter().enumerate() {
+        run.extend(item);
+        if let Some((_, subtree)) = subtrees.next_if(|(at, _)| *at == i) {
+            runs.push(std::mem::take(&mut run));
+            runs.extend(subtree);
+        }
+    }
+    runs.push(run);
+    runs
+}
+
+/// [`walk_dir`] in this thread: the items of the subtree of `dir` appended to `out`.
+fn walk_into(root: &Path, dir: &Path, depth: usize, out: &mut Vec<Item>) {
+    let (items, subdirectories) = list_dir(root, dir, depth);
+    let mut subdirectories = subdirectories.into_iter().peekable();
+    for (i, item) in items.into_iter().enumerate() {
+        out.extend(item);
+        if let Some((_, subdirectory)) = subdirectories.next_if(|(at, _)| *at == i) {
+            walk_into(root, &subdirectory, depth + 1, out);
+        }
+    }
+}
+
+/// The entries of `dir`, a directory `depth` levels below `root`, in walk order (`None`: not
+/// listed), and the subdirectories to walk, each with the position of its entry. The directory
+/// is closed when this returns, before its subdirectories are walked.
+fn list_dir(root: &Path, dir: &Path, depth: usize) -> (Vec<Option<Item>>, Vec<(usize, PathBuf)>) {
+    // The entries (errors first, then by file name), each visited while the directory is open.
     let mut listed: Vec<Result<(OsString, std::fs::DirEntry, FileType), Item>> = Vec::new();
     match std::fs::read_dir(dir) {
-        Err(e) => return vec![read_error(root, Some(dir), e)],
+        Err(e) => return (vec![Some(read_error(root, Some(dir), e))], Vec::new()),
         Ok(entries) => {
             for entry in entries {
                 listed.push(match entry {
@@ -133,25 +179,7 @@ fn walk_dir(root: &Path, dir: &Path, depth: usize) -> Vec<Item> {
         }
         items.push(visit(root, &entry, path, file_type, depth + 1));
     }
-    let walk = |(_, subdirectory): &(usize, PathBuf)| walk_dir(root, subdirectory, depth + 1);
-    let subtrees: Vec<Vec<Item>> = if depth < PARALLEL_DEPTH {
-        subdirectories.par_iter().map(walk).collect()
-    } else {
-        subdirectories.iter().map(walk).collect()
-    };
-    let mut out = Vec::with_capacity(items.len());
-    let mut subtrees = subdirectories
-        .iter()
-        .map(|(at, _)| *at)
-        .zip(subtrees)
-        .peekable();
-    for (i, item) in items.into_iter().enumerate() {
-        out.extend(item);
-        if let Some((_, subtree)) = subtrees.next_if(|(at, _)| *at == i) {
-            out.extend(subtree);
-        }
-    }
-    out
+    (items, subdirectories)
 }
 
 /// What the walk makes of the entry at `path`, `depth` levels below `root`.
