@@ -384,11 +384,14 @@ pub fn scan(root: &Path, walked: walk::Walk) -> Result<Scan, IndexError> {
             Some(Job { file, path, class })
         })
         .collect();
-    let jobs: Vec<Job> = order
-        .iter()
-        .filter(|i| !twin_of.contains_key(i))
-        .filter_map(|&i| slots[i as usize].take())
-        .collect();
+    // Sized up front: grown by doubling, 100,000 jobs cost more in fresh pages than in copies.
+    let mut jobs: Vec<Job> = Vec::with_capacity(order.len() - twin_of.len());
+    jobs.extend(
+        order
+            .iter()
+            .filter(|i| !twin_of.contains_key(i))
+            .filter_map(|&i| slots[i as usize].take()),
+    );
     Ok(Scan {
         kind,
         jobs,
