@@ -45,7 +45,8 @@ pub fn exact_key(raw: &str) -> String {
 }
 
 pub fn is_nfc(s: &str) -> bool {
-    unicode_normalization::is_nfc(s)
+    // ASCII text is in every normal form.
+    s.is_ascii() || unicode_normalization::is_nfc(s)
 }
 
 pub fn nfc(s: &str) -> String {
@@ -130,6 +131,23 @@ pub fn is_cjk(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn is_nfc_agrees_with_unicode_normalization() {
+        for s in [
+            "",
+            "plain ascii/path.md",
+            "é",
+            "e\u{301}",
+            "한국어",
+            "\u{1100}\u{1161}",
+            "Å",
+            "A\u{30a}",
+        ] {
+            assert_eq!(is_nfc(s), unicode_normalization::is_nfc(s), "{s:?}");
+        }
+        assert!(!is_nfc("e\u{301}"));
+    }
 
     #[test]
     fn encode_uri_component_matches_javascript() {

@@ -336,28 +336,62 @@ pub fn scan(root: &Path, walked: walk::Walk) -> Result<Scan, IndexError> {
 
     // Logical paths: as they are in a bundle, under `pages/` for a plain folder. A name that is
     // not canonical (NFD, controls, …) is normalized to NFC when that makes it canonical.
-    let mut seen = HashMap::new();
-    let mut jobs = Vec::new();
-    for file in walked.files {
-        let Some((logical, class)) = logical_path(kind, &file, &mut diagnostics) else {
-            continue;
-        };
-        if let Some(first) = seen.insert(logical.clone(), file.relative.clone()) {
-            diagnostics.push(Diagnostic::new(
-                file.relative.clone(),
-                None,
-                format!("same logical path {logical} as {first} (Unicode twins); skipped"),
-            ));
-            seen.insert(logical, first);
-            continue;
+    let logical: Vec<Result<(String, PathClass), Option<Diagnostic>>> = walked
+        .files
+        .par_iter()
+        .map(|file| logical_path(kind, file))
+        .collect();
+    // In logical path order; of files with one logical path (Unicode twins), the first walked
+    // is served.
+    let mut order: Vec<u32> = (0..logical.len() as u32)
+        .filter(|&i| logical[i as usize].is_ok())
+        .collect();
+    let path_of = |i: u32| match &logical[i as usize] {
+        Ok((path, _)) => path.as_str(),
+        Err(_) => "",
+    };
+    order.par_sort_unstable_by(|&a, &b| path_of(a).cmp(path_of(b)).then(a.cmp(&b)));
+    let mut twin_of: HashMap<u32, u32> = HashMap::new();
+    for run in order.chunk_by(|&a, &b| path_of(a) == path_of(b)) {
+        for &twin in &run[1..] {
+            twin_of.insert(twin, run[0]);
         }
-        jobs.push(Job {
-            file,
-            path: logical,
-            class,
-        });
     }
-    jobs.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    for (i, result) in logical.iter().enumerate() {
+        match result {
+            Err(Some(diagnostic)) => diagnostics.push(diagnostic.clone()),
+            Ok((path, _)) => {
+                if let Some(&first) = twin_of.get(&(i as u32)) {
+                    diagnostics.push(Diagnostic::new(
+                        walked.files[i].relative.clone(),
+                        None,
+                        format!(
+                            "same logical path {path} as {} (Unicode twins); skipped",
+                            walked.files[first as usize].relative
+                        ),
+                    ));
+                }
+            }
+            Err(None) => {}
+        }
+    }
+    let mut slots: Vec<Option<Job>> = walked
+        .files
+        .into_iter()
+        .zip(logical)
+        .map(|(file, logical)| {
+            let (path, class) = logical.ok()?;
+            Some(Job { file, path, class })
+        })
+        .collect();
+    // Sized up front: grown by doubling, 100,000 jobs cost more in fresh pages than in copies.
+    let mut jobs: Vec<Job> = Vec::with_capacity(order.len() - twin_of.len());
+    jobs.extend(
+        order
+            .iter()
+            .filter(|i| !twin_of.contains_key(i))
+            .filter_map(|&i| slots[i as usize].take()),
+    );
     Ok(Scan {
         kind,
         jobs,
@@ -391,14 +425,33 @@ pub fn content_fingerprint<'a>(
     kind: BundleKind,
     files: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> String {
-    let mut content_hasher = Sha256::new();
-    content_hasher.update(format!("{kind:?}").as_bytes());
+    let mut hasher = ContentHasher::new(kind);
     for (path, sha256) in files {
-        content_hasher.update(path.as_bytes());
-        content_hasher.update([0]);
-        content_hasher.update(sha256.as_bytes());
+        hasher.add(path, sha256);
     }
-    hex(&content_hasher.finalize())
+    hasher.finish()
+}
+
+/// [`content_fingerprint`], a file at a time.
+pub struct ContentHasher(walk::BufferedSha256);
+
+impl ContentHasher {
+    pub fn new(kind: BundleKind) -> Self {
+        let mut hasher = walk::BufferedSha256::new();
+        hasher.update(format!("{kind:?}").as_bytes());
+        ContentHasher(hasher)
+    }
+
+    /// The next file in path order.
+    pub fn add(&mut self, path: &str, sha256: &str) {
+        self.0.update(path.as_bytes());
+        self.0.update(&[0]);
+        self.0.update(sha256.as_bytes());
+    }
+
+    pub fn finish(self) -> String {
+        hex(&self.0.finalize())
+    }
 }
 
 /// The indexed text of the source page at `disk` (relative to `root`), read again; `None` when
@@ -486,16 +539,16 @@ fn ends_with_md(name: &str) -> bool {
     name.len() > 3 && name.as_bytes()[name.len() - 3..].eq_ignore_ascii_case(b".md")
 }
 
+/// The logical path and class of `file`, or why it is not served (`None`: silently).
 fn logical_path(
     kind: BundleKind,
     file: &WalkedFile,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Option<(String, PathClass)> {
+) -> Result<(String, PathClass), Option<Diagnostic>> {
     let candidate = match kind {
         BundleKind::Focowiki => file.relative.clone(),
         BundleKind::PlainFolder => {
             if !ends_with_md(&file.relative) {
-                return None;
+                return Err(None);
             }
             format!("pages/{}", file.relative)
         }
@@ -506,28 +559,26 @@ fn logical_path(
         crate::text::nfc(&candidate)
     };
     if let Err(problem) = paths::check_canonical(&candidate) {
-        diagnostics.push(Diagnostic::new(
+        return Err(Some(Diagnostic::new(
             file.relative.clone(),
             None,
             format!("{problem}; skipped"),
-        ));
-        return None;
+        )));
     }
     let class = match kind {
         BundleKind::PlainFolder => PathClass::Page,
         BundleKind::Focowiki => match paths::classify(&candidate) {
             Some(class) => class,
             None => {
-                diagnostics.push(Diagnostic::new(
+                return Err(Some(Diagnostic::new(
                     file.relative.clone(),
                     None,
                     "not a path a Focowiki bundle holds; ignored".into(),
-                ));
-                return None;
+                )));
             }
         },
     };
-    Some((candidate, class))
+    Ok((candidate, class))
 }
 
 /// A file's bytes into `bytes`: at most the first [`MAX_PARSE_BYTES`] of it (the rest is only

@@ -52,7 +52,8 @@ pub fn check_canonical(path: &str) -> Result<(), PathProblem> {
     if path.is_empty() {
         return Err(PathProblem::Empty);
     }
-    if path.encode_utf16().count() > MAX_PATH_UNITS {
+    // A path has at most as many UTF-16 units as bytes.
+    if path.len() > MAX_PATH_UNITS && path.encode_utf16().count() > MAX_PATH_UNITS {
         return Err(PathProblem::TooLong);
     }
     if path.chars().any(is_forbidden_path_char) {
@@ -81,8 +82,12 @@ pub fn check_canonical(path: &str) -> Result<(), PathProblem> {
         if segment == "." || segment == ".." {
             return Err(PathProblem::DotSegment);
         }
-        if segment.chars().count() > MAX_SEGMENT_CHARS {
+        if segment.len() > MAX_SEGMENT_CHARS && segment.chars().count() > MAX_SEGMENT_CHARS {
             return Err(PathProblem::SegmentTooLong);
+        }
+        if !segment.contains('%') {
+            // Nothing to decode.
+            continue;
         }
         let mut decoded = segment.to_string();
         for _ in 0..4 {
@@ -378,6 +383,66 @@ mod tests {
         }
         assert!(check_canonical("pages/指南/安装 (基础).md").is_ok());
         assert!(check_canonical("pages/100%.md").is_ok());
+    }
+
+    #[test]
+    fn length_limits_count_units_and_characters_not_bytes() {
+        // The byte-length shortcuts must not change which paths pass: é is 2 bytes and 1 unit,
+        // 😀 is 4 bytes and 2 UTF-16 units.
+        let segment = |c: &str, n: usize| c.repeat(n);
+        assert!(check_canonical(&format!("pages/{}.md", segment("é", 997))).is_ok());
+        assert_eq!(
+            check_canonical(&format!("pages/{}", segment("é", 1001))),
+            Err(PathProblem::SegmentTooLong)
+        );
+        assert!(check_canonical(&format!("pages/{}", segment("a", 1000))).is_ok());
+        assert_eq!(
+            check_canonical(&format!("pages/{}", segment("a", 1001))),
+            Err(PathProblem::SegmentTooLong)
+        );
+        // Exactly 2,048 UTF-16 units, then one more.
+        let at_limit = format!(
+            "p/{}/{}/{}",
+            segment("é", 1000),
+            segment("é", 1000),
+            "é".repeat(44)
+        );
+        assert_eq!(at_limit.encode_utf16().count(), 2048);
+        assert!(check_canonical(&at_limit).is_ok());
+        assert_eq!(
+            check_canonical(&format!("{at_limit}é")),
+            Err(PathProblem::TooLong)
+        );
+        let emoji = format!(
+            "p/{}/{}/{}",
+            segment("😀", 500),
+            segment("😀", 500),
+            segment("😀", 22)
+        );
+        assert_eq!(emoji.encode_utf16().count(), 2 + 1000 + 1 + 1000 + 1 + 44);
+        assert!(check_canonical(&emoji).is_ok());
+        assert_eq!(
+            check_canonical(&format!("{emoji}😀")),
+            Err(PathProblem::TooLong)
+        );
+    }
+
+    #[test]
+    fn segments_without_percent_pass_and_encoded_ones_are_decoded() {
+        assert!(check_canonical("pages/plain name.md").is_ok());
+        assert_eq!(
+            check_canonical("pages/a%2fb.md"),
+            Err(PathProblem::EncodedTraversal)
+        );
+        assert_eq!(
+            check_canonical("pages/%25252e%25252e/x.md"),
+            Err(PathProblem::EncodedTraversal)
+        );
+        // Decodes to invalid UTF-8.
+        assert_eq!(
+            check_canonical("pages/%ff.md"),
+            Err(PathProblem::EncodedTraversal)
+        );
     }
 
     #[test]

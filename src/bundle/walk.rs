@@ -5,8 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+use std::ffi::OsString;
+use std::fs::FileType;
+
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
-use walkdir::WalkDir;
 
 use super::Diagnostic;
 
@@ -35,8 +38,22 @@ fn is_hidden(name: &std::ffi::OsStr) -> bool {
     name.to_str().is_some_and(|n| n.starts_with('.'))
 }
 
+/// Subdirectories of directories this shallow are walked in parallel.
+const PARALLEL_DEPTH: usize = 3;
+
+/// What one entry of the walk gives.
+enum Item {
+    File(WalkedFile),
+    Diagnostic(Diagnostic),
+}
+
 /// Walks `root`. Hidden entries (`.git`, `.obsidian`, …) are skipped silently; links to
 /// directories are not followed; links to files are read only when they resolve inside the root.
+///
+/// The order and the diagnostics are those of `walkdir` (links not followed, each directory's
+/// entries by file name, a directory's subtree right after it, hidden entries filtered out),
+/// but each file is stat'ed relative to its open directory rather than by its whole path, and
+/// subdirectories are walked in parallel.
 pub fn walk(root: &Path) -> Walk {
     let mut out = Walk::default();
     let canonical_root = match root.canonicalize() {
@@ -50,112 +67,189 @@ pub fn walk(root: &Path) -> Walk {
             return out;
         }
     };
-    let walker = WalkDir::new(&canonical_root)
-        .follow_links(false)
-        .max_depth(MAX_DEPTH)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()));
-    for entry in walker {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(e) => {
-                let path = e
-                    .path()
-                    .map(|p| display_relative(&canonical_root, p))
-                    .unwrap_or_default();
-                out.diagnostics
-                    .push(Diagnostic::new(path, None, format!("cannot read: {e}")));
-                continue;
-            }
-        };
-        if entry.depth() == 0 {
-            continue;
+    let runs = walk_dir(&canonical_root, &canonical_root, 0);
+    out.files.reserve(runs.iter().map(Vec::len).sum());
+    for item in runs.into_iter().flatten() {
+        match item {
+            Item::File(file) => out.files.push(file),
+            Item::Diagnostic(d) => out.diagnostics.push(d),
         }
-        let relative_os = entry
-            .path()
-            .strip_prefix(&canonical_root)
-            .unwrap_or(entry.path());
-        let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
-            out.diagnostics.push(Diagnostic::new(
-                relative_os.to_string_lossy().into_owned(),
-                None,
-                "the file name is not valid UTF-8; skipped".into(),
-            ));
-            continue;
-        };
-        let file_type = entry.file_type();
-        if entry.depth() == MAX_DEPTH && file_type.is_dir() {
-            out.diagnostics.push(Diagnostic::new(
-                relative,
-                None,
-                format!("directories nest deeper than {MAX_DEPTH} levels; the rest is skipped"),
-            ));
-            continue;
-        }
-        if file_type.is_dir() {
-            continue;
-        }
-        let mut disk_path = entry.path().to_path_buf();
-        if file_type.is_symlink() {
-            match entry.path().canonicalize() {
-                Ok(target) if target.starts_with(&canonical_root) && target.is_file() => {
-                    disk_path = target;
-                }
-                Ok(target) if target.starts_with(&canonical_root) => {
-                    out.diagnostics.push(Diagnostic::new(
-                        relative,
-                        None,
-                        "symbolic link to a directory is not followed".into(),
-                    ));
-                    continue;
-                }
-                Ok(_) => {
-                    out.diagnostics.push(Diagnostic::new(
-                        relative,
-                        None,
-                        "symbolic link points outside the bundle; skipped".into(),
-                    ));
-                    continue;
-                }
-                Err(e) => {
-                    out.diagnostics.push(Diagnostic::new(
-                        relative,
-                        None,
-                        format!("broken symbolic link; skipped ({e})"),
-                    ));
-                    continue;
-                }
-            }
-        } else if !file_type.is_file() {
-            out.diagnostics.push(Diagnostic::new(
-                relative,
-                None,
-                "not a regular file; skipped".into(),
-            ));
-            continue;
-        }
-        let metadata = match std::fs::metadata(&disk_path) {
-            Ok(m) => m,
-            Err(e) => {
-                out.diagnostics
-                    .push(Diagnostic::new(relative, None, format!("cannot stat: {e}")));
-                continue;
-            }
-        };
-        let mtime_ns = metadata
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as i128);
-        out.files.push(WalkedFile {
-            disk_path,
-            relative,
-            size: metadata.len(),
-            mtime_ns,
-        });
     }
     out
+}
+
+/// The diagnostic of an error reading `path` (as `walkdir` words it).
+fn read_error(root: &Path, path: Option<&Path>, e: std::io::Error) -> Item {
+    let (at, message) = match path {
+        Some(path) => (
+            display_relative(root, path),
+            format!("IO error for operation on {}: {e}", path.display()),
+        ),
+        None => (String::new(), e.to_string()),
+    };
+    Item::Diagnostic(Diagnostic::new(at, None, format!("cannot read: {message}")))
+}
+
+/// The items of the subtree of `dir`, a directory `depth` levels below `root` (not `dir`
+/// itself), in walk order, as runs one after the other: the subtrees walked in parallel are
+/// concatenated once, by [`walk`], not at every level.
+fn walk_dir(root: &Path, dir: &Path, depth: usize) -> Vec<Vec<Item>> {
+    if depth >= PARALLEL_DEPTH {
+        let mut run = Vec::new();
+        walk_into(root, dir, depth, &mut run);
+        return vec![run];
+    }
+    let (items, subdirectories) = list_dir(root, dir, depth);
+    let subtrees: Vec<Vec<Vec<Item>>> = subdirectories
+        .par_iter()
+        .map(|(_, subdirectory)| walk_dir(root, subdirectory, depth + 1))
+        .collect();
+    let mut runs = Vec::new();
+    let mut run = Vec::new();
+    let mut subtrees = subdirectories
+        .iter()
+        .map(|(at, _)| *at)
+        .zip(subtrees)
+        .peekable();
+    for (i, item) in items.into_iter().enumerate() {
+        run.extend(item);
+        if let Some((_, subtree)) = subtrees.next_if(|(at, _)| *at == i) {
+            runs.push(std::mem::take(&mut run));
+            runs.extend(subtree);
+        }
+    }
+    runs.push(run);
+    runs
+}
+
+/// [`walk_dir`] in this thread: the items of the subtree of `dir` appended to `out`.
+fn walk_into(root: &Path, dir: &Path, depth: usize, out: &mut Vec<Item>) {
+    let (items, subdirectories) = list_dir(root, dir, depth);
+    let mut subdirectories = subdirectories.into_iter().peekable();
+    for (i, item) in items.into_iter().enumerate() {
+        out.extend(item);
+        if let Some((_, subdirectory)) = subdirectories.next_if(|(at, _)| *at == i) {
+            walk_into(root, &subdirectory, depth + 1, out);
+        }
+    }
+}
+
+/// The entries of `dir`, a directory `depth` levels below `root`, in walk order (`None`: not
+/// listed), and the subdirectories to walk, each with the position of its entry. The directory
+/// is closed when this returns, before its subdirectories are walked.
+fn list_dir(root: &Path, dir: &Path, depth: usize) -> (Vec<Option<Item>>, Vec<(usize, PathBuf)>) {
+    // The entries (errors first, then by file name), each visited while the directory is open.
+    let mut listed: Vec<Result<(OsString, std::fs::DirEntry, FileType), Item>> = Vec::new();
+    match std::fs::read_dir(dir) {
+        Err(e) => return (vec![Some(read_error(root, Some(dir), e))], Vec::new()),
+        Ok(entries) => {
+            for entry in entries {
+                listed.push(match entry {
+                    Ok(entry) => match entry.file_type() {
+                        Ok(file_type) => Ok((entry.file_name(), entry, file_type)),
+                        Err(e) => Err(read_error(root, Some(&entry.path()), e)),
+                    },
+                    Err(e) => Err(read_error(root, None, e)),
+                });
+            }
+        }
+    }
+    listed.sort_by(|a, b| match (a, b) {
+        (Ok(a), Ok(b)) => a.0.cmp(&b.0),
+        (Err(_), Err(_)) => std::cmp::Ordering::Equal,
+        (Ok(_), Err(_)) => std::cmp::Ordering::Greater,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Less,
+    });
+    let mut items: Vec<Option<Item>> = Vec::with_capacity(listed.len());
+    let mut subdirectories: Vec<(usize, PathBuf)> = Vec::new();
+    for entry in listed {
+        let (name, entry, file_type) = match entry {
+            Ok(entry) => entry,
+            Err(item) => {
+                items.push(Some(item));
+                continue;
+            }
+        };
+        if is_hidden(&name) {
+            continue;
+        }
+        let path = entry.path();
+        if file_type.is_dir() && depth + 1 < MAX_DEPTH {
+            subdirectories.push((items.len(), path.clone()));
+        }
+        items.push(visit(root, &entry, path, file_type, depth + 1));
+    }
+    (items, subdirectories)
+}
+
+/// What the walk makes of the entry at `path`, `depth` levels below `root`.
+fn visit(
+    root: &Path,
+    entry: &std::fs::DirEntry,
+    path: PathBuf,
+    file_type: FileType,
+    depth: usize,
+) -> Option<Item> {
+    let diagnostic = |path: String, message: String| {
+        Some(Item::Diagnostic(Diagnostic::new(path, None, message)))
+    };
+    let relative_os = path.strip_prefix(root).unwrap_or(&path);
+    let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
+        return diagnostic(
+            relative_os.to_string_lossy().into_owned(),
+            "the file name is not valid UTF-8; skipped".into(),
+        );
+    };
+    if depth == MAX_DEPTH && file_type.is_dir() {
+        return diagnostic(
+            relative,
+            format!("directories nest deeper than {MAX_DEPTH} levels; the rest is skipped"),
+        );
+    }
+    if file_type.is_dir() {
+        return None;
+    }
+    let metadata = if file_type.is_symlink() {
+        let target = match path.canonicalize() {
+            Ok(target) if target.starts_with(root) && target.is_file() => target,
+            Ok(target) if target.starts_with(root) => {
+                return diagnostic(
+                    relative,
+                    "symbolic link to a directory is not followed".into(),
+                );
+            }
+            Ok(_) => {
+                return diagnostic(
+                    relative,
+                    "symbolic link points outside the bundle; skipped".into(),
+                );
+            }
+            Err(e) => {
+                return diagnostic(relative, format!("broken symbolic link; skipped ({e})"));
+            }
+        };
+        std::fs::metadata(&target).map(|m| (m, target))
+    } else if !file_type.is_file() {
+        return diagnostic(relative, "not a regular file; skipped".into());
+    } else {
+        // Relative to the open directory (the entry is no link).
+        entry.metadata().map(|m| (m, path))
+    };
+    let (metadata, disk_path) = match metadata {
+        Ok(m) => m,
+        Err(e) => return diagnostic(relative, format!("cannot stat: {e}")),
+    };
+    let mtime_ns = metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128);
+    Some(Item::File(WalkedFile {
+        disk_path,
+        relative,
+        size: metadata.len(),
+        mtime_ns,
+    }))
 }
 
 fn display_relative(root: &Path, path: &Path) -> String {
@@ -167,14 +261,55 @@ fn display_relative(root: &Path, path: &Path) -> String {
 
 /// A cheap fingerprint of what the walk sees: every file's relative path, size and mtime.
 pub fn stat_fingerprint(walk: &Walk) -> String {
-    let mut hasher = Sha256::new();
+    let mut hasher = BufferedSha256::new();
     for file in &walk.files {
         hasher.update(file.relative.as_bytes());
-        hasher.update([0]);
-        hasher.update(file.size.to_le_bytes());
-        hasher.update(file.mtime_ns.to_le_bytes());
+        hasher.update(&[0]);
+        hasher.update(&file.size.to_le_bytes());
+        hasher.update(&file.mtime_ns.to_le_bytes());
     }
     hex(&hasher.finalize())
+}
+
+/// SHA-256 of many small pieces, handed to the hasher in runs of 64 KiB (a call per piece costs
+/// more than hashing it). The digest is that of the pieces one after the other.
+pub struct BufferedSha256 {
+    hasher: Sha256,
+    buffer: Vec<u8>,
+}
+
+impl BufferedSha256 {
+    const RUN: usize = 64 * 1024;
+
+    pub fn new() -> Self {
+        BufferedSha256 {
+            hasher: Sha256::new(),
+            buffer: Vec::with_capacity(Self::RUN),
+        }
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        if self.buffer.len() + bytes.len() > Self::RUN {
+            self.hasher.update(&self.buffer);
+            self.buffer.clear();
+        }
+        if bytes.len() > Self::RUN {
+            self.hasher.update(bytes);
+        } else {
+            self.buffer.extend_from_slice(bytes);
+        }
+    }
+
+    pub fn finalize(mut self) -> [u8; 32] {
+        self.hasher.update(&self.buffer);
+        self.hasher.finalize().into()
+    }
+}
+
+impl Default for BufferedSha256 {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 pub fn hex(bytes: &[u8]) -> String {
@@ -192,4 +327,215 @@ pub fn now_ns() -> i128 {
     std::time::SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+    use walkdir::WalkDir;
+
+    /// The walk as `walkdir` made it, which [`walk`] reproduces.
+    fn reference_walk(root: &Path) -> Walk {
+        let mut out = Walk::default();
+        let canonical_root = match root.canonicalize() {
+            Ok(p) => p,
+            Err(e) => {
+                out.diagnostics.push(Diagnostic::new(
+                    root.display().to_string(),
+                    None,
+                    format!("cannot open the bundle root: {e}"),
+                ));
+                return out;
+            }
+        };
+        let walker = WalkDir::new(&canonical_root)
+            .follow_links(false)
+            .max_depth(MAX_DEPTH)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()));
+        for entry in walker {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    let path = e
+                        .path()
+                        .map(|p| display_relative(&canonical_root, p))
+                        .unwrap_or_default();
+                    out.diagnostics
+                        .push(Diagnostic::new(path, None, format!("cannot read: {e}")));
+                    continue;
+                }
+            };
+            if entry.depth() == 0 {
+                continue;
+            }
+            let relative_os = entry
+                .path()
+                .strip_prefix(&canonical_root)
+                .unwrap_or(entry.path());
+            let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
+                out.diagnostics.push(Diagnostic::new(
+                    relative_os.to_string_lossy().into_owned(),
+                    None,
+                    "the file name is not valid UTF-8; skipped".into(),
+                ));
+                continue;
+            };
+            let file_type = entry.file_type();
+            if entry.depth() == MAX_DEPTH && file_type.is_dir() {
+                out.diagnostics.push(Diagnostic::new(
+                    relative,
+                    None,
+                    format!("directories nest deeper than {MAX_DEPTH} levels; the rest is skipped"),
+                ));
+                continue;
+            }
+            if file_type.is_dir() {
+                continue;
+            }
+            let mut disk_path = entry.path().to_path_buf();
+            if file_type.is_symlink() {
+                match entry.path().canonicalize() {
+                    Ok(target) if target.starts_with(&canonical_root) && target.is_file() => {
+                        disk_path = target;
+                    }
+                    Ok(target) if target.starts_with(&canonical_root) => {
+                        out.diagnostics.push(Diagnostic::new(
+                            relative,
+                            None,
+                            "symbolic link to a directory is not followed".into(),
+                        ));
+                        continue;
+                    }
+                    Ok(_) => {
+                        out.diagnostics.push(Diagnostic::new(
+                            relative,
+                            None,
+                            "symbolic link points outside the bundle; skipped".into(),
+                        ));
+                        continue;
+                    }
+                    Err(e) => {
+                        out.diagnostics.push(Diagnostic::new(
+                            relative,
+                            None,
+                            format!("broken symbolic link; skipped ({e})"),
+                        ));
+                        continue;
+                    }
+                }
+            } else if !file_type.is_file() {
+                out.diagnostics.push(Diagnostic::new(
+                    relative,
+                    None,
+                    "not a regular file; skipped".into(),
+                ));
+                continue;
+            }
+            let metadata = match std::fs::metadata(&disk_path) {
+                Ok(m) => m,
+                Err(e) => {
+                    out.diagnostics.push(Diagnostic::new(
+                        relative,
+                        None,
+                        format!("cannot stat: {e}"),
+                    ));
+                    continue;
+                }
+            };
+            let mtime_ns = metadata
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i128);
+            out.files.push(WalkedFile {
+                disk_path,
+                relative,
+                size: metadata.len(),
+                mtime_ns,
+            });
+        }
+        out
+    }
+
+    fn same(a: &Walk, b: &Walk) {
+        let files = |w: &Walk| -> Vec<(PathBuf, String, u64, i128)> {
+            w.files
+                .iter()
+                .map(|f| (f.disk_path.clone(), f.relative.clone(), f.size, f.mtime_ns))
+                .collect()
+        };
+        assert_eq!(files(a), files(b));
+        assert_eq!(a.diagnostics, b.diagnostics);
+    }
+
+    #[test]
+    fn walks_as_walkdir_did() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("bundle");
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        for path in [
+            "index.md",
+            "a/b/c.md",
+            "a/B.md",
+            "a/z.md",
+            "a-b/x.md",
+            "a.b/y.md",
+            "a/.hidden/x.md",
+            ".git/config",
+            "pages/é/ü.md",
+            "pages/e\u{301}.md",
+            "_graph/by-file/x.json",
+        ] {
+            write(path, path);
+        }
+        // Names that are not UTF-8: a file, and a directory with a file in it.
+        std::fs::write(root.join(std::ffi::OsStr::from_bytes(b"bad\xff.md")), "x").unwrap();
+        let bad_dir = root.join(std::ffi::OsStr::from_bytes(b"dir\xfe"));
+        std::fs::create_dir(&bad_dir).unwrap();
+        std::fs::write(bad_dir.join("inner.md"), "x").unwrap();
+        // Links: to a file inside, to a directory inside, outside, broken; a socket.
+        let outside = tmp.path().join("outside.md");
+        std::fs::write(&outside, "x").unwrap();
+        std::os::unix::fs::symlink(root.join("a/z.md"), root.join("a/link.md")).unwrap();
+        std::os::unix::fs::symlink(root.join("a/b"), root.join("a/dirlink")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out.md")).unwrap();
+        std::os::unix::fs::symlink(root.join("gone.md"), root.join("broken.md")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(root.join("a/socket")).unwrap();
+        // Deeper than MAX_DEPTH.
+        let mut deep = root.join("deep");
+        for _ in 0..MAX_DEPTH + 2 {
+            deep = deep.join("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("bottom.md"), "x").unwrap();
+        std::fs::write(deep.parent().unwrap().join("f.md"), "x").unwrap();
+        let mut some = root.join("deep");
+        for _ in 0..200 {
+            some = some.join("d");
+        }
+        std::fs::write(some.join("middle.md"), "x").unwrap();
+        // Many files and directories, for the parallel part.
+        for i in 0..300 {
+            write(&format!("pages/d{}/e{}/f{i}.md", i % 7, i % 3), "x");
+        }
+
+        let walked = walk(&root);
+        same(&walked, &reference_walk(&root));
+        assert!(walked.files.len() > 300);
+        assert!(walked.diagnostics.len() >= 6, "{:?}", walked.diagnostics);
+        same(&walk(&root.join("a")), &reference_walk(&root.join("a")));
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        same(&walk(&fixtures), &reference_walk(&fixtures));
+        same(
+            &walk(&root.join("missing")),
+            &reference_walk(&root.join("missing")),
+        );
+    }
 }

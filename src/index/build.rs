@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::cache::{self, Cache, Entry};
+use super::cache::{self, Cache, Entry, Sha};
 use super::catalog::{store, Catalog, CatalogFile};
 use super::search_index::{self, IndexedPage};
 use super::*;
@@ -65,17 +65,19 @@ fn index_fingerprint(path: &str, sha256: &str, title: &str) -> [u8; 16] {
 /// relation records (when the titles are equal too), catalog positions and diagnostics.
 fn assembly_key<'a>(
     kind: BundleKind,
-    files: impl Iterator<Item = (&'a str, &'a str, PathClass, &'a str, bool)>,
+    files: impl Iterator<Item = (&'a str, &'a str, PathClass, Sha<'a>, bool)>,
 ) -> String {
-    let mut hasher = Sha256::new();
+    let mut hasher = bundle::walk::BufferedSha256::new();
     hasher.update(format!("{kind:?}\n").as_bytes());
     for (path, disk, class, sha256, parsed) in files {
-        let record_sha = if bundle::is_record_class(class) {
-            sha256
-        } else {
-            ""
-        };
-        hasher.update(format!("{path}\0{disk}\0{class:?}\0{parsed}\0{record_sha}\n").as_bytes());
+        hasher.update(path.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(disk.as_bytes());
+        hasher.update(&[0, cache::class_code(class), u8::from(parsed)]);
+        if bundle::is_record_class(class) {
+            sha256.with_text(|text| hasher.update(text.as_bytes()));
+        }
+        hasher.update(b"\n");
     }
     bundle::walk::hex(&hasher.finalize())
 }
@@ -95,10 +97,10 @@ struct Files<'c> {
 }
 
 impl Files<'_> {
-    fn sha256(&self, i: usize) -> &str {
+    fn sha256(&self, i: usize) -> Sha<'_> {
         match self.got[i] {
-            Got::Cached(e) => &self.entry(e).sha256,
-            Got::Fresh(f) => &self.fresh[f].sha256,
+            Got::Cached(e) => self.entry(e).sha256,
+            Got::Fresh(f) => Sha::of(&self.fresh[f].sha256),
         }
     }
 
@@ -109,15 +111,19 @@ impl Files<'_> {
         }
     }
 
-    fn entry(&self, e: u32) -> &Entry {
-        &self.cache.expect("a cached file has a cache").entries[e as usize]
+    fn entry(&self, e: u32) -> Entry<'_> {
+        self.cache
+            .expect("a cached file has a cache")
+            .entry(e as usize)
     }
 
     fn content_fingerprint(&self, kind: BundleKind) -> String {
-        bundle::content_fingerprint(
-            kind,
-            (0..self.jobs.len()).map(|i| (self.jobs[i].path.as_str(), self.sha256(i))),
-        )
+        let mut hasher = bundle::ContentHasher::new(kind);
+        for (i, job) in self.jobs.iter().enumerate() {
+            self.sha256(i)
+                .with_text(|sha256| hasher.add(&job.path, sha256));
+        }
+        hasher.finish()
     }
 
     fn assembly_key(&self, kind: BundleKind) -> String {
@@ -147,8 +153,8 @@ struct Written {
     revision_changed: bool,
     diagnostics: Vec<Diagnostic>,
     counts: Counts,
-    /// The new entries (for the search index: which pages changed).
-    entries: Vec<Entry>,
+    /// (key, fingerprint) of every indexed page (for the search index: which pages changed).
+    indexed: Vec<(u64, [u8; 16])>,
     /// Every indexed page (assembly), or the pages whose fingerprint changed (patch).
     pages: Vec<Page>,
     all_pages: bool,
@@ -276,7 +282,7 @@ pub(super) fn build(
     let reuse = cache.as_ref().filter(|_| !full);
     // What the previous search index holds, to bring it up to date.
     let indexed_before = reuse.map(|c| {
-        let mut indexed = indexed_of(&c.entries);
+        let mut indexed = indexed_of(c);
         // Pages the previous build could not read again for indexing are not in its index.
         let unindexed = previous
             .as_ref()
@@ -299,26 +305,29 @@ pub(super) fn build(
     let mut got = Vec::with_capacity(jobs.len());
     let mut to_read = Vec::new();
     {
-        let by_disk: HashMap<&str, u32> = reuse
-            .map(|c| {
-                c.entries
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| (e.disk.as_str(), i as u32))
-                    .collect()
-            })
-            .unwrap_or_default();
+        // Both in logical path order: a merge.
         let trusted_before = reuse.map_or(0, |c| c.made_ns() - RACY_WINDOW_NS);
+        let entries = reuse.map_or(0, |c| c.len());
+        let mut next = 0;
         for job in &jobs {
-            let entry = by_disk.get(job.file.relative.as_str()).copied();
-            let hit = entry.filter(|&e| {
-                let entry = &reuse.expect("entries come from the cache").entries[e as usize];
-                entry.size == job.file.size
-                    && entry.mtime_ns == job.file.mtime_ns
-                    && entry.mtime_ns < trusted_before
-                    && entry.path() == job.path
-                    && entry.class == job.class
-            });
+            let mut hit = None;
+            if let Some(cache) = reuse {
+                while next < entries && cache.entry(next).path() < job.path.as_str() {
+                    next += 1;
+                }
+                if next < entries {
+                    let entry = cache.entry(next);
+                    if entry.path() == job.path
+                        && entry.disk == job.file.relative
+                        && entry.size == job.file.size
+                        && entry.mtime_ns == job.file.mtime_ns
+                        && entry.mtime_ns < trusted_before
+                        && entry.class == job.class
+                    {
+                        hit = Some(next as u32);
+                    }
+                }
+            }
             match hit {
                 Some(e) => got.push(Got::Cached(e)),
                 None => {
@@ -408,11 +417,12 @@ pub(super) fn build(
                 made_ns,
                 &tmp,
             )?;
+            // The parse of every file is gone: its memory goes back before indexing.
+            release_free_memory();
             (written, tmp, generation)
         }
     };
     drop(cache);
-    release_free_memory();
     progress(&format!(
         "read {} of {} files ({} source pages, {} relations, {} diagnostics)",
         files_read,
@@ -568,9 +578,9 @@ fn release_free_memory() {
     }
 }
 
-/// Key → fingerprint of every indexed page of `entries`.
-fn indexed_of(entries: &[Entry]) -> HashMap<u64, [u8; 16]> {
-    entries.iter().filter_map(|e| e.indexed).collect()
+/// Key → fingerprint of every indexed page of `cache`.
+fn indexed_of(cache: &Cache) -> HashMap<u64, [u8; 16]> {
+    cache.entries().filter_map(|e| e.indexed).collect()
 }
 
 /// Every file's parse: the fresh reads, and the cached ones decoded from their chunks (in
@@ -594,7 +604,7 @@ fn all_files(files: Files<'_>, kind: BundleKind) -> Vec<ReadFile> {
             .into_par_iter()
             .map(|c| needed[c].then(|| cache.chunk(c).ok()).flatten())
             .collect();
-        details = Vec::with_capacity(cache.entries.len());
+        details = Vec::with_capacity(cache.len());
         for (c, chunk) in chunks.into_iter().enumerate() {
             let range = cache.chunk_range(c);
             match chunk {
@@ -610,16 +620,16 @@ fn all_files(files: Files<'_>, kind: BundleKind) -> Vec<ReadFile> {
         match g {
             Got::Fresh(f) => read.push(fresh[f].take()),
             Got::Cached(e) => {
-                let entry = &cache.expect("a cached file has a cache").entries[e as usize];
+                let entry = cache.expect("a cached file has a cache").entry(e as usize);
                 match details[e as usize].take() {
                     Some(detail) => read.push(Some(ReadFile {
                         path: jobs[i].path.clone(),
-                        disk: entry.disk.clone(),
+                        disk: entry.disk.to_string(),
                         class: entry.class,
                         size: entry.size,
                         mtime_ns: entry.mtime_ns,
-                        sha256: entry.sha256.clone(),
-                        problems: entry.problems.clone(),
+                        sha256: entry.sha256.text(),
+                        problems: entry.problems.to_vec(),
                         detail,
                     })),
                     None => {
@@ -753,19 +763,19 @@ fn assemble(
 
     // Revisions: a source page keeps its revision while its content does.
     let previous_catalog;
-    let mut previous_pages: HashMap<&str, (&str, Option<u64>)> = HashMap::new();
+    let mut previous_pages: HashMap<&str, (Sha<'_>, Option<u64>)> = HashMap::new();
     if let Some(cache) = cache {
         previous_pages = cache
-            .entries
-            .iter()
-            .map(|e| (e.path(), (e.sha256.as_str(), e.resource_revision)))
+            .entries()
+            .filter(|e| e.resource_revision.is_some())
+            .map(|e| (e.logical.unwrap_or(e.disk), (e.sha256, e.resource_revision)))
             .collect();
     } else if let Some(p) = previous {
         previous_catalog = open_catalog(&p.generation).ok();
         if let Some(catalog) = &previous_catalog {
             previous_pages = catalog
                 .iter_files()
-                .map(|f| (f.path.as_str(), (f.sha256.as_str(), f.resource_revision)))
+                .map(|f| (f.path.as_str(), (Sha::of(&f.sha256), f.resource_revision)))
                 .collect();
         }
     }
@@ -773,7 +783,7 @@ fn assemble(
     for (i, r) in read.iter().enumerate() {
         revisions.push(assembly.source_backed[i].then(
             || match previous_pages.get(r.path.as_str()) {
-                Some((sha, Some(rev))) if *sha == r.sha256 => *rev,
+                Some((sha, Some(rev))) if *sha == Sha::of(&r.sha256) => *rev,
                 _ => revision,
             },
         ));
@@ -943,9 +953,6 @@ fn assemble(
         file_blocks,
         relation_blocks,
     };
-    let catalog_path = tmp.join(CATALOG_FILE);
-    write_with(&catalog_path, |out| store::write(&parts, out))?;
-    drop(parts);
 
     let counts = Counts {
         files: (read.len() + virtuals.iter().filter(|f| f.listed).count()) as u64,
@@ -955,6 +962,7 @@ fn assemble(
         diagnostics: diagnostics.len() as u64,
     };
     let mut pages = Vec::new();
+    let mut indexed_pages = Vec::new();
     let mut entries = Vec::with_capacity(read.len());
     for (i, r) in read.iter().enumerate() {
         let indexed = index_keys[i].map(|key| {
@@ -967,17 +975,18 @@ fn assemble(
                 disk: Some(r.disk.clone()),
                 size: r.size,
             });
+            indexed_pages.push((key, fingerprint));
             (key, fingerprint)
         });
         entries.push(Entry {
-            disk: r.disk.clone(),
-            logical: (r.path != r.disk).then(|| r.path.clone()),
+            disk: &r.disk,
+            logical: (r.path != r.disk).then_some(r.path.as_str()),
             class: r.class,
             size: r.size,
             mtime_ns: r.mtime_ns,
-            sha256: r.sha256.clone(),
+            sha256: Sha::of(&r.sha256),
             parsed: r.detail.parsed,
-            problems: r.problems.clone(),
+            problems: &r.problems,
             position: position_of_read[i],
             record_titled: assembly.record_titled[i],
             resource_revision: revisions[i],
@@ -992,7 +1001,7 @@ fn assemble(
                     r.path.as_str(),
                     r.disk.as_str(),
                     r.class,
-                    r.sha256.as_str(),
+                    Sha::of(&r.sha256),
                     r.detail.parsed,
                 )
             }),
@@ -1004,11 +1013,20 @@ fn assemble(
     };
     let total_files = slots.len() as u64;
     drop(slots);
+    // The catalog, and meanwhile the rest of the ingest cache.
+    let (catalog_written, cache_written) = rayon::join(
+        || write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out)),
+        || {
+            writer
+                .finish(kind, made_ns, entries.into_iter(), Some(derived))
+                .map_err(|e| IndexError::io(&cache_path, e))
+        },
+    );
+    catalog_written?;
+    cache_written?;
+    drop(parts);
     drop(assembly);
     drop(read);
-    writer
-        .finish(kind, made_ns, &entries, Some(derived))
-        .map_err(|e| IndexError::io(&cache_path, e))?;
     Ok(Written {
         total_files,
         name,
@@ -1017,7 +1035,7 @@ fn assemble(
         revision_changed,
         diagnostics,
         counts,
-        entries,
+        indexed: indexed_pages,
         pages,
         all_pages: true,
     })
@@ -1037,7 +1055,7 @@ fn write_chunks(
         .map(|c| {
             (0..c.chunk_count())
                 .filter(|&ch| !c.chunk_range(ch).is_empty())
-                .map(|ch| (c.entries[c.chunk_range(ch).start].disk.as_str(), ch))
+                .map(|ch| (c.entry(c.chunk_range(ch).start).disk, ch))
                 .collect()
         })
         .unwrap_or_default();
@@ -1047,11 +1065,11 @@ fn write_chunks(
         let old = cache.chunk_range(ch);
         (old.len() == range.len()
             && old.zip(range.clone()).all(|(e, i)| {
-                let (entry, r) = (&cache.entries[e], &read[i]);
+                let (entry, r) = (cache.entry(e), &read[i]);
                 entry.disk == r.disk
                     && entry.path() == r.path
                     && entry.class == r.class
-                    && entry.sha256 == r.sha256
+                    && entry.sha256 == Sha::of(&r.sha256)
                     && entry.size == r.size
                     && entry.parsed == r.detail.parsed
             }))
@@ -1074,7 +1092,7 @@ fn write_chunks(
                 None => {
                     let ch = reusable(range).expect("checked above");
                     let cache = cache.expect("a reused chunk has a cache");
-                    writer.chunk(range.len(), cache.raw_chunk(ch))?;
+                    writer.copy_chunks(cache, ch..ch + 1)?;
                 }
             }
         }
@@ -1107,13 +1125,13 @@ fn patch_plan<'a>(
 ) -> Option<PatchPlan<'a>> {
     if cache.kind() != BundleKind::Focowiki
         || previous.manifest.bundle_root != canonical_root.to_string_lossy()
-        || files.jobs.len() != cache.entries.len()
+        || files.jobs.len() != cache.len()
     {
         return None;
     }
     let derived = cache.derived()?;
     // Same files in the same order (the key says so too; this maps file i to entry i).
-    let same_files = files.jobs.iter().zip(&cache.entries).all(|(job, entry)| {
+    let same_files = files.jobs.iter().zip(cache.entries()).all(|(job, entry)| {
         job.path == entry.path() && job.file.relative == entry.disk && job.class == entry.class
     });
     if !same_files || files.assembly_key(BundleKind::Focowiki) != derived.key {
@@ -1135,9 +1153,9 @@ fn patch_plan<'a>(
     let mut changed = Vec::new();
     for (i, got) in files.got.iter().enumerate() {
         let Got::Fresh(f) = *got else { continue };
-        let entry = &cache.entries[i];
+        let entry = cache.entry(i);
         let r = &files.fresh[f];
-        if r.sha256 == entry.sha256 {
+        if Sha::of(&r.sha256) == entry.sha256 {
             continue;
         }
         if r.path == "index.md" && r.class == PathClass::RootIndex {
@@ -1200,20 +1218,26 @@ fn patch(
     } = plan;
     let store = catalog.store();
 
-    // Entries: the stat of every file read again, and what changed of the changed files.
-    let mut entries = cache.entries.clone();
+    // Entries: the previous ones, but the stat of every file read again and what changed of the
+    // changed files.
+    let mut updated: HashMap<usize, Entry<'_>> = HashMap::new();
     for (i, got) in files.got.iter().enumerate() {
         if let Got::Fresh(f) = *got {
-            let (entry, r) = (&mut entries[i], &files.fresh[f]);
-            entry.size = r.size;
-            entry.mtime_ns = r.mtime_ns;
-            entry.problems = r.problems.clone();
+            let r = &files.fresh[f];
+            let entry = Entry {
+                size: r.size,
+                mtime_ns: r.mtime_ns,
+                problems: &r.problems,
+                ..cache.entry(i)
+            };
+            updated.insert(i, entry);
         }
     }
     let mut pages = Vec::new();
     let mut by_block: HashMap<usize, Vec<(u32, CatalogFile)>> = HashMap::new();
     for (i, f, old) in changed.iter() {
-        let (entry, r) = (&mut entries[*i], &files.fresh[*f]);
+        let r = &files.fresh[*f];
+        let entry = updated.get_mut(i).expect("a changed file was read");
         let mut file = old.clone();
         file.size = r.size;
         file.sha256 = r.sha256.clone();
@@ -1222,7 +1246,7 @@ fn patch(
                 crate::json_text::LazyObject::from_text(r.detail.frontmatter.clone());
             file.resource_revision = Some(revision);
         }
-        entry.sha256 = r.sha256.clone();
+        entry.sha256 = Sha::of(&r.sha256);
         entry.resource_revision = file.resource_revision;
         if let Some(key) = file.index_key {
             let title = file.title.clone().unwrap_or_default();
@@ -1271,38 +1295,19 @@ fn patch(
             .map(|b| Cow::Borrowed(store.raw_relation_block(b)))
             .collect(),
     };
-    write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out))?;
-    drop(parts);
-
-    // The ingest cache: every chunk as stored but those of changed files.
-    let cache_path = tmp.join(INGEST_CACHE_FILE);
-    let io = |e| IndexError::io(&cache_path, e);
-    let mut writer = cache::Writer::create(&cache_path).map_err(io)?;
     for (i, f, _) in &changed {
         let c = cache.chunk_of(*i);
         if let Some(details) = chunks.get_mut(&c) {
             details[i - cache.chunk_range(c).start] = files.fresh[*f].detail.clone();
         }
     }
-    for c in 0..cache.chunk_count() {
-        match chunks.get(&c) {
-            None => writer
-                .chunk(cache.chunk_range(c).len(), cache.raw_chunk(c))
-                .map_err(io)?,
-            Some(details) => {
-                let details: Vec<&bundle::Detail> = details.iter().collect();
-                writer
-                    .chunk(details.len(), &cache::encode_chunk(&details))
-                    .map_err(io)?;
-            }
-        }
-    }
-
+    let entries =
+        || (0..cache.len()).map(|i| updated.get(&i).copied().unwrap_or_else(|| cache.entry(i)));
     let mut diagnostics = scan_diagnostics;
     diagnostics.extend(bundle::problem_diagnostics(
-        entries
-            .iter()
-            .map(|e| (e.disk.as_str(), e.problems.as_slice())),
+        entries()
+            .filter(|e| !e.problems.is_empty())
+            .map(|e| (e.disk, e.problems)),
     ));
     diagnostics.extend(
         derived
@@ -1310,9 +1315,51 @@ fn patch(
             .iter()
             .map(|(path, line, message)| Diagnostic::new(path.clone(), *line, message.clone())),
     );
-    writer
-        .finish(BundleKind::Focowiki, made_ns, &entries, Some(derived))
-        .map_err(io)?;
+
+    // The catalog, and meanwhile the ingest cache: every chunk as stored but those of changed
+    // files.
+    let write_cache = || -> Result<(), IndexError> {
+        let cache_path = tmp.join(INGEST_CACHE_FILE);
+        let io = |e| IndexError::io(&cache_path, e);
+        let mut writer = cache::Writer::create(&cache_path).map_err(io)?;
+        // Runs of unchanged chunks copied, the others encoded.
+        let mut c = 0;
+        while c < cache.chunk_count() {
+            match chunks.get(&c) {
+                None => {
+                    let mut end = c + 1;
+                    while end < cache.chunk_count() && !chunks.contains_key(&end) {
+                        end += 1;
+                    }
+                    writer.copy_chunks(cache, c..end).map_err(io)?;
+                    c = end;
+                }
+                Some(details) => {
+                    let details: Vec<&bundle::Detail> = details.iter().collect();
+                    writer
+                        .chunk(details.len(), &cache::encode_chunk(&details))
+                        .map_err(io)?;
+                    c += 1;
+                }
+            }
+        }
+        writer
+            .finish(
+                BundleKind::Focowiki,
+                made_ns,
+                entries(),
+                Some(derived.clone()),
+            )
+            .map_err(io)
+    };
+    let (catalog_written, cache_written) = rayon::join(
+        || write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out)),
+        write_cache,
+    );
+    catalog_written?;
+    cache_written?;
+    drop(parts);
+    let indexed = entries().filter_map(|e| e.indexed).collect();
     let counts = Counts {
         diagnostics: diagnostics.len() as u64,
         ..previous.manifest.counts.clone()
@@ -1325,7 +1372,7 @@ fn patch(
         revision_changed,
         diagnostics,
         counts,
-        entries,
+        indexed,
         pages,
         all_pages: false,
     })
@@ -1434,7 +1481,7 @@ fn incremental_search(
     threads: usize,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(u64, u64, Vec<Unread>), IndexError> {
-    let now = indexed_of(&written.entries);
+    let now: HashMap<u64, [u8; 16]> = written.indexed.iter().copied().collect();
     let mut deleted: Vec<u64> = before
         .iter()
         .filter(|(key, fingerprint)| now.get(key) != Some(fingerprint))

@@ -3,24 +3,29 @@
 //! pages changed, patches the previous catalog instead of assembling the whole bundle again.
 //!
 //! It holds one [`Entry`] per file (identity, stat, checksum, problems, and what the catalog
-//! made of it) and the files' [`Detail`]s in chunks, each compressed on its own: a build decodes
-//! the entries, and the chunks only when it has to assemble the bundle; the chunks of unchanged
-//! files are copied as bytes. Chunk boundaries depend on the files' paths, not their count, so
-//! that a file added or removed changes one chunk, not every chunk after it.
+//! made of it), read where it lies: fixed-size records and path tables, nothing decoded, so a
+//! build over 200,000 files does not allocate for them; and the files' [`Detail`]s in chunks,
+//! each compressed on its own, decoded only when a build assembles the bundle, copied as bytes
+//! when their files did not change. Chunk boundaries depend on the files' paths, not their
+//! count, so that a file added or removed changes one chunk, not every chunk after it.
 //!
 //! Layout (integers little-endian):
 //!
 //! ```text
 //! magic "KBING07\n"
-//! chunks         each compact-encoded [Detail] (see crate::compact)
-//! entries        compact-encoded [Entry]
-//! header         postcard: kind, when the cache was made, where each section lies, CRC-32s
-//! header length  u32
-//! header CRC-32  u32
+//! chunks           each compact-encoded [Detail] (see crate::compact)
+//! records          one fixed-size record per entry (see RECORD)
+//! disk paths       (entries + 1) × u32 offsets, then the paths
+//! logical paths    likewise (empty when the same as the disk path)
+//! side table       compact-encoded: the entries' problems and non-digest checksums
+//! header           postcard: kind, when the cache was made, where each section lies, CRC-32s
+//! header length    u32
+//! header CRC-32    u32
 //! magic "KBING07\n"
 //! ```
 //!
-//! The header holds the CRC-32 of the entries and of every chunk, checked when they are read.
+//! Every section has a CRC-32 in the header: the entries' are checked when the cache is opened,
+//! a chunk's when it is read.
 
 use std::io::Write;
 use std::ops::Range;
@@ -37,36 +42,171 @@ const CHUNK_SPREAD: u64 = 256;
 /// …or after this many files.
 const CHUNK_MAX: usize = 2048;
 
-/// One file of the last build.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+/// A file's SHA-256 as ingest records it: 64 lowercase hex digits (kept as the digest), or
+/// another text (`unreadable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sha<'a> {
+    Digest([u8; 32]),
+    Text(&'a str),
+}
+
+impl<'a> Sha<'a> {
+    pub fn of(text: &'a str) -> Self {
+        let bytes = text.as_bytes();
+        let digit = |b: u8| match b {
+            b'0'..=b'9' => Some(b - b'0'),
+            b'a'..=b'f' => Some(b - b'a' + 10),
+            _ => None,
+        };
+        if bytes.len() == 64 {
+            let mut digest = [0u8; 32];
+            let parsed = digest.iter_mut().enumerate().all(|(i, out)| {
+                match (digit(bytes[2 * i]), digit(bytes[2 * i + 1])) {
+                    (Some(high), Some(low)) => {
+                        *out = high << 4 | low;
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            if parsed {
+                return Sha::Digest(digest);
+            }
+        }
+        Sha::Text(text)
+    }
+
+    /// `f` of the text.
+    pub fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        match self {
+            Sha::Text(text) => f(text),
+            Sha::Digest(digest) => {
+                const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                let mut hex = [0u8; 64];
+                for (i, b) in digest.iter().enumerate() {
+                    hex[2 * i] = DIGITS[usize::from(b >> 4)];
+                    hex[2 * i + 1] = DIGITS[usize::from(b & 15)];
+                }
+                f(std::str::from_utf8(&hex).unwrap_or_default())
+            }
+        }
+    }
+
+    pub fn text(self) -> String {
+        self.with_text(str::to_string)
+    }
+}
+
+/// One file of a build, as the cache records it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Entry<'a> {
     /// Path relative to the root on disk.
-    pub disk: String,
+    pub disk: &'a str,
     /// The logical path when it differs from `disk`.
-    pub logical: Option<String>,
+    pub logical: Option<&'a str>,
     pub class: PathClass,
     pub size: u64,
     pub mtime_ns: i128,
-    pub sha256: String,
+    pub sha256: Sha<'a>,
     /// A Markdown file that was parsed ([`Detail::parsed`]).
     pub parsed: bool,
     /// Its problems: line and message.
-    pub problems: Vec<(Option<usize>, String)>,
+    pub problems: &'a [(Option<usize>, String)],
     /// Its catalog position.
     pub position: u32,
     /// Its title comes from its document record.
     pub record_titled: bool,
     /// The catalog's resource revision of a source page.
     pub resource_revision: Option<u64>,
-    /// An indexed page: its key and [`super::index_fingerprint`].
+    /// An indexed page: its key and the fingerprint of what the search index holds of it.
     pub indexed: Option<(u64, [u8; 16])>,
 }
 
-impl Entry {
+impl Entry<'_> {
     /// The logical path.
     pub fn path(&self) -> &str {
-        self.logical.as_deref().unwrap_or(&self.disk)
+        self.logical.unwrap_or(self.disk)
     }
+}
+
+/// Every class, by its code in the cache.
+const CLASSES: [PathClass; 15] = [
+    PathClass::RootIndex,
+    PathClass::Log,
+    PathClass::PageNavigation,
+    PathClass::Page,
+    PathClass::ExtensionNavigation,
+    PathClass::IndexCatalog,
+    PathClass::PageDirectoryRouter,
+    PathClass::DocumentPacket,
+    PathClass::TermCatalog,
+    PathClass::TermBucketRouter,
+    PathClass::TermPostings,
+    PathClass::GraphCatalog,
+    PathClass::GraphDirectoryRouter,
+    PathClass::RelationshipPacket,
+    PathClass::PerFileGraph,
+];
+
+pub(crate) fn class_code(class: PathClass) -> u8 {
+    // Exhaustive: a new class must be given a code here (and in CLASSES).
+    match class {
+        PathClass::RootIndex => 0,
+        PathClass::Log => 1,
+        PathClass::PageNavigation => 2,
+        PathClass::Page => 3,
+        PathClass::ExtensionNavigation => 4,
+        PathClass::IndexCatalog => 5,
+        PathClass::PageDirectoryRouter => 6,
+        PathClass::DocumentPacket => 7,
+        PathClass::TermCatalog => 8,
+        PathClass::TermBucketRouter => 9,
+        PathClass::TermPostings => 10,
+        PathClass::GraphCatalog => 11,
+        PathClass::GraphDirectoryRouter => 12,
+        PathClass::RelationshipPacket => 13,
+        PathClass::PerFileGraph => 14,
+    }
+}
+
+/// The fixed part of an entry (integers little-endian):
+///
+/// ```text
+///  0 class u8 | 1 flags u8 | 8 size u64 | 16 mtime i128 | 32 sha256 [32]
+/// 64 position u32 | 72 resource revision u64 | 80 index key u64 | 88 fingerprint [16]
+/// ```
+const RECORD: usize = 104;
+const PARSED: u8 = 1;
+const RECORD_TITLED: u8 = 2;
+const HAS_REVISION: u8 = 4;
+const INDEXED: u8 = 8;
+/// The sha256 is a digest (else its text is in the side table).
+const DIGEST: u8 = 16;
+
+/// A file's problems: line and message.
+type Problems = Vec<(Option<usize>, String)>;
+
+/// The variable parts of the entries.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Side {
+    /// (entry, its problems), ascending by entry.
+    problems: Vec<(u32, Problems)>,
+    /// (entry, its sha256 text) of the entries whose sha256 is not a digest.
+    texts: Vec<(u32, String)>,
+}
+
+/// Where the entry tables lie in the file.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Tables {
+    count: u32,
+    records: Section,
+    /// (count + 1) × u32 offsets into `disks`, then the paths.
+    disk_offsets: Section,
+    disks: Section,
+    /// Likewise for the logical paths (empty: the same as the disk path).
+    logical_offsets: Section,
+    logicals: Section,
+    side: Section,
 }
 
 /// What the last build derived from the whole bundle, valid while the files it depends on are
@@ -79,7 +219,7 @@ pub struct Derived {
     pub diagnostics: Vec<(String, Option<usize>, String)>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 struct Section {
     offset: u64,
     len: u64,
@@ -96,16 +236,17 @@ struct Chunk {
 struct Header {
     kind: BundleKind,
     made_ns: i128,
-    entries: Section,
+    entries: Tables,
     chunks: Vec<Chunk>,
     derived: Option<Derived>,
 }
 
-/// An opened ingest cache: the entries decoded, the chunks read on demand.
+/// An opened ingest cache: the entries read where they lie, the chunks decoded on demand.
 pub struct Cache {
+    file: std::fs::File,
     bytes: memmap2::Mmap,
     header: Header,
-    pub entries: Vec<Entry>,
+    side: Side,
     /// The first entry of each chunk, then the entry count.
     chunk_starts: Vec<usize>,
 }
@@ -114,8 +255,16 @@ fn damaged(what: impl std::fmt::Display) -> String {
     format!("damaged ingest cache: {what}")
 }
 
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
+}
+
 impl Cache {
-    /// Opens and checks the cache at `path`.
+    /// Opens and checks the cache at `path` (the entries in full; each chunk when read).
     pub fn open(path: &Path) -> Result<Self, String> {
         let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
         // SAFETY: a generation's files are never written after the generation is renamed into
@@ -126,10 +275,8 @@ impl Cache {
             return Err(damaged("not an ingest cache of this format"));
         }
         let footer = len - 16;
-        let header_len =
-            u32::from_le_bytes(bytes[footer..footer + 4].try_into().unwrap_or_default());
-        let header_crc =
-            u32::from_le_bytes(bytes[footer + 4..footer + 8].try_into().unwrap_or_default());
+        let header_len = u32_at(&bytes, footer);
+        let header_crc = u32_at(&bytes, footer + 4);
         let header_start = footer
             .checked_sub(header_len as usize)
             .filter(|&start| start >= MAGIC.len())
@@ -140,15 +287,61 @@ impl Cache {
         }
         let header: Header =
             postcard::from_bytes(header_bytes).map_err(|e| damaged(format!("header: {e}")))?;
-        let within = |s: Section| {
+        let t = header.entries;
+        let sections = [
+            t.records,
+            t.disk_offsets,
+            t.disks,
+            t.logical_offsets,
+            t.logicals,
+            t.side,
+        ];
+        let within = |s: &Section| {
             s.offset
                 .checked_add(s.len)
                 .is_some_and(|end| s.offset >= MAGIC.len() as u64 && end <= header_start as u64)
         };
-        if !within(header.entries) || !header.chunks.iter().all(|c| within(c.section)) {
+        if !sections.iter().all(within) || !header.chunks.iter().all(|c| within(&c.section)) {
             return Err(damaged("section out of bounds"));
         }
-        let entries: Vec<Entry> = decode_section(&bytes, header.entries)?;
+        for section in &sections {
+            if crc32fast::hash(slice(&bytes, *section)) != section.crc {
+                return Err(damaged("checksum mismatch"));
+            }
+        }
+        let count = t.count as usize;
+        if t.records.len != (count * RECORD) as u64
+            || t.disk_offsets.len != ((count + 1) * 4) as u64
+            || t.logical_offsets.len != ((count + 1) * 4) as u64
+        {
+            return Err(damaged("table sizes"));
+        }
+        for (offsets, strings) in [(t.disk_offsets, t.disks), (t.logical_offsets, t.logicals)] {
+            let offsets = slice(&bytes, offsets);
+            let text = std::str::from_utf8(slice(&bytes, strings)).map_err(|_| damaged("paths"))?;
+            let mut last = 0;
+            for i in 0..=count {
+                let at = u32_at(offsets, i * 4) as usize;
+                if at < last || at > text.len() || !text.is_char_boundary(at) {
+                    return Err(damaged("path offsets"));
+                }
+                last = at;
+            }
+        }
+        let records = slice(&bytes, t.records);
+        if (0..count).any(|i| usize::from(records[i * RECORD]) >= CLASSES.len()) {
+            return Err(damaged("file class"));
+        }
+        let side: Side = crate::compact::decode(slice(&bytes, t.side)).map_err(damaged)?;
+        let ascending = |list: Vec<u32>| {
+            list.last().is_none_or(|&i| (i as usize) < count)
+                && list.windows(2).all(|w| w[0] < w[1])
+        };
+        if !ascending(side.problems.iter().map(|p| p.0).collect())
+            || !ascending(side.texts.iter().map(|p| p.0).collect())
+        {
+            return Err(damaged("side table"));
+        }
         let mut chunk_starts = Vec::with_capacity(header.chunks.len() + 1);
         let mut start = 0usize;
         for chunk in &header.chunks {
@@ -156,13 +349,14 @@ impl Cache {
             start += chunk.files as usize;
         }
         chunk_starts.push(start);
-        if start != entries.len() {
+        if start != count {
             return Err(damaged("chunks do not cover the entries"));
         }
         Ok(Cache {
+            file,
             bytes,
             header,
-            entries,
+            side,
             chunk_starts,
         })
     }
@@ -178,6 +372,66 @@ impl Cache {
 
     pub fn derived(&self) -> Option<&Derived> {
         self.header.derived.as_ref()
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.header.entries.count as usize
+    }
+
+    fn path_at(&self, offsets: Section, strings: Section, i: usize) -> &str {
+        let offsets = slice(&self.bytes, offsets);
+        let text = slice(&self.bytes, strings);
+        let (start, end) = (u32_at(offsets, i * 4), u32_at(offsets, i * 4 + 4));
+        // Checked when opened.
+        std::str::from_utf8(&text[start as usize..end as usize]).unwrap_or_default()
+    }
+
+    /// Entry `i` (`0..len()`, in logical path order).
+    pub fn entry(&self, i: usize) -> Entry<'_> {
+        let t = &self.header.entries;
+        let record = &slice(&self.bytes, t.records)[i * RECORD..(i + 1) * RECORD];
+        let flags = record[1];
+        let logical = self.path_at(t.logical_offsets, t.logicals, i);
+        let key = i as u32;
+        let sha256 = if flags & DIGEST != 0 {
+            let mut digest = [0u8; 32];
+            digest.copy_from_slice(&record[32..64]);
+            Sha::Digest(digest)
+        } else {
+            let texts = &self.side.texts;
+            Sha::Text(
+                texts
+                    .binary_search_by_key(&key, |p| p.0)
+                    .map_or("", |k| texts[k].1.as_str()),
+            )
+        };
+        let mut fingerprint = [0u8; 16];
+        fingerprint.copy_from_slice(&record[88..104]);
+        Entry {
+            disk: self.path_at(t.disk_offsets, t.disks, i),
+            logical: (!logical.is_empty()).then_some(logical),
+            class: CLASSES[usize::from(record[0])],
+            size: u64_at(record, 8),
+            mtime_ns: i128::from_le_bytes(record[16..32].try_into().unwrap_or_default()),
+            sha256,
+            parsed: flags & PARSED != 0,
+            problems: {
+                let problems = &self.side.problems;
+                problems
+                    .binary_search_by_key(&key, |p| p.0)
+                    .map_or(&[][..], |k| problems[k].1.as_slice())
+            },
+            position: u32_at(record, 64),
+            record_titled: flags & RECORD_TITLED != 0,
+            resource_revision: (flags & HAS_REVISION != 0).then(|| u64_at(record, 72)),
+            indexed: (flags & INDEXED != 0).then(|| (u64_at(record, 80), fingerprint)),
+        }
+    }
+
+    /// Every entry, in order.
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = Entry<'_>> + '_ {
+        (0..self.len()).map(|i| self.entry(i))
     }
 
     pub fn chunk_count(&self) -> usize {
@@ -197,26 +451,20 @@ impl Cache {
     /// The details of chunk `c`, checked.
     pub fn chunk(&self, c: usize) -> Result<Vec<Detail>, String> {
         let chunk = self.header.chunks[c];
-        let details: Vec<Detail> = decode_section(&self.bytes, chunk.section)?;
+        let data = slice(&self.bytes, chunk.section);
+        if crc32fast::hash(data) != chunk.section.crc {
+            return Err(damaged(format!("chunk {c} checksum")));
+        }
+        let details: Vec<Detail> = crate::compact::decode(data).map_err(damaged)?;
         if details.len() != chunk.files as usize {
             return Err(damaged(format!("chunk {c} holds {} files", details.len())));
         }
         Ok(details)
     }
-
-    /// The bytes of chunk `c` as stored.
-    pub fn raw_chunk(&self, c: usize) -> &[u8] {
-        let s = self.header.chunks[c].section;
-        &self.bytes[s.offset as usize..(s.offset + s.len) as usize]
-    }
 }
 
-fn decode_section<T: for<'de> Deserialize<'de>>(bytes: &[u8], s: Section) -> Result<T, String> {
-    let data = &bytes[s.offset as usize..(s.offset + s.len) as usize];
-    if crc32fast::hash(data) != s.crc {
-        return Err(damaged("checksum mismatch"));
-    }
-    crate::compact::decode(data).map_err(damaged)
+fn slice(bytes: &[u8], s: Section) -> &[u8] {
+    &bytes[s.offset as usize..(s.offset + s.len) as usize]
 }
 
 /// FNV-1a: a stable hash of a path for the chunk boundaries.
@@ -282,6 +530,38 @@ impl Writer {
         Ok(section)
     }
 
+    /// Appends chunks `chunks` of `cache` as they are stored (copied file to file: the kernel
+    /// copies them without reading them into this process).
+    pub fn copy_chunks(&mut self, cache: &Cache, chunks: Range<usize>) -> std::io::Result<()> {
+        use std::io::{Read, Seek};
+        let Some(first) = cache.header.chunks.get(chunks.start) else {
+            return Ok(());
+        };
+        let start = first.section.offset;
+        let mut end = start;
+        for c in chunks {
+            let chunk = cache.header.chunks[c];
+            // Stored one after the other.
+            debug_assert_eq!(chunk.section.offset, end);
+            self.chunks.push(Chunk {
+                section: Section {
+                    offset: self.offset + (chunk.section.offset - start),
+                    ..chunk.section
+                },
+                files: chunk.files,
+            });
+            end = chunk.section.offset + chunk.section.len;
+        }
+        let mut from = &cache.file;
+        from.seek(std::io::SeekFrom::Start(start))?;
+        let copied = std::io::copy(&mut from.take(end - start), &mut self.out)?;
+        if copied != end - start {
+            return Err(std::io::Error::other("the ingest cache was cut short"));
+        }
+        self.offset += end - start;
+        Ok(())
+    }
+
     /// Appends the next chunk: `files` details, encoded ([`encode_chunk`] or a stored chunk).
     pub fn chunk(&mut self, files: usize, bytes: &[u8]) -> std::io::Result<()> {
         let section = self.section(bytes)?;
@@ -292,19 +572,93 @@ impl Writer {
         Ok(())
     }
 
-    /// Writes the entries and the header, and flushes the file to disk.
-    pub fn finish(
+    /// Writes the entries (in logical path order) and the header, and flushes the file to disk
+    /// (the manifest records it: a generation whose cache a crash cut short would be damaged).
+    pub fn finish<'a>(
         mut self,
         kind: BundleKind,
         made_ns: i128,
-        entries: &[Entry],
+        entries: impl ExactSizeIterator<Item = Entry<'a>>,
         derived: Option<Derived>,
     ) -> std::io::Result<()> {
+        let count = entries.len();
         let covered: usize = self.chunks.iter().map(|c| c.files as usize).sum();
-        assert_eq!(covered, entries.len(), "the chunks cover the entries");
-        let encoded = crate::compact::encode(entries).expect("entries encode");
-        let entries = self.section(&encoded)?;
-        drop(encoded);
+        assert_eq!(covered, count, "the chunks cover the entries");
+        let mut records = vec![0u8; count * RECORD];
+        let mut disk_offsets = Vec::with_capacity((count + 1) * 4);
+        let mut disks = String::new();
+        let mut logical_offsets = Vec::with_capacity((count + 1) * 4);
+        let mut logicals = String::new();
+        let mut side = Side::default();
+        let too_large = || std::io::Error::other("ingest cache paths over 4 GiB");
+        for (i, e) in entries.enumerate() {
+            disk_offsets.extend_from_slice(
+                &u32::try_from(disks.len())
+                    .map_err(|_| too_large())?
+                    .to_le_bytes(),
+            );
+            disks.push_str(e.disk);
+            logical_offsets.extend_from_slice(
+                &u32::try_from(logicals.len())
+                    .map_err(|_| too_large())?
+                    .to_le_bytes(),
+            );
+            if let Some(logical) = e.logical.filter(|l| *l != e.disk) {
+                logicals.push_str(logical);
+            }
+            let record = &mut records[i * RECORD..(i + 1) * RECORD];
+            let mut flags = 0;
+            record[0] = class_code(e.class);
+            record[8..16].copy_from_slice(&e.size.to_le_bytes());
+            record[16..32].copy_from_slice(&e.mtime_ns.to_le_bytes());
+            match e.sha256 {
+                Sha::Digest(digest) => {
+                    flags |= DIGEST;
+                    record[32..64].copy_from_slice(&digest);
+                }
+                Sha::Text(text) => side.texts.push((i as u32, text.to_string())),
+            }
+            if e.parsed {
+                flags |= PARSED;
+            }
+            if e.record_titled {
+                flags |= RECORD_TITLED;
+            }
+            record[64..68].copy_from_slice(&e.position.to_le_bytes());
+            if let Some(revision) = e.resource_revision {
+                flags |= HAS_REVISION;
+                record[72..80].copy_from_slice(&revision.to_le_bytes());
+            }
+            if let Some((key, fingerprint)) = e.indexed {
+                flags |= INDEXED;
+                record[80..88].copy_from_slice(&key.to_le_bytes());
+                record[88..104].copy_from_slice(&fingerprint);
+            }
+            record[1] = flags;
+            if !e.problems.is_empty() {
+                side.problems.push((i as u32, e.problems.to_vec()));
+            }
+        }
+        disk_offsets.extend_from_slice(
+            &u32::try_from(disks.len())
+                .map_err(|_| too_large())?
+                .to_le_bytes(),
+        );
+        logical_offsets.extend_from_slice(
+            &u32::try_from(logicals.len())
+                .map_err(|_| too_large())?
+                .to_le_bytes(),
+        );
+        let side = crate::compact::encode(&side).expect("the side table encodes");
+        let entries = Tables {
+            count: count as u32,
+            records: self.section(&records)?,
+            disk_offsets: self.section(&disk_offsets)?,
+            disks: self.section(disks.as_bytes())?,
+            logical_offsets: self.section(&logical_offsets)?,
+            logicals: self.section(logicals.as_bytes())?,
+            side: self.section(&side)?,
+        };
         let header = Header {
             kind,
             made_ns,
@@ -327,24 +681,33 @@ impl Writer {
 mod tests {
     use super::*;
 
-    fn entry(i: usize) -> Entry {
+    fn problems(i: usize) -> Vec<(Option<usize>, String)> {
+        if i.is_multiple_of(5) {
+            vec![(Some(2), format!("bad {i}"))]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn entry<'a>(
+        i: usize,
+        disk: &'a str,
+        sha: &'a str,
+        problems: &'a [(Option<usize>, String)],
+    ) -> Entry<'a> {
         Entry {
-            disk: format!("pages/p{i:05}.md"),
-            logical: None,
-            class: PathClass::Page,
+            disk,
+            logical: (i % 7 == 3).then_some("pages/other.md"),
+            class: CLASSES[i % CLASSES.len()],
             size: i as u64,
-            mtime_ns: 7,
-            sha256: format!("{i:064}"),
-            parsed: true,
-            problems: if i.is_multiple_of(5) {
-                vec![(Some(2), "bad".into())]
-            } else {
-                Vec::new()
-            },
-            position: i as u32,
-            record_titled: false,
-            resource_revision: Some(1),
-            indexed: Some((i as u64, [3; 16])),
+            mtime_ns: -7 * i as i128,
+            sha256: Sha::of(sha),
+            parsed: i.is_multiple_of(2),
+            problems,
+            position: i as u32 * 3,
+            record_titled: i.is_multiple_of(3),
+            resource_revision: (!i.is_multiple_of(4)).then_some(i as u64),
+            indexed: (!i.is_multiple_of(6)).then_some((i as u64 * 11, [i as u8; 16])),
         }
     }
 
@@ -359,12 +722,36 @@ mod tests {
     }
 
     #[test]
+    fn sha_digests_and_texts() {
+        let hex = "00ff10a9".repeat(8);
+        assert!(matches!(Sha::of(&hex), Sha::Digest(_)));
+        assert_eq!(Sha::of(&hex).text(), hex);
+        for text in ["unreadable", "", &hex.to_uppercase(), &hex[..62]] {
+            assert_eq!(Sha::of(text), Sha::Text(text));
+            assert_eq!(Sha::of(text).text(), text);
+        }
+    }
+
+    #[test]
     fn reads_back_what_it_wrote_and_finds_damage() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cache.bin");
-        let entries: Vec<Entry> = (0..3000).map(entry).collect();
+        let disks: Vec<String> = (0..3000).map(|i| format!("pages/p{i:05}é.md")).collect();
+        let shas: Vec<String> = (0..3000)
+            .map(|i: usize| {
+                if i.is_multiple_of(9) {
+                    "unreadable".to_string()
+                } else {
+                    format!("{i:064x}")
+                }
+            })
+            .collect();
+        let problems: Vec<_> = (0..3000).map(problems).collect();
+        let entries: Vec<Entry<'_>> = (0..3000)
+            .map(|i| entry(i, &disks[i], &shas[i], &problems[i]))
+            .collect();
         let details: Vec<Detail> = (0..3000).map(detail).collect();
-        let ranges = chunk_ranges(entries.iter().map(|e| e.disk.as_str()));
+        let ranges = chunk_ranges(entries.iter().map(|e| e.disk));
         assert!(ranges.len() > 3, "{} chunks", ranges.len());
         let mut writer = Writer::create(&path).unwrap();
         for range in &ranges {
@@ -376,11 +763,16 @@ mod tests {
             diagnostics: vec![("a".into(), None, "m".into())],
         };
         writer
-            .finish(BundleKind::Focowiki, 42, &entries, Some(derived.clone()))
+            .finish(
+                BundleKind::Focowiki,
+                42,
+                entries.iter().copied(),
+                Some(derived.clone()),
+            )
             .unwrap();
 
         let cache = Cache::open(&path).unwrap();
-        assert_eq!(cache.entries, entries);
+        assert_eq!(cache.entries().collect::<Vec<_>>(), entries);
         assert_eq!(cache.made_ns(), 42);
         assert_eq!(cache.kind(), BundleKind::Focowiki);
         assert_eq!(cache.derived(), Some(&derived));
@@ -391,6 +783,7 @@ mod tests {
             assert_eq!(cache.chunk_of(range.end - 1), c);
             assert_eq!(cache.chunk(c).unwrap(), details[range.clone()]);
         }
+        drop(cache);
 
         // Damage anywhere is refused, never a panic: when opened, or when a chunk is read.
         let bytes = std::fs::read(&path).unwrap();
@@ -407,6 +800,19 @@ mod tests {
             std::fs::write(&path, &bytes[..len]).unwrap();
             assert!(Cache::open(&path).is_err());
         }
+    }
+
+    #[test]
+    fn an_empty_cache_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.bin");
+        let writer = Writer::create(&path).unwrap();
+        writer
+            .finish(BundleKind::PlainFolder, 1, std::iter::empty(), None)
+            .unwrap();
+        let cache = Cache::open(&path).unwrap();
+        assert_eq!((cache.len(), cache.chunk_count()), (0, 0));
+        assert_eq!(cache.derived(), None);
     }
 
     #[test]
