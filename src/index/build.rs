@@ -690,8 +690,16 @@ enum Slot {
 /// Creates the folder of a generation being built and takes its lock (module docs of `index`):
 /// the lock tells the next build that this folder is no leftover while this build runs.
 fn create_generation(tmp: &Path) -> Result<FileLock, IndexError> {
-    std::fs::create_dir_all(tmp).map_err(|e| IndexError::io(tmp, e))?;
-    FileLock::create(&tmp.join(BUILD_LOCK))
+    let create = || {
+        std::fs::create_dir_all(tmp).map_err(|e| IndexError::io(tmp, e))?;
+        FileLock::create(&tmp.join(BUILD_LOCK))
+    };
+    // Both steps under the index folder's creation lock: a build killed between them leaves a
+    // folder without a lock file, which the next build can then tell from one being created.
+    match tmp.parent() {
+        Some(index_dir) => while_creating(index_dir, create).unwrap_or_else(create),
+        None => create(),
+    }
 }
 
 /// Writes `path` with `write`, then flushes it to disk.

@@ -576,6 +576,41 @@ mod flock {
         // SAFETY: flock takes an open descriptor, which `file` owns for the call's duration.
         unsafe { flock(file.as_raw_fd(), LOCK_EX | LOCK_NB) == 0 }
     }
+
+    /// Takes an exclusive lock on `file`, waiting for it; false when it cannot be taken.
+    pub fn exclusive(file: &std::fs::File) -> bool {
+        // SAFETY: as in `try_exclusive`.
+        unsafe { flock(file.as_raw_fd(), LOCK_EX) == 0 }
+    }
+}
+
+/// The lock of an index folder taken around creating a generation folder and its
+/// [`BUILD_LOCK`], and by [`remove_leftovers`] before it takes a `.tmp` folder without a lock
+/// file for a leftover: holding it, such a folder is never one whose build is creating it, but
+/// one whose build was killed between the two steps.
+const CREATE_LOCK: &str = ".create.lock";
+
+/// Runs `f` holding the creation lock of `index_dir` (which must exist); `None`, without
+/// running `f`, when the lock cannot be taken.
+fn while_creating<R>(index_dir: &Path, f: impl FnOnce() -> R) -> Option<R> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(index_dir.join(CREATE_LOCK))
+        .ok()?;
+    #[cfg(unix)]
+    if !flock::exclusive(&file) {
+        return None;
+    }
+    #[cfg(not(unix))]
+    return None;
+    #[allow(unreachable_code)]
+    {
+        let out = f();
+        drop(file);
+        Some(out)
+    }
 }
 
 impl FileLock {
@@ -716,9 +751,14 @@ fn remove_leftovers(index_dir: &Path, live: Option<&str>) {
         }
         let gone = build_gone(&path);
         if name.ends_with(".tmp") {
-            // A build being written, or a killed build's; without a lock file (a build of an
-            // older kbtools, or killed as it began) only an old one is taken for a leftover.
-            if gone == Some(true) || (gone.is_none() && old(&entry)) {
+            // A build being written, or a killed build's. Without a lock file it is a build
+            // killed as it began (once no build is creating one), or an older kbtools' (only
+            // an old one is taken for a leftover when the creation lock cannot be taken).
+            let unlocked_leftover = || {
+                while_creating(index_dir, || path.is_dir() && build_gone(&path).is_none())
+                    .unwrap_or_else(|| old(&entry))
+            };
+            if gone == Some(true) || (gone.is_none() && unlocked_leftover()) {
                 let _ = std::fs::remove_dir_all(&path);
             }
             continue;
@@ -958,15 +998,40 @@ mod tests {
         let lock = FileLock::create(&tmp.join(BUILD_LOCK)).unwrap();
         let current_tmp = dir.path().join("CURRENT.gen-2-abcd.tmp");
         std::fs::write(&current_tmp, "gen-2-abcd").unwrap();
-        // Another build's folder that has no lock yet (just created) stays too.
+        // Another build's folder that has no lock file yet (being created: the creation lock
+        // held meanwhile) stays too; one without a lock file that no build is creating (killed
+        // between the two steps) goes.
         let fresh = dir.path().join("gen-3-ef01.tmp");
-        std::fs::create_dir_all(&fresh).unwrap();
+        let killed = dir.path().join("gen-3-dead.tmp");
+        std::fs::create_dir_all(&killed).unwrap();
+        let (created_tx, created_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let creator = {
+            let (index_dir, fresh) = (dir.path().to_path_buf(), fresh.clone());
+            std::thread::spawn(move || {
+                let lock = while_creating(&index_dir, || {
+                    std::fs::create_dir_all(&fresh).unwrap();
+                    created_tx.send(()).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    FileLock::create(&fresh.join(BUILD_LOCK)).unwrap()
+                })
+                .unwrap();
+                done_rx.recv().unwrap();
+                drop(lock);
+            })
+        };
+        created_rx.recv().unwrap();
         remove_leftovers(dir.path(), None);
         assert!(tmp.is_dir() && current_tmp.is_file() && fresh.is_dir());
+        assert!(!killed.exists());
         drop(lock);
         remove_leftovers(dir.path(), None);
         assert!(!tmp.exists() && !current_tmp.exists());
         assert!(fresh.is_dir());
+        done_tx.send(()).unwrap();
+        creator.join().unwrap();
+        remove_leftovers(dir.path(), None);
+        assert!(!fresh.exists());
 
         // A build killed after naming its generation in CURRENT left its lock file there: the
         // live generation stays; a finished generation CURRENT never named goes.
