@@ -347,13 +347,28 @@ impl<T> WriteTimeout<T> {
     }
 }
 
+/// Most bytes one read of a connection takes. hyper checks a head against its size limit
+/// between reads, and offers reads the whole spare capacity of its buffer: a head that arrived
+/// all at once (a loaded machine, a fast client) could be read whole and parsed, over the limit,
+/// in one go. Reads of at most this much let the buffer reach the limit first.
+const MAX_READ: usize = 16 * 1024;
+
 impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteTimeout<T> {
     fn poll_read(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+        if buf.remaining() <= MAX_READ {
+            return std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        }
+        let mut chunk = [0u8; MAX_READ];
+        let mut limited = tokio::io::ReadBuf::new(&mut chunk);
+        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, &mut limited);
+        if let std::task::Poll::Ready(Ok(())) = poll {
+            buf.put_slice(limited.filled());
+        }
+        poll
     }
 }
 
