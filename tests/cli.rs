@@ -55,12 +55,8 @@ impl Run {
 }
 
 fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kbtools"));
-    cmd.args(args)
-        .current_dir(common::manifest_dir())
-        .env_remove("KBTOOLS_BUNDLE")
-        .env_remove("KBTOOLS_INDEX")
-        .env("KBTOOLS_TODAY", common::TODAY);
+    let mut cmd = common::kbtools();
+    cmd.args(args).current_dir(common::manifest_dir());
     cmd
 }
 

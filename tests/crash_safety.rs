@@ -26,7 +26,6 @@ use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions, Verify};
 use kbtools::live::LiveKnowledgeBase;
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kbtools");
 /// Pages of the generated bundle: enough for a debug build to last long enough to be
 /// interrupted at many points, few enough for the trials to fit the CI budget.
 const PAGES: usize = 120;
@@ -116,13 +115,8 @@ fn files_under(root: &Path) -> Vec<String> {
 /// `kbtools` with a pinned "today" and nothing of the caller's environment that changes what
 /// it does.
 fn kbtools() -> Command {
-    let mut command = Command::new(BIN);
-    command
-        .env("KBTOOLS_TODAY", common::TODAY)
-        .env_remove("KBTOOLS_NO_REFRESH")
-        .env_remove("KBTOOLS_BUNDLE")
-        .env_remove("KBTOOLS_CRASH_AT")
-        .stdin(Stdio::null());
+    let mut command = common::kbtools();
+    command.stdin(Stdio::null());
     command
 }
 

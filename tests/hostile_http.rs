@@ -72,7 +72,7 @@ impl Server {
                 shell
             }
         };
-        let child = command
+        let child = common::clean_env(&mut command)
             .arg("serve")
             .arg("--index")
             .arg(index_dir())
@@ -82,10 +82,6 @@ impl Server {
             .arg("--header-timeout")
             .arg(HEADER_TIMEOUT_SECS.to_string())
             .args(extra)
-            .env("KBTOOLS_TODAY", common::TODAY)
-            .env_remove("KBTOOLS_TOKEN")
-            .env_remove("KBTOOLS_BUNDLE")
-            .env_remove("KBTOOLS_INDEX")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).unwrap())

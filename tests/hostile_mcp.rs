@@ -13,7 +13,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -50,14 +50,11 @@ impl Server {
     fn start_unread() -> Server {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr.txt");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kbtools"))
+        let mut child = common::kbtools()
             .arg("mcp")
             .arg("--index")
             .arg(index_dir())
             .arg("--no-refresh")
-            .env("KBTOOLS_TODAY", common::TODAY)
-            .env_remove("KBTOOLS_BUNDLE")
-            .env_remove("KBTOOLS_INDEX")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
@@ -714,12 +714,8 @@ impl Process {
     fn spawn(args: &[&std::ffi::OsStr], stdin: Stdio, stdout: Stdio) -> Process {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr.txt");
-        let child = Command::new(env!("CARGO_BIN_EXE_kbtools"))
+        let child = common::kbtools()
             .args(args)
-            .env("KBTOOLS_TODAY", common::TODAY)
-            .env_remove("KBTOOLS_TOKEN")
-            .env_remove("KBTOOLS_BUNDLE")
-            .env_remove("KBTOOLS_INDEX")
             .stdin(stdin)
             .stdout(stdout)
             .stderr(std::fs::File::create(&stderr).unwrap())

@@ -600,17 +600,15 @@ fn while_creating<R>(index_dir: &Path, f: impl FnOnce() -> R) -> Option<R> {
         .open(index_dir.join(CREATE_LOCK))
         .ok()?;
     #[cfg(unix)]
-    if !flock::exclusive(&file) {
+    let locked = flock::exclusive(&file);
+    #[cfg(not(unix))]
+    let locked = false;
+    if !locked {
         return None;
     }
-    #[cfg(not(unix))]
-    return None;
-    #[allow(unreachable_code)]
-    {
-        let out = f();
-        drop(file);
-        Some(out)
-    }
+    let out = f();
+    drop(file);
+    Some(out)
 }
 
 impl FileLock {

@@ -12,6 +12,24 @@ use serde_json::Value;
 /// "Today" for every test, so OKF freshness is reproducible.
 pub const TODAY: &str = "2026-09-01";
 
+/// `command` without any `KBTOOLS_*` variable of the environment running the tests, and with
+/// [`TODAY`] pinned: a child answers the same whatever the shell has set.
+pub fn clean_env(command: &mut std::process::Command) -> &mut std::process::Command {
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("KBTOOLS_") {
+            command.env_remove(name);
+        }
+    }
+    command.env("KBTOOLS_TODAY", TODAY)
+}
+
+/// The `kbtools` binary under test, with [`clean_env`].
+pub fn kbtools() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kbtools"));
+    clean_env(&mut command);
+    command
+}
+
 pub fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
