@@ -5,7 +5,9 @@
 //!   such as `OKF规范` split into `okf` + `规范`; any CJK sub-word matches wherever the text
 //!   contains it.
 //! * `kb_words`: dictionary word segmentation of CJK runs (jieba, search mode, HMM off, the
-//!   dictionary embedded in the binary) plus the same Latin words, unstemmed.
+//!   dictionary embedded in the binary), and nothing else: Latin words and numbers are
+//!   `kb_text`'s (a text without CJK has no `kb_words` token at all, so English pages cost the
+//!   index one analysis, not two).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -217,9 +219,12 @@ fn text_tokens(text: &str) -> Tokens {
 
 fn word_tokens(text: &str) -> Tokens {
     let mut tokens = Tokens::new();
+    if !has_cjk(text) {
+        return tokens;
+    }
     for run in runs(text) {
         match run {
-            Run::Word(s, e) => tokens.push(&text[s..e], s, e),
+            Run::Word(..) => {}
             Run::Cjk(s, e) => {
                 let run_text = &text[s..e];
                 for word in jieba().cut_for_search(run_text, false) {
@@ -583,7 +588,7 @@ pub fn query_term_weights(terms: &[String]) -> Vec<f32> {
 
 /// True when the text has any CJK character (the words lane only adds value then).
 pub fn has_cjk(text: &str) -> bool {
-    text.chars().any(is_cjk)
+    !text.is_ascii() && text.chars().any(is_cjk)
 }
 
 #[cfg(test)]
@@ -668,6 +673,9 @@ mod tests {
             "{t:?}"
         );
         assert!(!t.contains(&"的".to_string()));
+        // Latin words and numbers are `kb_text`'s alone; a text without CJK has no words.
+        assert_eq!(terms(&mut a, "OKF规范 v2 2024年"), vec!["规范"]);
+        assert!(terms(&mut a, "Running API v2").is_empty());
     }
 
     #[test]

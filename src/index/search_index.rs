@@ -26,8 +26,9 @@ const LEXICAL_FIELDS: [(&str, f32); 4] =
     [("body", 1.0), ("title", 2.0), ("meta", 0.5), ("path", 0.3)];
 /// Field weights of the `lexical` lane with `scope=metadata` (no body).
 const METADATA_FIELDS: [(&str, f32); 3] = [("title", 1.0), ("path", 0.5), ("meta", 1.0)];
-/// Field weights of the `jieba` lane: dictionary words of the body, with the body's character
-/// bigrams so that a word the dictionary splits differently still matches.
+/// Field weights of the `jieba` lane: dictionary words of the body's CJK text, with the body's
+/// `kb_text` terms (character bigrams, so that a word the dictionary splits differently still
+/// matches, and the Latin words and numbers, which `body_w` does not hold).
 const WORD_FIELDS: [(&str, f32); 2] = [("body_w", 0.5), ("body", 1.0)];
 /// BM25 parameters (the classic defaults; the train splits are flat around them).
 const BM25: bm25::FieldParams = bm25::FieldParams {
