@@ -177,6 +177,14 @@ pub struct ParsedRecord {
 }
 
 impl ParsedRecord {
+    /// The (path, title) of each good `documents[]` record of a document packet.
+    pub fn document_titles(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
+        self.documents
+            .iter()
+            .flat_map(|(good, _)| good)
+            .map(|(path, title)| (path.as_str(), title.as_deref()))
+    }
+
     fn of(json: &Value, class: PathClass) -> Self {
         let documents = json.get("documents").map(|_| {
             let (good, bad) = records::typed_items::<DocumentRecord>(json, "documents");
@@ -403,7 +411,24 @@ pub fn scan(root: &Path, walked: walk::Walk) -> Result<Scan, IndexError> {
 /// Reads `jobs`, in parallel, in their order.
 pub fn read_files(kind: BundleKind, jobs: &[&Job]) -> Vec<ReadFile> {
     jobs.par_iter()
-        .map(|job| read_one(&job.file, job.path.clone(), job.class, kind))
+        .map(|job| read_one(&job.file, job.path.clone(), job.class, kind, None))
+        .collect()
+}
+
+/// What a page's reader is handed as the page is read: the file and the text the index holds of
+/// it ([`read_page_text`]'s, made from the same parse).
+pub type OnPage<'a> = &'a (dyn Fn(&ReadFile, PageText) + Sync);
+
+/// [`read_files`], handing every page (`pages/**` Markdown, parsed) with its indexed text to
+/// `on_page` as soon as it is read: a full build indexes pages while the rest is still read,
+/// and parses each page once.
+pub fn read_files_with_pages(
+    kind: BundleKind,
+    jobs: &[&Job],
+    on_page: OnPage<'_>,
+) -> Vec<ReadFile> {
+    jobs.par_iter()
+        .map(|job| read_one(&job.file, job.path.clone(), job.class, kind, Some(on_page)))
         .collect()
 }
 
@@ -498,6 +523,20 @@ fn page_text(text: &str) -> PageText {
         }
         body = &text[block.body_start..];
     }
+    indexed_text(
+        frontmatter,
+        raw_frontmatter,
+        markdown::summarize(body).plain_text,
+    )
+}
+
+/// The indexed text of a page from its parse: its frontmatter (or the raw block that did not
+/// parse) and the plain text of its body.
+fn indexed_text(
+    mut frontmatter: Map<String, Value>,
+    raw_frontmatter: Option<&str>,
+    plain_text: String,
+) -> PageText {
     // Every frontmatter value but the title (which the title field and the H1 already hold).
     frontmatter.remove("title");
     let mut metadata = metadata_values_text(&Value::Object(frontmatter));
@@ -509,8 +548,10 @@ fn page_text(text: &str) -> PageText {
         }
         metadata.push_str(&raw[..end]);
     }
-    let body = cap_indexed_text(markdown::summarize(body).plain_text);
-    PageText { metadata, body }
+    PageText {
+        metadata,
+        body: cap_indexed_text(plain_text),
+    }
 }
 /// A `formatVersion: 1` bundle (or any other unknown version) is refused with a clear error.
 fn check_format_version(root: &Path) -> Result<(), IndexError> {
@@ -623,7 +664,13 @@ fn text_of(bytes: &mut Vec<u8>, total: u64) -> (std::borrow::Cow<'_, str>, Optio
     }
 }
 
-fn read_one(file: &WalkedFile, path: String, class: PathClass, kind: BundleKind) -> ReadFile {
+fn read_one(
+    file: &WalkedFile,
+    path: String,
+    class: PathClass,
+    kind: BundleKind,
+    on_page: Option<OnPage<'_>>,
+) -> ReadFile {
     let out = ReadFile {
         path,
         disk: file.relative.clone(),
@@ -634,7 +681,14 @@ fn read_one(file: &WalkedFile, path: String, class: PathClass, kind: BundleKind)
         problems: Vec::new(),
         detail: Detail::default(),
     };
-    with_read_buffer(|bytes| read_parsed(file, out, bytes, kind))
+    let on_page = on_page.filter(|_| matches!(class, PathClass::Page | PathClass::PageNavigation));
+    let mut text = None;
+    let out =
+        with_read_buffer(|bytes| read_parsed(file, out, bytes, kind, on_page.map(|_| &mut text)));
+    if let (Some(on_page), Some(text)) = (on_page, text) {
+        on_page(&out, text);
+    }
+    out
 }
 
 /// [`read_one`] of the file, read into `bytes`.
@@ -643,6 +697,7 @@ fn read_parsed(
     mut out: ReadFile,
     bytes: &mut Vec<u8>,
     kind: BundleKind,
+    page_text: Option<&mut Option<PageText>>,
 ) -> ReadFile {
     let (sha, total) = match read_bytes(file, bytes) {
         Ok(x) => x,
@@ -700,6 +755,7 @@ fn read_parsed(
     }
     let mut body: &str = &text;
     let mut frontmatter = Map::new();
+    let mut raw_frontmatter = None;
     if let Some(block) = frontmatter::locate(&text) {
         match frontmatter::parse(&block) {
             Ok(map) => frontmatter = map,
@@ -708,11 +764,20 @@ fn read_parsed(
                     e.line,
                     format!("invalid frontmatter, kept as raw text: {}", e.message),
                 ));
+                raw_frontmatter = Some(block.yaml);
             }
         }
         body = &text[block.body_start..];
     }
-    let summary = markdown::summarize(body);
+    let mut summary = markdown::summarize(body);
+    if let Some(slot) = page_text {
+        let plain_text = std::mem::take(&mut summary.plain_text);
+        *slot = Some(indexed_text(
+            frontmatter.clone(),
+            raw_frontmatter,
+            plain_text,
+        ));
+    }
     out.detail.parsed = true;
     out.detail.own_title = string_field(&frontmatter, "title").or(summary.first_h1);
     if kind == BundleKind::PlainFolder {

@@ -12,8 +12,15 @@
 //!   assembly depended on ([`assembly_key`]), so a patch is taken only when an assembly would
 //!   give the same result.
 //!
-//! Either way, page texts are read again when the pages are indexed, a batch at a time, so a
-//! large bundle's texts are never all held.
+//! A full build of a bundle up to [`STREAMED_BUILD_BYTES`] indexes each page as it is read, with
+//! the text of the same parse, while the other files are still being read: the search index
+//! writer's threads work during the reading instead of after it. A page is indexed under the
+//! title its document record (the document packets are read first) or its own text gives it;
+//! once the bundle-wide steps have decided, a page indexed under another path or title, or
+//! that is no source page, is deleted, and the source pages not indexed so are read again and
+//! indexed ([`finish_streamed`]). Otherwise (an update, or a larger bundle) page texts are read
+//! again when the pages are indexed, a batch at a time, so a large bundle's texts are never all
+//! held.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -34,6 +41,10 @@ use crate::bundle::{Job, ReadFile};
 const RACY_WINDOW_NS: i128 = 2_000_000_000;
 /// Source pages whose texts are read and indexed at once (by file size).
 const BATCH_BYTES: u64 = 64 << 20;
+/// A full build reading at most this many bytes indexes each page as it reads it (module docs).
+/// A larger one reads everything first: what it holds of the files read (about half their size)
+/// and the writer's arenas would otherwise be in memory together.
+const STREAMED_BUILD_BYTES: u64 = 512 << 20;
 
 /// A source page to index.
 struct Page {
@@ -337,7 +348,33 @@ pub(super) fn build(
             }
         }
     }
-    let fresh = bundle::read_files(kind, &to_read);
+    let threads = if options.threads == 0 {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4)
+    } else {
+        options.threads
+    };
+    let id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let generation_name = |revision: u64| format!("gen-{revision}-{id}");
+    // Held from the generation folder's creation until `CURRENT` names it.
+    let mut lock = None;
+    // A full build indexes each page as it is read (module docs): its generation folder,
+    // named for revision 0 until the revision is known, and its search index writer come first.
+    let mut streamed = None;
+    let bytes_to_read: u64 = to_read.iter().map(|job| job.file.size).sum();
+    if reuse.is_none() && bytes_to_read <= STREAMED_BUILD_BYTES {
+        let tmp = index_dir.join(format!("{}.tmp", generation_name(0)));
+        lock = Some(create_generation(&tmp)?);
+        let search_dir = tmp.join("search");
+        std::fs::create_dir_all(&search_dir).map_err(|e| IndexError::io(&search_dir, e))?;
+        let writer = search_index::Writer::create(&search_dir, threads)?;
+        streamed = Some((tmp, writer));
+    }
+    let (fresh, added) = match &streamed {
+        Some((_, writer)) => read_and_index(kind, &to_read, writer)?,
+        None => (bundle::read_files(kind, &to_read), Vec::new()),
+    };
     drop(to_read);
     let files = Files {
         jobs,
@@ -347,26 +384,11 @@ pub(super) fn build(
     };
     let files_read = files.fresh.len() as u64;
 
-    let threads = if options.threads == 0 {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(4)
-    } else {
-        options.threads
-    };
     let mut naming = Naming {
         index_dir,
         previous: previous.as_ref(),
         kb_id: String::new(),
     };
-    let generation_name = |revision: u64| {
-        format!(
-            "gen-{revision}-{}",
-            &uuid::Uuid::new_v4().simple().to_string()[..8]
-        )
-    };
-    // Held from the generation folder's creation until `CURRENT` names it.
-    let lock;
     let plan = reuse
         .zip(previous.as_ref())
         .and_then(|(c, p)| patch_plan(&files, c, p, bundle_root, &canonical_root, options));
@@ -402,8 +424,14 @@ pub(super) fn build(
             );
             let (revision, revision_changed) = naming.revision(&content_fingerprint);
             let generation = generation_name(revision);
-            let tmp = index_dir.join(format!("{generation}.tmp"));
-            lock = Some(create_generation(&tmp)?);
+            let tmp = match &streamed {
+                Some((tmp, _)) => tmp.clone(),
+                None => {
+                    let tmp = index_dir.join(format!("{generation}.tmp"));
+                    lock = Some(create_generation(&tmp)?);
+                    tmp
+                }
+            };
             let written = assemble(
                 read,
                 kind,
@@ -487,9 +515,13 @@ pub(super) fn build(
             pages_of_catalog(&tmp.join(CATALOG_FILE))?
         };
         progress(&format!("indexing {} pages", pages.len()));
-        let pages: Vec<&Page> = pages.iter().collect();
-        (work.pages_indexed, unread) =
-            index_pages(bundle_root, &search_dir, true, &[], &pages, threads)?;
+        (work.pages_indexed, unread) = match streamed.take() {
+            Some((_, writer)) => finish_streamed(bundle_root, writer, added, &pages)?,
+            None => {
+                let pages: Vec<&Page> = pages.iter().collect();
+                index_pages(bundle_root, &search_dir, true, &[], &pages, threads)?
+            }
+        };
     }
     if !unread.is_empty() {
         // The ingest cache counts those pages as indexed: the next build takes this list's
@@ -1429,6 +1461,132 @@ fn index_pages(
     } else {
         search_index::Writer::update(dir, deleted, threads)?
     };
+    let indexed = add_pages(bundle_root, &mut writer, pages)?;
+    writer.finish()?;
+    Ok(indexed)
+}
+
+/// A page a full build indexed as it read it: its key, and the path and title it was indexed
+/// under.
+struct Added {
+    key: u64,
+    path: String,
+    title: String,
+}
+
+/// Reads the files of `jobs` (a full build's), indexing each page with `writer` as soon as it
+/// is read, under the title the bundle-wide steps will most likely give it: the document
+/// packets are read first for their records' titles. [`finish_streamed`] checks each page
+/// against what the bundle-wide steps decided.
+fn read_and_index(
+    kind: BundleKind,
+    jobs: &[&Job],
+    writer: &search_index::Writer,
+) -> Result<(Vec<ReadFile>, Vec<Added>), IndexError> {
+    let (packets, rest): (Vec<usize>, Vec<usize>) =
+        (0..jobs.len()).partition(|&i| jobs[i].class == PathClass::DocumentPacket);
+    let packet_jobs: Vec<&Job> = packets.iter().map(|&i| jobs[i]).collect();
+    let packet_files = bundle::read_files(kind, &packet_jobs);
+    // Path -> record title, the first record of a path (in path order of the packets) winning.
+    let mut records: HashMap<&str, Option<&str>> = HashMap::new();
+    for file in &packet_files {
+        for (path, title) in file.detail.record.iter().flat_map(|r| r.document_titles()) {
+            records.entry(path).or_insert(title);
+        }
+    }
+    let added = std::sync::Mutex::new(Vec::new());
+    let failed = std::sync::Mutex::new(None);
+    let on_page = |file: &ReadFile, text: bundle::PageText| {
+        let record = records.get(file.path.as_str());
+        if !file.detail.parsed || (file.class != PathClass::Page && record.is_none()) {
+            return;
+        }
+        let title = bundle::resolve_title(record.copied().flatten(), &file.path, &file.detail);
+        let key = search_index::page_key(&file.path);
+        let page = IndexedPage {
+            key,
+            path: &file.path,
+            title: &title,
+            text: &text,
+        };
+        match writer.add_one(&page) {
+            Ok(()) => added.lock().unwrap_or_else(|e| e.into_inner()).push(Added {
+                key,
+                path: file.path.clone(),
+                title,
+            }),
+            Err(e) => {
+                failed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert(e);
+            }
+        }
+    };
+    let rest_jobs: Vec<&Job> = rest.iter().map(|&i| jobs[i]).collect();
+    let rest_files = bundle::read_files_with_pages(kind, &rest_jobs, &on_page);
+    if let Some(e) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    drop(records);
+    // Back in the jobs' order.
+    let mut files: Vec<Option<ReadFile>> = (0..jobs.len()).map(|_| None).collect();
+    for (i, file) in packets.into_iter().zip(packet_files) {
+        files[i] = Some(file);
+    }
+    for (i, file) in rest.into_iter().zip(rest_files) {
+        files[i] = Some(file);
+    }
+    let files = files
+        .into_iter()
+        .map(|f| f.expect("every job read"))
+        .collect();
+    Ok((files, added.into_inner().unwrap_or_else(|e| e.into_inner())))
+}
+
+/// Completes a full build's search index: a page indexed while read ([`read_and_index`]) stays
+/// when it is one of `pages` under the same path and title, and is deleted otherwise (a page
+/// the bundle-wide steps titled or keyed otherwise, or did not take as a source page); the
+/// pages not indexed that way are read again and indexed now.
+fn finish_streamed(
+    bundle_root: &Path,
+    mut writer: search_index::Writer,
+    added: Vec<Added>,
+    pages: &[Page],
+) -> Result<(u64, Vec<Unread>), IndexError> {
+    let expected: HashMap<u64, &Page> = pages.iter().map(|p| (p.key, p)).collect();
+    // Key -> (indexed as expected, times indexed).
+    let mut seen: HashMap<u64, (bool, u32)> = HashMap::with_capacity(added.len());
+    for a in &added {
+        let as_expected = expected
+            .get(&a.key)
+            .is_some_and(|p| p.path == a.path && p.title == a.title);
+        let entry = seen.entry(a.key).or_insert((true, 0));
+        entry.0 &= as_expected;
+        entry.1 += 1;
+    }
+    drop(expected);
+    let mut kept = std::collections::HashSet::with_capacity(seen.len());
+    for (key, (as_expected, times)) in seen {
+        if as_expected && times == 1 {
+            kept.insert(key);
+        } else {
+            writer.delete(key);
+        }
+    }
+    let rest: Vec<&Page> = pages.iter().filter(|p| !kept.contains(&p.key)).collect();
+    let (count, unread) = add_pages(bundle_root, &mut writer, &rest)?;
+    writer.finish()?;
+    Ok((kept.len() as u64 + count, unread))
+}
+
+/// Adds `pages` to `writer`, reading their texts again from the bundle a batch at a time.
+/// Returns how many pages were indexed and the pages that could not be read.
+fn add_pages(
+    bundle_root: &Path,
+    writer: &mut search_index::Writer,
+    pages: &[&Page],
+) -> Result<(u64, Vec<Unread>), IndexError> {
     let mut count = 0;
     let mut unread = Vec::new();
     let mut start = 0;
@@ -1471,7 +1629,6 @@ fn index_pages(
         writer.add(&docs)?;
         start = end;
         if start >= pages.len() {
-            writer.finish()?;
             return Ok((count, unread));
         }
     }
@@ -1526,6 +1683,79 @@ fn incremental_search(
 mod tests {
     use super::*;
     use crate::index::catalog::CatalogRelation;
+
+    /// Documents of the index in `dir` with `title` (exact title key), and in all.
+    fn titled(dir: &Path, title: &str) -> (usize, u64) {
+        let index = tantivy::Index::open_in_dir(dir).unwrap();
+        let field = index.schema().get_field("exact_title").unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        let term = tantivy::Term::from_field_text(field, &crate::text::exact_key(title));
+        let query = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);
+        let hits = searcher.search(&query, &tantivy::collector::Count).unwrap();
+        (hits, searcher.num_docs())
+    }
+
+    #[test]
+    fn pages_indexed_while_read_are_checked_against_the_assembly() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("pages")).unwrap();
+        let page = |name: &str, title: &str| {
+            let path = format!("pages/{name}.md");
+            std::fs::write(
+                root.path().join(&path),
+                format!("# {title}\n\ntext of {name}\n"),
+            )
+            .unwrap();
+            Page {
+                key: search_index::page_key(&path),
+                fingerprint: [0; 16],
+                path: path.clone(),
+                title: title.into(),
+                disk: Some(path),
+                size: 20,
+            }
+        };
+        // What the bundle-wide steps decided: three source pages.
+        let pages = vec![page("a", "Alpha"), page("b", "Beta"), page("c", "Gamma")];
+        let search = root.path().join("search");
+        std::fs::create_dir(&search).unwrap();
+        let writer = search_index::Writer::create(&search, 1).unwrap();
+        let text = bundle::PageText {
+            metadata: String::new(),
+            body: "text".into(),
+        };
+        let mut added = Vec::new();
+        let mut add = |path: &str, title: &str| {
+            let key = search_index::page_key(path);
+            let page = IndexedPage {
+                key,
+                path,
+                title,
+                text: &text,
+            };
+            writer.add_one(&page).unwrap();
+            added.push(Added {
+                key,
+                path: path.into(),
+                title: title.into(),
+            });
+        };
+        // Read as expected; under another title; twice (the one key of two paths); and a page
+        // that is no source page.
+        add("pages/a.md", "Alpha");
+        add("pages/b.md", "Record title");
+        add("pages/c.md", "Gamma");
+        add("pages/c.md", "Gamma");
+        add("pages/nav.md", "Navigation");
+        let (count, unread) = finish_streamed(root.path(), writer, added, &pages).unwrap();
+        assert_eq!((count, unread.len()), (3, 0));
+        assert_eq!(titled(&search, "Alpha"), (1, 3));
+        assert_eq!(titled(&search, "Beta").0, 1);
+        assert_eq!(titled(&search, "Gamma").0, 1);
+        for gone in ["Record title", "Navigation"] {
+            assert_eq!(titled(&search, gone).0, 0, "{gone}");
+        }
+    }
 
     #[test]
     fn stored_views_encode_as_the_catalog_types() {

@@ -198,8 +198,16 @@ impl Writer {
     /// Adds the documents of `pages` (indexed by the writer's threads while the caller reads
     /// the next batch).
     pub fn add(&mut self, pages: &[IndexedPage<'_>]) -> Result<(), IndexError> {
-        let [key, title, path_f, meta, body, body_w, exact_path, exact_title] = self.fields;
         for page in pages {
+            self.add_one(page)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the document of one page; callable from several threads at once.
+    pub fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
+        let [key, title, path_f, meta, body, body_w, exact_path, exact_title] = self.fields;
+        {
             let mut d = TantivyDocument::default();
             d.add_u64(key, page.key);
             d.add_text(title, page.title);
@@ -219,6 +227,13 @@ impl Writer {
             self.writer.add_document(d)?;
         }
         Ok(())
+    }
+
+    /// Deletes the documents of the page `key` added so far in this session (and before it):
+    /// pages added after this call stay.
+    pub fn delete(&self, key: u64) {
+        self.writer
+            .delete_term(Term::from_field_u64(self.fields[0], key));
     }
 
     /// Commits the session. Deleted documents stay in their segments (BM25 counts only live
