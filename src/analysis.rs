@@ -51,6 +51,16 @@ fn normalize_into(raw: &str, out: &mut String) {
         out[start..].make_ascii_lowercase();
         return;
     }
+    // CJK unified ideographs (the basic block and extension A: almost every character of
+    // Chinese text) have no decomposition, compose with nothing and have no case: they are
+    // their own normalized form, and a CJK token is one or two of them.
+    if raw
+        .chars()
+        .all(|c| matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}'))
+    {
+        out.push_str(raw);
+        return;
+    }
     out.reserve(raw.len());
     if unicode_normalization::is_nfkc_quick(raw.chars()) == unicode_normalization::IsNormalized::Yes
     {
@@ -642,6 +652,9 @@ mod tests {
             "ǅ",
             "ᾼ",
             "数据",
+            "㐀䶿一鿿",
+            "\u{F900}\u{2F00}\u{2E80}",
+            "数\u{301}",
             "ｶﾀｶﾅ",
             "x\u{0}y",
             "",

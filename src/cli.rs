@@ -598,6 +598,7 @@ fn build_index(bundle: &Path, threads: usize, full: bool, source: &Source) -> Re
         knowledge_base_id: source.kb_id.clone(),
         threads,
         full,
+        streamed_bytes: None,
     };
     let mut progress = progress_printer(source.quiet);
     let started = std::time::Instant::now();
@@ -676,6 +677,7 @@ fn build_options(source: &Source) -> BuildOptions {
         knowledge_base_id: source.kb_id.clone(),
         threads: 0,
         full: false,
+        streamed_bytes: None,
     }
 }
 

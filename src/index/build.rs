@@ -363,7 +363,7 @@ pub(super) fn build(
     // named for revision 0 until the revision is known, and its search index writer come first.
     let mut streamed = None;
     let bytes_to_read: u64 = to_read.iter().map(|job| job.file.size).sum();
-    if reuse.is_none() && bytes_to_read <= STREAMED_BUILD_BYTES {
+    if reuse.is_none() && bytes_to_read <= options.streamed_bytes.unwrap_or(STREAMED_BUILD_BYTES) {
         let tmp = index_dir.join(format!("{}.tmp", generation_name(0)));
         lock = Some(create_generation(&tmp)?);
         let search_dir = tmp.join("search");

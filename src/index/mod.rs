@@ -146,6 +146,10 @@ pub struct BuildOptions {
     /// Reads and indexes everything, reusing nothing of the previous generation but its
     /// revision numbers.
     pub full: bool,
+    /// The most bytes a full build reads and still indexes each page as it reads it (more
+    /// memory at once, less time); `None`: 512 MiB. A larger build reads everything first and
+    /// the page texts again as it indexes them.
+    pub streamed_bytes: Option<u64>,
 }
 
 /// What a build did.
