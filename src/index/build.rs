@@ -291,6 +291,11 @@ pub(super) fn build(
         .and_then(|p| Cache::open(&p.generation.join(INGEST_CACHE_FILE)).ok())
         .filter(|c| c.kind() == kind);
     let reuse = cache.as_ref().filter(|_| !full);
+    if reuse.is_some() {
+        // An update indexes a few pages, and a Chinese one needs the segmenter's dictionary:
+        // loaded meanwhile, on a core the rest of the update leaves mostly idle.
+        std::thread::spawn(crate::analysis::load_dictionary);
+    }
     // What the previous search index holds, to bring it up to date.
     let indexed_before = reuse.map(|c| {
         let mut indexed = indexed_of(c);
