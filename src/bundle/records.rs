@@ -98,34 +98,99 @@ pub fn parse_json(text: &str) -> Result<Value, String> {
 }
 
 /// Checks a JSON document's syntax and returns its top-level `title` string, without building
-/// a tree of the rest.
+/// a tree of the rest: one pass, which also refuses nesting deeper than [`MAX_JSON_DEPTH`]
+/// (term route files are most of a bundle's bytes, and a separate depth scan cost as much as
+/// the parse). A duplicated `title` gives none.
 pub fn parse_title(text: &str) -> Result<Option<String>, String> {
-    #[derive(Deserialize)]
-    struct Titled {
-        #[serde(default)]
-        title: Option<Value>,
-    }
-    if nesting_depth_exceeds(text, MAX_JSON_DEPTH) {
-        return Err(format!("JSON nests deeper than {MAX_JSON_DEPTH} levels"));
-    }
+    use serde::de::DeserializeSeed;
     let text = sanitize_lone_surrogates(text);
-    if !text
-        .trim_start_matches([' ', '\t', '\n', '\r'])
-        .starts_with('{')
-    {
-        // Not an object, so no title; a struct would also read a JSON array (its first item
-        // taken as the title, a longer array refused as "trailing characters").
-        return serde_json::from_str::<serde::de::IgnoredAny>(&text)
-            .map(|_| None)
-            .map_err(|e| e.to_string());
+    let mut deserializer = serde_json::Deserializer::from_str(&text);
+    let title = Skim { depth: 0 }
+        .deserialize(&mut deserializer)
+        .and_then(|title| deserializer.end().map(|()| title))
+        .map_err(|e| e.to_string())?;
+    Ok(title.and_then(|t| match t {
+        Skimmed::Title(title) => title,
+        Skimmed::String(_) => None,
+    }))
+}
+
+/// What [`Skim`] keeps of a JSON value: a string's text, or the top-level object's `title`.
+enum Skimmed {
+    String(String),
+    Title(Option<String>),
+}
+
+/// Reads a JSON value inside `depth` containers, keeping nothing but what [`Skimmed`] says.
+struct Skim {
+    depth: usize,
+}
+
+impl Skim {
+    fn enter<E: serde::de::Error>(&self) -> Result<Skim, E> {
+        let depth = self.depth + 1;
+        if depth > MAX_JSON_DEPTH {
+            return Err(E::custom(format!(
+                "JSON nests deeper than {MAX_JSON_DEPTH} levels"
+            )));
+        }
+        Ok(Skim { depth })
     }
-    match serde_json::from_str::<Titled>(&text) {
-        Ok(t) => Ok(t.title.and_then(|v| v.as_str().map(str::to_string))),
-        // Valid JSON that is not an object has no title.
-        Err(e) if e.is_data() => serde_json::from_str::<serde::de::IgnoredAny>(&text)
-            .map(|_| None)
-            .map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Skim {
+    type Value = Option<Skimmed>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Skim {
+    type Value = Option<Skimmed>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok((self.depth == 1).then(|| Skimmed::String(v.to_string())))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let inner = self.enter()?;
+        while seq.next_element_seed(Skim { ..inner })?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let inner = self.enter()?;
+        let mut titles = 0;
+        let mut title = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            // Only the top-level object's title string is kept (values one level in).
+            let value = map.next_value_seed(Skim { ..inner })?;
+            if self.depth == 0 && key == "title" {
+                titles += 1;
+                title = match value {
+                    Some(Skimmed::String(t)) => Some(t),
+                    _ => None,
+                };
+            }
+        }
+        let title = if titles == 1 { title } else { None };
+        Ok((self.depth == 0).then_some(Skimmed::Title(title)))
     }
 }
 
@@ -243,6 +308,35 @@ mod tests {
         }
         assert_eq!(parse_title(r#" {"title":"t"}"#), Ok(Some("t".to_string())));
         assert!(parse_title("[1,").is_err());
+    }
+
+    #[test]
+    fn titles_are_the_top_level_objects_strings() {
+        let cases = [
+            (
+                r#"{"a":[1,{"title":"inner"}],"title":"top","b":{"c":null}}"#,
+                Some("top"),
+            ),
+            (r#"{"title":"a","title":"b"}"#, None),
+            (r#"{"title":3}"#, None),
+            (r#"{"title":["x"]}"#, None),
+            (r#"{"title":"caf\u00e9 \ud800"}"#, Some("café \u{fffd}")),
+            (r#"{}"#, None),
+        ];
+        for (text, title) in cases {
+            assert_eq!(parse_title(text), Ok(title.map(str::to_string)), "{text}");
+        }
+        assert!(parse_title(r#"{"title":"t"} x"#).is_err());
+        assert!(parse_title(r#"{"title":"t",}"#).is_err());
+        // Nesting: 100 levels are read, 101 refused, as parse_json refuses them.
+        let nested = |n: usize| format!("{{\"a\":{}1{}}}", "[".repeat(n - 1), "]".repeat(n - 1));
+        assert_eq!(parse_title(&nested(100)), Ok(None));
+        let deeper = parse_title(&nested(101)).unwrap_err();
+        assert!(
+            deeper.starts_with("JSON nests deeper than 100 levels"),
+            "{deeper}"
+        );
+        assert!(parse_json(&nested(101)).is_err() && parse_json(&nested(100)).is_ok());
     }
 
     #[test]
