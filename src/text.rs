@@ -5,7 +5,17 @@ use unicode_normalization::UnicodeNormalization;
 
 /// NFKC, trimmed, every whitespace run collapsed to one space (the API's query normalization).
 pub fn normalize_query_text(raw: &str) -> String {
-    let nfkc: String = raw.nfkc().collect();
+    // Text already in NFKC (ASCII always, almost every title and path) is left as it is.
+    let quick = |s: &str| {
+        s.is_ascii()
+            || unicode_normalization::is_nfkc_quick(s.chars())
+                == unicode_normalization::IsNormalized::Yes
+    };
+    let nfkc: std::borrow::Cow<'_, str> = if quick(raw) {
+        raw.into()
+    } else {
+        raw.nfkc().collect::<String>().into()
+    };
     nfkc.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -184,5 +194,19 @@ mod tests {
     #[test]
     fn query_normalization_is_nfkc_and_collapses_space() {
         assert_eq!(normalize_query_text("  ＡＰＩ \t v2  "), "API v2");
+        // The quick check's way and NFKC's agree.
+        for raw in [
+            "知识库 续费",
+            "e\u{301}",
+            "ﬁle ①",
+            "Å",
+            "ｶﾀｶﾅ",
+            "plain ascii",
+            "ḱ\u{323}",
+        ] {
+            let full: String = raw.nfkc().collect();
+            let full = full.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(normalize_query_text(raw), full, "{raw:?}");
+        }
     }
 }
