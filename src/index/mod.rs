@@ -147,8 +147,8 @@ pub struct BuildOptions {
     /// revision numbers.
     pub full: bool,
     /// The most bytes a full build reads and still indexes each page as it reads it (more
-    /// memory at once, less time); `None`: 512 MiB. A larger build reads everything first and
-    /// the page texts again as it indexes them.
+    /// memory at once, less time); `None`: no limit. A larger build reads everything first,
+    /// then the page texts again as it indexes them.
     pub streamed_bytes: Option<u64>,
 }
 

@@ -121,8 +121,10 @@ const WRITER_BYTES_PER_THREAD: usize = 64_000_000;
 /// Writer memory per indexing thread of a full build. A full build merges nothing (merging
 /// rewrote most of the postings once more: a fifth of a 100,000-page build), so each arena
 /// fill is a segment of the finished index: larger arenas, fewer segments for queries to
-/// visit (100,000 pages of ~3 KB: four or five).
-const FULL_BUILD_BYTES_PER_THREAD: usize = 192_000_000;
+/// visit (100,000 pages of ~3 KB: four). A full build holds the parse of every file while
+/// it indexes (`build` module docs), which bounds the arenas: at 192 MB a 100,000-page build
+/// peaked at 1.07-1.19 GB, at 128 MB at 0.93-0.97 GB, with as many segments.
+const FULL_BUILD_BYTES_PER_THREAD: usize = 128_000_000;
 
 /// Deleted documents kept in all before the segments holding them are merged.
 const MAX_DELETED: u32 = 2_000;
