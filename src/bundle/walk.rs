@@ -32,6 +32,8 @@ pub struct WalkedFile {
 pub struct Walk {
     pub files: Vec<WalkedFile>,
     pub diagnostics: Vec<Diagnostic>,
+    /// [`stat_fingerprint`], once made (a build needs it twice).
+    fingerprint: std::sync::OnceLock<String>,
 }
 
 fn is_hidden(name: &std::ffi::OsStr) -> bool {
@@ -261,14 +263,17 @@ fn display_relative(root: &Path, path: &Path) -> String {
 
 /// A cheap fingerprint of what the walk sees: every file's relative path, size and mtime.
 pub fn stat_fingerprint(walk: &Walk) -> String {
-    let mut hasher = BufferedSha256::new();
-    for file in &walk.files {
-        hasher.update(file.relative.as_bytes());
-        hasher.update(&[0]);
-        hasher.update(&file.size.to_le_bytes());
-        hasher.update(&file.mtime_ns.to_le_bytes());
-    }
-    hex(&hasher.finalize())
+    let made = || {
+        let mut hasher = BufferedSha256::new();
+        for file in &walk.files {
+            hasher.update(file.relative.as_bytes());
+            hasher.update(&[0]);
+            hasher.update(&file.size.to_le_bytes());
+            hasher.update(&file.mtime_ns.to_le_bytes());
+        }
+        hex(&hasher.finalize())
+    };
+    walk.fingerprint.get_or_init(made).clone()
 }
 
 /// SHA-256 of many small pieces, handed to the hasher in runs of 64 KiB (a call per piece costs

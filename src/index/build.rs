@@ -395,13 +395,17 @@ pub(super) fn build(
         previous: previous.as_ref(),
         kb_id: String::new(),
     };
-    let plan = reuse
-        .zip(previous.as_ref())
-        .and_then(|(c, p)| patch_plan(&files, c, p, bundle_root, &canonical_root, options));
-    let (written, tmp, live_name) = match plan {
-        Some(plan) => {
+    // An update's plan and its content fingerprint (each a pass over every file) side by side.
+    let (plan, update_fingerprint) = match reuse.zip(previous.as_ref()) {
+        Some((c, p)) => rayon::join(
+            || patch_plan(&files, c, p, bundle_root, &canonical_root, options),
+            || Some(files.content_fingerprint(kind)),
+        ),
+        None => (None, None),
+    };
+    let (written, tmp, live_name) = match plan.zip(update_fingerprint) {
+        Some((plan, content_fingerprint)) => {
             naming.kb_id = plan.previous.manifest.knowledge_base_id.clone();
-            let content_fingerprint = files.content_fingerprint(kind);
             let (revision, revision_changed) = naming.revision(&content_fingerprint);
             let name = generation_name(revision);
             let tmp = index_dir.join(format!("{name}.tmp"));
