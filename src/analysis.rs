@@ -68,8 +68,7 @@ fn normalize_into(raw: &str, out: &mut String) {
         return;
     }
     out.reserve(raw.len());
-    if unicode_normalization::is_nfkc_quick(raw.chars()) == unicode_normalization::IsNormalized::Yes
-    {
+    if crate::text::is_nfkc(raw) {
         for c in raw.chars() {
             out.extend(c.to_lowercase());
         }

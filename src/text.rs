@@ -6,12 +6,7 @@ use unicode_normalization::UnicodeNormalization;
 /// NFKC, trimmed, every whitespace run collapsed to one space (the API's query normalization).
 pub fn normalize_query_text(raw: &str) -> String {
     // Text already in NFKC (ASCII always, almost every title and path) is left as it is.
-    let quick = |s: &str| {
-        s.is_ascii()
-            || unicode_normalization::is_nfkc_quick(s.chars())
-                == unicode_normalization::IsNormalized::Yes
-    };
-    let nfkc: std::borrow::Cow<'_, str> = if quick(raw) {
+    let nfkc: std::borrow::Cow<'_, str> = if is_nfkc(raw) {
         raw.into()
     } else {
         raw.nfkc().collect::<String>().into()
@@ -46,12 +41,19 @@ pub fn exact_key(raw: &str) -> String {
     let key = normalize_query_text(raw).to_lowercase();
     // Lower-casing can leave characters that compose (`T` + U+0308 lower-cases to `t` + U+0308,
     // which NFKC writes as `ẗ`): normalize once more, so that every form of a text has one key.
-    if unicode_normalization::is_nfkc_quick(key.chars()) == unicode_normalization::IsNormalized::Yes
-    {
+    if is_nfkc(&key) {
         key
     } else {
         normalize_query_text(&key).to_lowercase()
     }
+}
+
+/// True when `s` is known to be in NFKC by the quick check (ASCII always is); false may also be
+/// text that is, which only the full normalization tells.
+pub fn is_nfkc(s: &str) -> bool {
+    s.is_ascii()
+        || unicode_normalization::is_nfkc_quick(s.chars())
+            == unicode_normalization::IsNormalized::Yes
 }
 
 pub fn is_nfc(s: &str) -> bool {

@@ -513,21 +513,38 @@ fn with_read_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
 
 /// The indexed text of a page whose file content is `text`.
 fn page_text(text: &str) -> PageText {
-    let mut frontmatter = Map::new();
-    let mut raw_frontmatter = None;
-    let mut body = text;
+    let split = split_page(text);
+    let raw = split.invalid.map(|(_, raw)| raw);
+    indexed_text(
+        split.frontmatter,
+        raw,
+        markdown::summarize(split.body).plain_text,
+    )
+}
+
+/// A page's text split at its frontmatter.
+struct SplitPage<'a> {
+    /// The frontmatter parsed (empty when there is none or it did not parse).
+    frontmatter: Map<String, Value>,
+    /// Why the frontmatter did not parse, and its raw YAML.
+    invalid: Option<(frontmatter::FrontmatterError, &'a str)>,
+    body: &'a str,
+}
+
+fn split_page(text: &str) -> SplitPage<'_> {
+    let mut split = SplitPage {
+        frontmatter: Map::new(),
+        invalid: None,
+        body: text,
+    };
     if let Some(block) = frontmatter::locate(text) {
         match frontmatter::parse(&block) {
-            Ok(map) => frontmatter = map,
-            Err(_) => raw_frontmatter = Some(block.yaml),
+            Ok(map) => split.frontmatter = map,
+            Err(e) => split.invalid = Some((e, block.yaml)),
         }
-        body = &text[block.body_start..];
+        split.body = &text[block.body_start..];
     }
-    indexed_text(
-        frontmatter,
-        raw_frontmatter,
-        markdown::summarize(body).plain_text,
-    )
+    split
 }
 
 /// The indexed text of a page from its parse: its frontmatter (or the raw block that did not
@@ -681,7 +698,8 @@ fn read_one(
         problems: Vec::new(),
         detail: Detail::default(),
     };
-    let on_page = on_page.filter(|_| matches!(class, PathClass::Page | PathClass::PageNavigation));
+    // Only a file that can be a source page (a navigation page when a record lists it).
+    let on_page = on_page.filter(|_| is_source_page(class, true));
     let mut text = None;
     let out =
         with_read_buffer(|bytes| read_parsed(file, out, bytes, kind, on_page.map(|_| &mut text)));
@@ -753,21 +771,18 @@ fn read_parsed(
         }
         return out;
     }
-    let mut body: &str = &text;
-    let mut frontmatter = Map::new();
+    let SplitPage {
+        frontmatter,
+        invalid,
+        body,
+    } = split_page(&text);
     let mut raw_frontmatter = None;
-    if let Some(block) = frontmatter::locate(&text) {
-        match frontmatter::parse(&block) {
-            Ok(map) => frontmatter = map,
-            Err(e) => {
-                out.problems.push((
-                    e.line,
-                    format!("invalid frontmatter, kept as raw text: {}", e.message),
-                ));
-                raw_frontmatter = Some(block.yaml);
-            }
-        }
-        body = &text[block.body_start..];
+    if let Some((e, raw)) = invalid {
+        out.problems.push((
+            e.line,
+            format!("invalid frontmatter, kept as raw text: {}", e.message),
+        ));
+        raw_frontmatter = Some(raw);
     }
     let mut summary = markdown::summarize(body);
     if let Some(slot) = page_text {
@@ -787,6 +802,16 @@ fn read_parsed(
         out.detail.frontmatter = serde_json::to_string(&frontmatter).unwrap_or_default();
     }
     out
+}
+
+/// Whether a file of `class` is served as a source page: a page always, a navigation page when
+/// a document record lists it.
+pub fn is_source_page(class: PathClass, has_record: bool) -> bool {
+    match class {
+        PathClass::Page => true,
+        PathClass::PageNavigation => has_record,
+        _ => false,
+    }
 }
 
 /// The knowledge-base name: the root `index.md` title, else the folder name (DECISIONS 4).
@@ -1187,12 +1212,7 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
     };
     for r in read {
         let record = records.get(r.path.as_str());
-        let source_backed = match r.class {
-            PathClass::Page | PathClass::PageNavigation => {
-                record.is_some() || r.class == PathClass::Page
-            }
-            _ => false,
-        };
+        let source_backed = is_source_page(r.class, record.is_some());
         if source_backed && record.is_none() {
             diagnostics.push(Diagnostic::new(
                 r.path.clone(),

@@ -1508,7 +1508,7 @@ fn read_and_index(
     let failed = std::sync::Mutex::new(None);
     let on_page = |file: &ReadFile, text: bundle::PageText| {
         let record = records.get(file.path.as_str());
-        if !file.detail.parsed || (file.class != PathClass::Page && record.is_none()) {
+        if !file.detail.parsed || !bundle::is_source_page(file.class, record.is_some()) {
             return;
         }
         let title = bundle::resolve_title(record.copied().flatten(), &file.path, &file.detail);

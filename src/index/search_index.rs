@@ -209,25 +209,23 @@ impl Writer {
     /// Adds the document of one page; callable from several threads at once.
     pub fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
         let [key, title, path_f, meta, body, body_w, exact_path, exact_title] = self.fields;
-        {
-            let mut d = TantivyDocument::default();
-            d.add_u64(key, page.key);
-            d.add_text(title, page.title);
-            let path_words = page
-                .path
-                .strip_prefix("pages/")
-                .unwrap_or(page.path)
-                .replace(['/', '_', '-', '.'], " ");
-            d.add_text(path_f, &path_words);
-            d.add_text(meta, &page.text.metadata);
-            d.add_text(body, &page.text.body);
-            d.add_text(body_w, &page.text.body);
-            for k in exact_path_keys(page.path) {
-                d.add_text(exact_path, &k);
-            }
-            d.add_text(exact_title, crate::text::exact_key(page.title));
-            self.writer.add_document(d)?;
+        let mut d = TantivyDocument::default();
+        d.add_u64(key, page.key);
+        d.add_text(title, page.title);
+        let path_words = page
+            .path
+            .strip_prefix("pages/")
+            .unwrap_or(page.path)
+            .replace(['/', '_', '-', '.'], " ");
+        d.add_text(path_f, &path_words);
+        d.add_text(meta, &page.text.metadata);
+        d.add_text(body, &page.text.body);
+        d.add_text(body_w, &page.text.body);
+        for k in exact_path_keys(page.path) {
+            d.add_text(exact_path, &k);
         }
+        d.add_text(exact_title, crate::text::exact_key(page.title));
+        self.writer.add_document(d)?;
         Ok(())
     }
 
