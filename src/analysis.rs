@@ -87,15 +87,28 @@ enum Run {
 }
 
 fn runs(text: &str) -> Vec<Run> {
+    let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut current: Option<Run> = None;
-    for (i, c) in text.char_indices() {
-        let end = i + c.len_utf8();
-        let (kind_cjk, is_word) = if c.is_ascii() {
-            (false, c.is_ascii_alphanumeric())
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        // ASCII (most of most texts) a byte at a time: a run of letters and digits in one step.
+        let (end, kind_cjk, is_word) = if b.is_ascii() {
+            if b.is_ascii_alphanumeric() {
+                let len = bytes[i..]
+                    .iter()
+                    .position(|b| !b.is_ascii_alphanumeric())
+                    .unwrap_or(bytes.len() - i);
+                (i + len, false, true)
+            } else {
+                (i + 1, false, false)
+            }
         } else {
+            // `i` is a character boundary: every step ends on one.
+            let c = text[i..].chars().next().unwrap_or('\u{fffd}');
             let cjk = is_cjk(c);
-            (cjk, !cjk && c.is_alphanumeric())
+            (i + c.len_utf8(), cjk, !cjk && c.is_alphanumeric())
         };
         current = match (current, kind_cjk, is_word) {
             (Some(Run::Cjk(s, _)), true, _) => Some(Run::Cjk(s, end)),
@@ -113,6 +126,7 @@ fn runs(text: &str) -> Vec<Run> {
                 None
             }
         };
+        i = end;
     }
     out.extend(current);
     out
@@ -679,6 +693,50 @@ mod tests {
             ]
         );
         assert_eq!(terms(&mut a, "Running ＡＰＩ v2"), vec!["run", "api", "v2"]);
+    }
+
+    /// The byte-stepping `runs` splits as a character-by-character classification does.
+    #[test]
+    fn runs_split_as_characters_classify() {
+        fn by_chars(text: &str) -> Vec<Run> {
+            let mut out = Vec::new();
+            let mut current: Option<Run> = None;
+            for (i, c) in text.char_indices() {
+                let end = i + c.len_utf8();
+                let cjk = is_cjk(c);
+                let word = !cjk && c.is_alphanumeric();
+                current = match (current, cjk, word) {
+                    (Some(Run::Cjk(s, _)), true, _) => Some(Run::Cjk(s, end)),
+                    (Some(Run::Word(s, _)), _, true) => Some(Run::Word(s, end)),
+                    (prev, true, _) => {
+                        out.extend(prev);
+                        Some(Run::Cjk(i, end))
+                    }
+                    (prev, _, true) => {
+                        out.extend(prev);
+                        Some(Run::Word(i, end))
+                    }
+                    (prev, _, _) => {
+                        out.extend(prev);
+                        None
+                    }
+                };
+            }
+            out.extend(current);
+            out
+        }
+        for text in [
+            "",
+            "a",
+            "café au lait, naïve-ish x² 3½ ΟΔΟΣ e\u{301}te",
+            "OKF规范v2 知识库的续费 (2024年) API_key=abc123;",
+            "ＡＰＩ ﬁne — “quoted” 🙂 emoji🙂x тест1 日本語かなカナ한국어",
+            "trailing ascii run123",
+            "中",
+            " \t\n",
+        ] {
+            assert_eq!(runs(text), by_chars(text), "{text:?}");
+        }
     }
 
     #[test]

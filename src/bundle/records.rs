@@ -98,55 +98,27 @@ pub fn parse_json(text: &str) -> Result<Value, String> {
 }
 
 /// Checks a JSON document's syntax and returns its top-level `title` string, without building
-/// a tree of the rest: one pass, which also refuses nesting deeper than [`MAX_JSON_DEPTH`]
-/// (term route files are most of a bundle's bytes, and a separate depth scan cost as much as
-/// the parse). A duplicated `title` gives none.
+/// a tree of the rest: serde_json skips every other value in place (term route files are most
+/// of a bundle's bytes). A duplicated `title` gives none. Nesting is not bounded here: nothing
+/// is built, and serde_json skips nested values with a stack of its own, not by recursion, so a
+/// deep document is read like any other (records, which are built into trees, are bounded by
+/// [`parse_json`]).
 pub fn parse_title(text: &str) -> Result<Option<String>, String> {
-    use serde::de::DeserializeSeed;
+    use serde::Deserializer as _;
     let text = sanitize_lone_surrogates(text);
     let mut deserializer = serde_json::Deserializer::from_str(&text);
-    let title = Skim { depth: 0 }
-        .deserialize(&mut deserializer)
+    let title = (&mut deserializer)
+        .deserialize_any(TopLevel)
         .and_then(|title| deserializer.end().map(|()| title))
         .map_err(|e| e.to_string())?;
-    Ok(title.and_then(|t| match t {
-        Skimmed::Title(title) => title,
-        Skimmed::String(_) => None,
-    }))
+    Ok(title)
 }
 
-/// What [`Skim`] keeps of a JSON value: a string's text, or the top-level object's `title`.
-enum Skimmed {
-    String(String),
-    Title(Option<String>),
-}
+/// Reads a whole JSON document, keeping only the string `title` of a top-level object.
+struct TopLevel;
 
-/// Reads a JSON value inside `depth` containers, keeping nothing but what [`Skimmed`] says.
-struct Skim {
-    depth: usize,
-}
-
-impl Skim {
-    fn enter<E: serde::de::Error>(&self) -> Result<Skim, E> {
-        let depth = self.depth + 1;
-        if depth > MAX_JSON_DEPTH {
-            return Err(E::custom(format!(
-                "JSON nests deeper than {MAX_JSON_DEPTH} levels"
-            )));
-        }
-        Ok(Skim { depth })
-    }
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for Skim {
-    type Value = Option<Skimmed>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for Skim {
-    type Value = Option<Skimmed>;
+impl<'de> serde::de::Visitor<'de> for TopLevel {
+    type Value = Option<String>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
@@ -166,31 +138,73 @@ impl<'de> serde::de::Visitor<'de> for Skim {
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
         Ok(None)
     }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((self.depth == 1).then(|| Skimmed::String(v.to_string())))
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let inner = self.enter()?;
-        while seq.next_element_seed(Skim { ..inner })?.is_some() {}
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
         Ok(None)
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let inner = self.enter()?;
         let mut titles = 0;
         let mut title = None;
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            // Only the top-level object's title string is kept (values one level in).
-            let value = map.next_value_seed(Skim { ..inner })?;
-            if self.depth == 0 && key == "title" {
+            if key == "title" {
                 titles += 1;
-                title = match value {
-                    Some(Skimmed::String(t)) => Some(t),
-                    _ => None,
-                };
+                title = map.next_value::<TitleValue>()?.0;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
             }
         }
-        let title = if titles == 1 { title } else { None };
-        Ok((self.depth == 0).then_some(Skimmed::Title(title)))
+        Ok(if titles == 1 { title } else { None })
+    }
+}
+
+/// A `title` value: its text when it is a string, else nothing (the value is skipped).
+struct TitleValue(Option<String>);
+
+impl<'de> serde::Deserialize<'de> for TitleValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TitleVisitor)
+    }
+}
+
+struct TitleVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TitleVisitor {
+    type Value = TitleValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(TitleValue(Some(v.to_string())))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(TitleValue(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(TitleValue(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(TitleValue(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(TitleValue(None))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(TitleValue(None))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(TitleValue(None))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(TitleValue(None))
     }
 }
 
@@ -328,14 +342,17 @@ mod tests {
         }
         assert!(parse_title(r#"{"title":"t"} x"#).is_err());
         assert!(parse_title(r#"{"title":"t",}"#).is_err());
-        // Nesting: 100 levels are read, 101 refused, as parse_json refuses them.
+        // Nesting: the check builds nothing, so any depth is read (without recursion: 100,000
+        // levels do not overflow the stack), and a bad document is bad at any depth; records,
+        // built into trees, are refused past 100 levels.
         let nested = |n: usize| format!("{{\"a\":{}1{}}}", "[".repeat(n - 1), "]".repeat(n - 1));
-        assert_eq!(parse_title(&nested(100)), Ok(None));
-        let deeper = parse_title(&nested(101)).unwrap_err();
-        assert!(
-            deeper.starts_with("JSON nests deeper than 100 levels"),
-            "{deeper}"
+        assert_eq!(parse_title(&nested(101)), Ok(None));
+        let deep = format!(
+            "{},\"title\":\"t\"}}",
+            &nested(100_000)[..nested(100_000).len() - 1]
         );
+        assert_eq!(parse_title(&deep), Ok(Some("t".to_string())));
+        assert!(parse_title(&nested(100_000)[1..]).is_err());
         assert!(parse_json(&nested(101)).is_err() && parse_json(&nested(100)).is_ok());
     }
 

@@ -1699,7 +1699,8 @@ mod tests {
         let index = tantivy::Index::open_in_dir(dir).unwrap();
         let field = index.schema().get_field("exact_title").unwrap();
         let searcher = index.reader().unwrap().searcher();
-        let term = tantivy::Term::from_field_text(field, &crate::text::exact_key(title));
+        let key = search_index::exact_term(&crate::text::exact_key(title));
+        let term = tantivy::Term::from_field_u64(field, key);
         let query = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);
         let hits = searcher.search(&query, &tantivy::collector::Count).unwrap();
         (hits, searcher.num_docs())

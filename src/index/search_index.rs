@@ -9,7 +9,7 @@ use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED, STRING,
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
 };
 use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
@@ -84,8 +84,11 @@ fn schema() -> Schema {
     builder.add_text_field("meta", positions(false));
     builder.add_text_field("body", positions(false));
     builder.add_text_field("body_w", words);
-    builder.add_text_field("exact_path", STRING);
-    builder.add_text_field("exact_title", STRING);
+    // The exact lanes' keys, as their hashes ([`exact_term`]): a key is a whole normalized path
+    // or title, and the term dictionary of the keys themselves was most of its bytes (on SciFact,
+    // 650 KB of keys against 240 KB of body terms), built at a tenth of the build's time.
+    builder.add_u64_field("exact_path", INDEXED);
+    builder.add_u64_field("exact_title", INDEXED);
     builder.build()
 }
 
@@ -108,8 +111,20 @@ pub fn exact_path_keys(path: &str) -> Vec<String> {
 /// Catalog positions shift when pages come and go; keys do not, so an incremental build can
 /// delete and add single pages.
 pub fn page_key(path: &str) -> u64 {
+    hash64(path)
+}
+
+/// The indexed term of an exact-lane key (from [`crate::text::exact_key`]). Two keys share a
+/// term only when their SHA-256 digests share the first 64 bits.
+pub fn exact_term(key: &str) -> u64 {
+    hash64(key)
+}
+
+/// The first 64 bits of the SHA-256 digest of `text`, little-endian: stable across platforms
+/// and versions.
+fn hash64(text: &str) -> u64 {
     use sha2::Digest;
-    let digest = sha2::Sha256::digest(path.as_bytes());
+    let digest = sha2::Sha256::digest(text.as_bytes());
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&digest[..8]);
     u64::from_le_bytes(bytes)
@@ -222,9 +237,9 @@ impl Writer {
         d.add_text(body, &page.text.body);
         d.add_text(body_w, &page.text.body);
         for k in exact_path_keys(page.path) {
-            d.add_text(exact_path, &k);
+            d.add_u64(exact_path, exact_term(&k));
         }
-        d.add_text(exact_title, crate::text::exact_key(page.title));
+        d.add_u64(exact_title, exact_term(&crate::text::exact_key(page.title)));
         self.writer.add_document(d)?;
         Ok(())
     }
@@ -589,7 +604,8 @@ impl SearchIndex {
         field: Field,
         key: &str,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        let query = TermQuery::new(Term::from_field_text(field, key), IndexRecordOption::Basic);
+        let term = Term::from_field_u64(field, exact_term(key));
+        let query = TermQuery::new(term, IndexRecordOption::Basic);
         self.run(searcher, &query, 1000)
     }
 
