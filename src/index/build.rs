@@ -1493,59 +1493,82 @@ fn read_and_index(
     jobs: &[&Job],
     writer: &search_index::Writer,
 ) -> Result<(Vec<ReadFile>, Vec<Added>), IndexError> {
-    let (packets, rest): (Vec<usize>, Vec<usize>) =
-        (0..jobs.len()).partition(|&i| jobs[i].class == PathClass::DocumentPacket);
-    let packet_jobs: Vec<&Job> = packets.iter().map(|&i| jobs[i]).collect();
-    let packet_files = bundle::read_files(kind, &packet_jobs);
-    // Path -> record title, the first record of a path (in path order of the packets) winning.
-    let mut records: HashMap<&str, Option<&str>> = HashMap::new();
-    for file in &packet_files {
-        for (path, title) in file.detail.record.iter().flat_map(|r| r.document_titles()) {
-            records.entry(path).or_insert(title);
+    // Document packets first (a page's record title is its index title), then the pages;
+    // the other files (most of a bundle's bytes: term routes, graph records) are read
+    // alongside, so that both cores work while the packets are parsed.
+    let mut packets = Vec::new();
+    let mut pages = Vec::new();
+    let mut others = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        match job.class {
+            PathClass::DocumentPacket => packets.push(i),
+            PathClass::Page | PathClass::PageNavigation => pages.push(i),
+            _ => others.push(i),
         }
     }
     let added = std::sync::Mutex::new(Vec::new());
     let failed = std::sync::Mutex::new(None);
-    let on_page = |file: &ReadFile, text: bundle::PageText| {
-        let record = records.get(file.path.as_str());
-        if !file.detail.parsed || !bundle::is_source_page(file.class, record.is_some()) {
-            return;
-        }
-        let title = bundle::resolve_title(record.copied().flatten(), &file.path, &file.detail);
-        let key = search_index::page_key(&file.path);
-        let page = IndexedPage {
-            key,
-            path: &file.path,
-            title: &title,
-            text: &text,
-        };
-        match writer.add_one(&page) {
-            Ok(()) => added.lock().unwrap_or_else(|e| e.into_inner()).push(Added {
-                key,
-                path: file.path.clone(),
-                title,
-            }),
-            Err(e) => {
-                failed
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get_or_insert(e);
+    let read_packets_and_pages = || {
+        let packet_jobs: Vec<&Job> = packets.iter().map(|&i| jobs[i]).collect();
+        let packet_files = bundle::read_files(kind, &packet_jobs);
+        // Path -> record title, the first record of a path (in path order of the packets)
+        // winning.
+        let mut records: HashMap<&str, Option<&str>> = HashMap::new();
+        for file in &packet_files {
+            for (path, title) in file.detail.record.iter().flat_map(|r| r.document_titles()) {
+                records.entry(path).or_insert(title);
             }
         }
+        let on_page = |file: &ReadFile, text: bundle::PageText| {
+            let record = records.get(file.path.as_str());
+            if !file.detail.parsed || !bundle::is_source_page(file.class, record.is_some()) {
+                return;
+            }
+            let title = bundle::resolve_title(record.copied().flatten(), &file.path, &file.detail);
+            let key = search_index::page_key(&file.path);
+            let page = IndexedPage {
+                key,
+                path: &file.path,
+                title: &title,
+                text: &text,
+            };
+            match writer.add_one(&page) {
+                Ok(()) => added.lock().unwrap_or_else(|e| e.into_inner()).push(Added {
+                    key,
+                    path: file.path.clone(),
+                    title,
+                }),
+                Err(e) => {
+                    failed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert(e);
+                }
+            }
+        };
+        let page_jobs: Vec<&Job> = pages.iter().map(|&i| jobs[i]).collect();
+        let page_files = bundle::read_files_with_pages(kind, &page_jobs, &on_page);
+        (packet_files, page_files)
     };
-    let rest_jobs: Vec<&Job> = rest.iter().map(|&i| jobs[i]).collect();
-    let rest_files = bundle::read_files_with_pages(kind, &rest_jobs, &on_page);
+    let read_others = || {
+        let other_jobs: Vec<&Job> = others.iter().map(|&i| jobs[i]).collect();
+        bundle::read_files(kind, &other_jobs)
+    };
+    let ((packet_files, page_files), other_files) =
+        rayon::join(read_packets_and_pages, read_others);
     if let Some(e) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(e);
     }
-    drop(records);
     // Back in the jobs' order.
     let mut files: Vec<Option<ReadFile>> = (0..jobs.len()).map(|_| None).collect();
-    for (i, file) in packets.into_iter().zip(packet_files) {
-        files[i] = Some(file);
-    }
-    for (i, file) in rest.into_iter().zip(rest_files) {
-        files[i] = Some(file);
+    for (indices, read) in [
+        (packets, packet_files),
+        (pages, page_files),
+        (others, other_files),
+    ] {
+        for (i, file) in indices.into_iter().zip(read) {
+            files[i] = Some(file);
+        }
     }
     let files = files
         .into_iter()
