@@ -21,7 +21,7 @@ use crate::error::IndexError;
 use crate::markdown;
 use markdown::Link;
 use paths::PathClass;
-use records::{DocumentRecord, LocalRelationship};
+use records::{LocalRelationship, PacketDocuments};
 use walk::{hex, WalkedFile};
 
 /// Bytes of a file read and parsed at most: a larger page is hashed whole but only this much of it
@@ -158,8 +158,6 @@ pub struct Relation {
 }
 
 /// The document records of a packet as (path, title), and a message per bad item.
-type PacketDocuments = (Vec<(String, Option<String>)>, Vec<String>);
-
 /// What ingest takes from a JSON record it reads (routers, document packets, per-file graphs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ParsedRecord {
@@ -185,20 +183,16 @@ impl ParsedRecord {
             .map(|(path, title)| (path.as_str(), title.as_deref()))
     }
 
-    fn of(json: &Value, class: PathClass) -> Self {
-        let documents = json.get("documents").map(|_| {
-            let (good, bad) = records::typed_items::<DocumentRecord>(json, "documents");
-            (good.into_iter().map(|d| (d.path, d.title)).collect(), bad)
-        });
+    fn of(parts: records::RecordParts, class: PathClass) -> Self {
         let mut record = ParsedRecord {
-            children: records::listed_paths(json, "childDirectories"),
-            resources: records::listed_paths(json, "resources"),
-            documents,
+            children: parts.children,
+            resources: parts.resources,
+            documents: parts.documents,
             ..ParsedRecord::default()
         };
         if class == PathClass::PerFileGraph {
-            record.page = json.get("path").and_then(Value::as_str).map(str::to_string);
-            let (good, bad) = records::typed_items::<LocalRelationship>(json, "relationships");
+            let (good, bad) = parts.relationships;
+            record.page = parts.path;
             record.relationships = good.into_iter().map(Relationship::from).collect();
             record.relationship_problems = bad;
         }
@@ -756,12 +750,10 @@ fn read_parsed(
         // Only the records ingest reads are kept (as what ingest takes from them); of the others
         // (term postings can be megabytes) only the syntax is checked and the title taken.
         let parsed = if is_record_class(out.class) {
-            records::parse_json(&text).map(|json| {
-                out.detail.own_title = json
-                    .get("title")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                out.detail.record = Some(ParsedRecord::of(&json, out.class));
+            let graph = out.class == PathClass::PerFileGraph;
+            records::parse_record(&text, graph).map(|mut parts| {
+                out.detail.own_title = parts.title.take();
+                out.detail.record = Some(ParsedRecord::of(parts, out.class));
             })
         } else {
             records::parse_title(&text).map(|title| out.detail.own_title = title)

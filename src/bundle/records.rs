@@ -208,6 +208,203 @@ impl<'de> serde::de::Visitor<'de> for TitleVisitor {
     }
 }
 
+/// The (path, title) of each good `documents[]` item of a packet, and a message per bad item.
+pub type PacketDocuments = (Vec<(String, Option<String>)>, Vec<String>);
+
+/// What ingest reads of a record file (routers, document packets, per-file graphs).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordParts {
+    /// The top-level `title`, when it is a string.
+    pub title: Option<String>,
+    /// `documents[]` as (path, title) with a message per bad item; `None` when absent.
+    pub documents: Option<PacketDocuments>,
+    /// `childDirectories[].path`.
+    pub children: Vec<String>,
+    /// `resources[].path`.
+    pub resources: Vec<String>,
+    /// The top-level `path`, when it is a string.
+    pub path: Option<String>,
+    /// `relationships[]` with a message per bad item (only when asked for).
+    pub relationships: (Vec<LocalRelationship>, Vec<String>),
+}
+
+impl RecordParts {
+    /// The parts of a parsed `value`.
+    pub fn of(value: &Value, with_relationships: bool) -> Self {
+        let documents = value.get("documents").map(|_| {
+            let (good, bad) = typed_items::<DocumentRecord>(value, "documents");
+            (good.into_iter().map(|d| (d.path, d.title)).collect(), bad)
+        });
+        RecordParts {
+            title: value
+                .get("title")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            documents,
+            children: listed_paths(value, "childDirectories"),
+            resources: listed_paths(value, "resources"),
+            path: value
+                .get("path")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            relationships: if with_relationships {
+                typed_items(value, "relationships")
+            } else {
+                Default::default()
+            },
+        }
+    }
+}
+
+/// Parses a record file as [`parse_json`] does and takes its [`RecordParts`], without building a
+/// tree of the whole file: the top-level keys ingest reads are taken as raw text, and each
+/// `documents[]` and `relationships[]` item is read straight into its record (document packets
+/// and per-file graphs are most of a large bundle's records). Whatever does not read that way (a
+/// bad item, a duplicated key, a top level that is no object) is read through [`parse_json`]
+/// instead, so results and messages are the same. One difference: a number out of `f64`'s range
+/// in a value ingest skips is accepted, where a tree refuses it.
+pub fn parse_record(text: &str, with_relationships: bool) -> Result<RecordParts, String> {
+    if nesting_depth_exceeds(text, MAX_JSON_DEPTH) {
+        return Err(format!("JSON nests deeper than {MAX_JSON_DEPTH} levels"));
+    }
+    let text = sanitize_lone_surrogates(text);
+    let is_object = text.trim_start().starts_with('{');
+    if let Some(parts) = is_object
+        .then(|| serde_json::from_str::<RawRecord>(&text).ok())
+        .flatten()
+        .and_then(|raw| raw.parts(with_relationships))
+    {
+        return Ok(parts);
+    }
+    let value: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    Ok(RecordParts::of(&value, with_relationships))
+}
+
+/// The top-level keys of a record that ingest reads, as raw JSON (`null` included).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawRecord<'a> {
+    #[serde(borrow, default, deserialize_with = "raw_present")]
+    title: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_present")]
+    documents: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_present")]
+    child_directories: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_present")]
+    resources: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_present")]
+    path: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_present")]
+    relationships: Option<&'a serde_json::value::RawValue>,
+}
+
+/// A present key's raw value, `null` included (`Option`'s own reading would make it `None`).
+fn raw_present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<&'de serde_json::value::RawValue>, D::Error> {
+    <&serde_json::value::RawValue>::deserialize(d).map(Some)
+}
+
+/// The (path, title) of a `documents[]` item: the fields of [`DocumentRecord`] that can make an
+/// item bad (the others take any JSON value).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DocumentTitle {
+    path: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    graph_path: Option<String>,
+}
+
+impl RawRecord<'_> {
+    /// The parts, or `None` when one of them must be read as a tree.
+    fn parts(&self, with_relationships: bool) -> Option<RecordParts> {
+        let small = |raw: Option<&serde_json::value::RawValue>| -> Option<Value> {
+            raw.and_then(|r| serde_json::from_str(r.get()).ok())
+        };
+        let string = |raw: Option<&serde_json::value::RawValue>| -> Option<String> {
+            match small(raw) {
+                Some(Value::String(s)) => Some(s),
+                _ => None,
+            }
+        };
+        let paths = |raw: Option<&serde_json::value::RawValue>, key: &str| -> Vec<String> {
+            match small(raw) {
+                Some(value) => listed_paths(&serde_json::json!({ key: value }), key),
+                None => Vec::new(),
+            }
+        };
+        let documents = match self.documents {
+            None => None,
+            Some(raw) => Some(raw_items(
+                raw,
+                "documents",
+                |item| {
+                    serde_json::from_str::<DocumentTitle>(item)
+                        .ok()
+                        .map(|d| (d.path, d.title))
+                },
+                |d: DocumentRecord| (d.path, d.title),
+            )?),
+        };
+        let relationships = match (with_relationships, self.relationships) {
+            (false, _) => Default::default(),
+            (true, None) => (Vec::new(), vec!["`relationships` is missing".to_string()]),
+            (true, Some(raw)) => raw_items(
+                raw,
+                "relationships",
+                |item| serde_json::from_str::<LocalRelationship>(item).ok(),
+                |r: LocalRelationship| r,
+            )?,
+        };
+        Some(RecordParts {
+            title: string(self.title),
+            documents,
+            children: paths(self.child_directories, "childDirectories"),
+            resources: paths(self.resources, "resources"),
+            path: string(self.path),
+            relationships,
+        })
+    }
+}
+
+/// The items of the array `raw` (under `key`), each read by `read`; an item `read` refuses is
+/// read as a tree, as [`typed_items`] reads it, for its message (or its record: a duplicated
+/// key). `None` when `raw` is no array or an item is no JSON (never, in a parsed document).
+fn raw_items<T: for<'de> Deserialize<'de>, G>(
+    raw: &serde_json::value::RawValue,
+    key: &str,
+    read: impl Fn(&str) -> Option<G>,
+    convert: impl Fn(T) -> G,
+) -> Option<(Vec<G>, Vec<String>)> {
+    let items: Vec<&serde_json::value::RawValue> = match serde_json::from_str(raw.get()) {
+        Ok(items) => items,
+        Err(_) => {
+            let value: Value = serde_json::from_str(raw.get()).ok()?;
+            return match value {
+                Value::Array(_) => None,
+                _ => Some((Vec::new(), vec![format!("`{key}` is not an array")])),
+            };
+        }
+    };
+    let mut good = Vec::with_capacity(items.len());
+    let mut bad = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        if let Some(record) = read(item.get()) {
+            good.push(record);
+            continue;
+        }
+        let value: Value = serde_json::from_str(item.get()).ok()?;
+        match T::deserialize(&value) {
+            Ok(record) => good.push(convert(record)),
+            Err(e) => bad.push(format!("{key}[{i}]: {e}")),
+        }
+    }
+    Some((good, bad))
+}
+
 /// The `formatVersion` of a record, if it is an integer.
 pub fn format_version(value: &Value) -> Option<u64> {
     value.get("formatVersion").and_then(Value::as_u64)
@@ -354,6 +551,53 @@ mod tests {
         assert_eq!(parse_title(&deep), Ok(Some("t".to_string())));
         assert!(parse_title(&nested(100_000)[1..]).is_err());
         assert!(parse_json(&nested(101)).is_err() && parse_json(&nested(100)).is_ok());
+    }
+
+    /// Reading a record straight gives what reading its tree gives, bad items, odd shapes and
+    /// errors included.
+    #[test]
+    fn records_read_straight_as_from_their_tree() {
+        let cases = [
+            r#"{"formatVersion":2,"title":"All","documents":[{"path":"pages/a.md","title":"A","summary":"s","metadata":{"x":[1,2.5e3,null]},"checksumSha256":"ab"},{"path":"pages/b.md"},{"title":"no path"},{"path":"pages/c.md","title":3},{"path":"pages/d.md","graphPath":7},{"path":"pages/e.md","path":"pages/f.md"},"x",{"path":"pages/g.md","title":null,"description":{"deep":[[[]]]}}]}"#,
+            r#"{"title":"t","documents":null}"#,
+            r#"{"title":["t"],"documents":{"path":"x"}}"#,
+            r#"{"documents":[],"title":"t","title":"u"}"#,
+            r#"{"childDirectories":[{"path":"pages/x"},{"nopath":1},{"path":2}],"resources":[{"path":"pages/x/a.md"}],"resources2":"z"}"#,
+            r#"{"childDirectories":{"path":"pages/x"},"resources":null}"#,
+            r#"{"path":"pages/a.md","relationships":[{"targetPath":"pages/b.md","direction":"outgoing","relationType":"references","reason":"r"},{"targetPath":"pages/c.md"},{"targetPath":"pages/d.md","direction":"incoming","relationType":"related","targetTitle":"D","extra":[1]}]}"#,
+            r#"{"path":3,"relationships":"none"}"#,
+            r#"{"path":"pages/a.md"}"#,
+            r#"{"path":"pages/a.md","relationships":null}"#,
+            r#"{"title":"caf\u00e9 \ud800","documents":[{"path":"pages/\udc00.md","title":"x\ud83d\ude00"}]}"#,
+            r#"[{"title":"t"},[{"path":"pages/a.md"}]]"#,
+            r#"["t",[{"path":"pages/a.md"}]]"#,
+            r#"  {}  "#,
+            r#"{"title":"t","documents":[{"path":"pages/a.md"}],}"#,
+            r#"{"title":"t","documents":[{"path":"pages/a.md"}]} x"#,
+            r#"{"title":"t","documents":[{"path":"pages/a.md","title":"\x"}]}"#,
+            r#"{"title":"t""#,
+            "",
+            "null",
+        ];
+        for text in cases {
+            for graph in [false, true] {
+                let tree = parse_json(text).map(|v| RecordParts::of(&v, graph));
+                assert_eq!(parse_record(text, graph), tree, "{text} (graph: {graph})");
+            }
+        }
+        // The straight reading is what read the packet and the graph above (not the tree).
+        let straight = |text: &str, graph: bool| {
+            serde_json::from_str::<RawRecord>(text)
+                .ok()
+                .and_then(|raw| raw.parts(graph))
+        };
+        assert!(straight(cases[0], false).is_some_and(|p| p.documents.unwrap().0.len() == 4));
+        assert!(straight(cases[6], true).is_some_and(|p| p.relationships.0.len() == 2));
+        let nested = format!("{{\"a\":{}1{}}}", "[".repeat(100), "]".repeat(100));
+        assert_eq!(
+            parse_record(&nested, false),
+            Err("JSON nests deeper than 100 levels".to_string())
+        );
     }
 
     #[test]
