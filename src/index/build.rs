@@ -278,34 +278,53 @@ pub(super) fn build(
         None => false,
     };
     let full = options.full || damaged;
-    // What killed builds left behind goes before this build adds its own folder.
-    remove_leftovers(index_dir, None);
-    let scan = bundle::scan(bundle_root, walked)?;
+    // What killed builds left behind goes before this build adds its own folder, and the
+    // generations older than the live one go meanwhile (module docs of `index`).
+    let cleanup = {
+        let index_dir = index_dir.to_path_buf();
+        std::thread::spawn(move || remove_leftovers(&index_dir, true))
+    };
+    // The scan, and meanwhile the previous build's files (their revisions always, their parse
+    // unless `full`) and what its search index holds (to bring it up to date).
+    let (scan, (cache, indexed_before)) = rayon::join(
+        || bundle::scan(bundle_root, walked),
+        || {
+            let cache = previous
+                .as_ref()
+                .and_then(|p| Cache::open(&p.generation.join(INGEST_CACHE_FILE)).ok());
+            let indexed = cache.as_ref().filter(|_| !full).map(|c| {
+                let mut indexed = indexed_of(c);
+                // Pages the previous build could not read again for indexing are not in its
+                // index.
+                let unindexed = previous
+                    .as_ref()
+                    .and_then(|p| std::fs::read(p.generation.join(UNINDEXED_FILE)).ok())
+                    .and_then(|bytes| serde_json::from_slice::<Vec<u64>>(&bytes).ok());
+                for key in unindexed.unwrap_or_default() {
+                    indexed.remove(&key);
+                }
+                indexed
+            });
+            (cache, indexed)
+        },
+    );
+    let scan = scan?;
     let kind = scan.kind;
-    // The previous build's files: their revisions always, their parse unless `full`.
-    let cache = previous
-        .as_ref()
-        .and_then(|p| Cache::open(&p.generation.join(INGEST_CACHE_FILE)).ok())
-        .filter(|c| c.kind() == kind);
+    // A cache of another kind of bundle is of no use.
+    let cache = cache.filter(|c| c.kind() == kind);
     let reuse = cache.as_ref().filter(|_| !full);
+    let indexed_before = indexed_before.filter(|_| reuse.is_some());
     if reuse.is_some() {
         // An update indexes a few pages, and a Chinese one needs the segmenter's dictionary:
-        // loaded meanwhile, on a core the rest of the update leaves mostly idle.
-        std::thread::spawn(crate::analysis::load_dictionary);
+        // loaded meanwhile, at the lowest priority, so that it takes what CPU time the rest of
+        // the update leaves idle (waits on the disk, its serial steps) rather than a share of
+        // its parallel ones. Indexing that needs it first waits for it, at a time the update
+        // leaves a core free.
+        std::thread::spawn(|| {
+            lowest_priority();
+            crate::analysis::load_dictionary();
+        });
     }
-    // What the previous search index holds, to bring it up to date.
-    let indexed_before = reuse.map(|c| {
-        let mut indexed = indexed_of(c);
-        // Pages the previous build could not read again for indexing are not in its index.
-        let unindexed = previous
-            .as_ref()
-            .and_then(|p| std::fs::read(p.generation.join(UNINDEXED_FILE)).ok())
-            .and_then(|bytes| serde_json::from_slice::<Vec<u64>>(&bytes).ok());
-        for key in unindexed.unwrap_or_default() {
-            indexed.remove(&key);
-        }
-        indexed
-    });
 
     // A file is taken from the cache when its path, class, size and modification time match an
     // entry made long enough before the cache; the others are read, in parallel.
@@ -419,6 +438,11 @@ pub(super) fn build(
                 made_ns,
                 &tmp,
             )?;
+            // Every file's stat and path: freed meanwhile, not waited for.
+            let Files {
+                jobs, got, fresh, ..
+            } = files;
+            drop_later((jobs, got, fresh));
             (written, tmp, name)
         }
         None => {
@@ -592,7 +616,7 @@ pub(super) fn build(
     crash_point("published");
     let _ = std::fs::remove_file(live.join(BUILD_LOCK));
     drop(lock);
-    remove_leftovers(index_dir, Some(&live_name));
+    let _ = cleanup.join();
     progress(&format!(
         "index ready at {} (revision {revision})",
         live.display()
@@ -603,6 +627,29 @@ pub(super) fn build(
         revision_changed,
         work,
     })
+}
+
+/// Gives the calling thread the lowest scheduling priority (nice 19; on Linux a thread's own).
+fn lowest_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::raw::{c_int, c_uint};
+        extern "C" {
+            fn setpriority(which: c_int, who: c_uint, prio: c_int) -> c_int;
+        }
+        const PRIO_PROCESS: c_int = 0;
+        // SAFETY: setpriority takes three integers and touches no memory of ours; `who` 0 is the
+        // calling thread on Linux. A failure leaves the priority as it was, which is harmless.
+        unsafe {
+            setpriority(PRIO_PROCESS, 0, 19);
+        }
+    }
+}
+
+/// Drops `value` on a thread of its own: freeing the lists of a large bundle's files takes tens
+/// of milliseconds that a build need not wait for (a command exits without waiting for it).
+fn drop_later<T: Send + 'static>(value: T) {
+    std::thread::spawn(move || drop(value));
 }
 
 /// Returns the memory freed so far to the system: the allocator keeps it otherwise, and the

@@ -33,6 +33,11 @@
 //! next build removes it: the kernel releases a dead process's lock, so a lock that can be taken
 //! marks a leftover, while a build still running keeps its lock and its folder.
 //!
+//! A build also removes, when it begins, the generations older than the live one: a reader
+//! still on one of them has had the time between two builds to move to the live one (it keeps
+//! what it holds open, but cannot open more). The removal runs alongside the build's reading:
+//! deleting a large generation is slow disk work, which the build need not wait for.
+//!
 //! # Checking what is opened
 //!
 //! A generation's files are written once and never modified, so a file whose size, time or
@@ -515,19 +520,30 @@ fn record_files(dir: &Path, previous: Option<&Previous>) -> Result<Vec<FileRecor
                     && record.mtime_ns == mtime_ns)
                     .then_some(record.crc32)
             });
-            let crc32 = match kept {
-                Some(crc) => crc,
-                None => file_crc32(&path).map_err(|e| IndexError::io(&path, e))?,
-            };
-            records.push(FileRecord {
-                path: relative,
-                size: meta.len(),
-                mtime_ns,
-                crc32,
-            });
+            records.push((
+                FileRecord {
+                    path: relative,
+                    size: meta.len(),
+                    mtime_ns,
+                    crc32: kept.unwrap_or_default(),
+                },
+                kept.is_none().then_some(path),
+            ));
         }
     }
-    Ok(records)
+    // The new files' checksums side by side (the catalog and the ingest cache are most of the
+    // bytes).
+    use rayon::prelude::*;
+    records
+        .into_par_iter()
+        .map(|(record, to_check)| match to_check {
+            Some(path) => Ok(FileRecord {
+                crc32: file_crc32(&path).map_err(|e| IndexError::io(&path, e))?,
+                ..record
+            }),
+            None => Ok(record),
+        })
+        .collect()
 }
 
 /// Whether two metadata are of one file (a hard link of it).
@@ -711,11 +727,11 @@ mod erased {
 }
 
 /// Removes what builds killed before they finished left in `index_dir` (module docs), and, when
-/// `live` names the generation just published, the generations before it but the newest (a
-/// reader may still hold it open). A folder or file of a build still running is left alone, and
-/// so is the generation `CURRENT` names (a build killed just after naming it left its lock
-/// file there).
-fn remove_leftovers(index_dir: &Path, live: Option<&str>) {
+/// `prune`, the finished generations older than the one `CURRENT` names, as long as it names it
+/// (one published meanwhile leaves them to the next build). A folder or file of a build still
+/// running is left alone, and so is the generation `CURRENT` names (a build killed just after
+/// naming it left its lock file there).
+fn remove_leftovers(index_dir: &Path, prune: bool) {
     let Ok(entries) = std::fs::read_dir(index_dir) else {
         return;
     };
@@ -747,8 +763,7 @@ fn remove_leftovers(index_dir: &Path, live: Option<&str>) {
             }
             continue;
         }
-        if Some(name.as_str()) == live || Some(&name) == named.as_ref() || !name.starts_with("gen-")
-        {
+        if Some(&name) == named.as_ref() || !name.starts_with("gen-") {
             continue;
         }
         let gone = build_gone(&path);
@@ -781,13 +796,19 @@ fn remove_leftovers(index_dir: &Path, live: Option<&str>) {
             }
         }
     }
-    if live.is_none() {
+    if !prune {
         return;
     }
-    generations.sort();
-    generations.pop();
-    for (_, path) in generations {
-        let _ = std::fs::remove_dir_all(path);
+    let Some(live) = named.map(|name| index_dir.join(name)) else {
+        return;
+    };
+    let Ok(published) = std::fs::metadata(&live).and_then(|m| m.modified()) else {
+        return;
+    };
+    for (modified, path) in generations {
+        if modified < published && current_generation(index_dir).as_ref() == Some(&live) {
+            let _ = std::fs::remove_dir_all(path);
+        }
     }
 }
 
@@ -1023,16 +1044,16 @@ mod tests {
             })
         };
         created_rx.recv().unwrap();
-        remove_leftovers(dir.path(), None);
+        remove_leftovers(dir.path(), false);
         assert!(tmp.is_dir() && current_tmp.is_file() && fresh.is_dir());
         assert!(!killed.exists());
         drop(lock);
-        remove_leftovers(dir.path(), None);
+        remove_leftovers(dir.path(), false);
         assert!(!tmp.exists() && !current_tmp.exists());
         assert!(fresh.is_dir());
         done_tx.send(()).unwrap();
         creator.join().unwrap();
-        remove_leftovers(dir.path(), None);
+        remove_leftovers(dir.path(), false);
         assert!(!fresh.exists());
 
         // A build killed after naming its generation in CURRENT left its lock file there: the
@@ -1044,7 +1065,41 @@ mod tests {
             drop(FileLock::create(&generation.join(BUILD_LOCK)).unwrap());
         }
         std::fs::write(dir.path().join("CURRENT"), "gen-4-aaaa").unwrap();
-        remove_leftovers(dir.path(), None);
+        remove_leftovers(dir.path(), false);
         assert!(live.is_dir() && !orphan.exists());
+    }
+
+    /// A build's pruning removes the finished generations older than the live one, and nothing
+    /// newer (one published meanwhile) nor anything when there is no live generation.
+    #[test]
+    fn pruning_removes_the_generations_older_than_the_live_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = std::time::SystemTime::now();
+        let generation = |name: &str, age_s: u64| {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(&path).unwrap();
+            std::fs::write(path.join("manifest.json"), "{}").unwrap();
+            let time = now - std::time::Duration::from_secs(age_s);
+            std::fs::File::open(&path)
+                .unwrap()
+                .set_modified(time)
+                .unwrap();
+            path
+        };
+        let oldest = generation("gen-1-aaaa", 300);
+        let older = generation("gen-2-bbbb", 200);
+        let live = generation("gen-3-cccc", 100);
+        let newer = generation("gen-4-dddd", 0);
+        remove_leftovers(dir.path(), true);
+        assert!(
+            oldest.is_dir() && older.is_dir(),
+            "no CURRENT: nothing is pruned"
+        );
+        std::fs::write(dir.path().join("CURRENT"), "gen-3-cccc").unwrap();
+        remove_leftovers(dir.path(), false);
+        assert!(oldest.is_dir() && older.is_dir(), "no pruning asked for");
+        remove_leftovers(dir.path(), true);
+        assert!(!oldest.exists() && !older.exists());
+        assert!(live.is_dir() && newer.is_dir());
     }
 }
