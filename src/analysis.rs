@@ -110,26 +110,38 @@ fn runs(text: &str) -> Vec<Run> {
             let cjk = is_cjk(c);
             (i + c.len_utf8(), cjk, !cjk && c.is_alphanumeric())
         };
-        current = match (current, kind_cjk, is_word) {
-            (Some(Run::Cjk(s, _)), true, _) => Some(Run::Cjk(s, end)),
-            (Some(Run::Word(s, _)), _, true) => Some(Run::Word(s, end)),
-            (prev, true, _) => {
-                out.extend(prev);
-                Some(Run::Cjk(i, end))
-            }
-            (prev, _, true) => {
-                out.extend(prev);
-                Some(Run::Word(i, end))
-            }
-            (prev, _, _) => {
-                out.extend(prev);
-                None
-            }
-        };
+        current = next_run(&mut out, current, (i, end), kind_cjk, is_word);
         i = end;
     }
     out.extend(current);
     out
+}
+
+/// The run after the character at `span` (CJK or a word character, or neither) is added to
+/// `current`: `current` grown, or a new run (`current` then ends, into `out`), or none.
+fn next_run(
+    out: &mut Vec<Run>,
+    current: Option<Run>,
+    (start, end): (usize, usize),
+    cjk: bool,
+    word: bool,
+) -> Option<Run> {
+    match (current, cjk, word) {
+        (Some(Run::Cjk(s, _)), true, _) => Some(Run::Cjk(s, end)),
+        (Some(Run::Word(s, _)), _, true) => Some(Run::Word(s, end)),
+        (prev, true, _) => {
+            out.extend(prev);
+            Some(Run::Cjk(start, end))
+        }
+        (prev, _, true) => {
+            out.extend(prev);
+            Some(Run::Word(start, end))
+        }
+        (prev, _, _) => {
+            out.extend(prev);
+            None
+        }
+    }
 }
 
 /// Tokens most kept for reuse by a thread (a longer analysis frees its excess).
@@ -702,25 +714,9 @@ mod tests {
             let mut out = Vec::new();
             let mut current: Option<Run> = None;
             for (i, c) in text.char_indices() {
-                let end = i + c.len_utf8();
                 let cjk = is_cjk(c);
                 let word = !cjk && c.is_alphanumeric();
-                current = match (current, cjk, word) {
-                    (Some(Run::Cjk(s, _)), true, _) => Some(Run::Cjk(s, end)),
-                    (Some(Run::Word(s, _)), _, true) => Some(Run::Word(s, end)),
-                    (prev, true, _) => {
-                        out.extend(prev);
-                        Some(Run::Cjk(i, end))
-                    }
-                    (prev, _, true) => {
-                        out.extend(prev);
-                        Some(Run::Word(i, end))
-                    }
-                    (prev, _, _) => {
-                        out.extend(prev);
-                        None
-                    }
-                };
+                current = next_run(&mut out, current, (i, i + c.len_utf8()), cjk, word);
             }
             out.extend(current);
             out
