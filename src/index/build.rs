@@ -316,14 +316,9 @@ pub(super) fn build(
     let indexed_before = indexed_before.filter(|_| reuse.is_some());
     if reuse.is_some() {
         // An update indexes a few pages, and a Chinese one needs the segmenter's dictionary:
-        // loaded meanwhile, at the lowest priority, so that it takes what CPU time the rest of
-        // the update leaves idle (waits on the disk, its serial steps) rather than a share of
-        // its parallel ones. Indexing that needs it first waits for it, at a time the update
-        // leaves a core free.
-        std::thread::spawn(|| {
-            lowest_priority();
-            crate::analysis::load_dictionary();
-        });
+        // loaded meanwhile. (Not at a lower priority: indexing waits for it, and on a busy
+        // machine a thread at nice 19 can take seconds for a tenth of a second of work.)
+        std::thread::spawn(crate::analysis::load_dictionary);
     }
 
     // A file is taken from the cache when its path, class, size and modification time match an
@@ -627,23 +622,6 @@ pub(super) fn build(
         revision_changed,
         work,
     })
-}
-
-/// Gives the calling thread the lowest scheduling priority (nice 19; on Linux a thread's own).
-fn lowest_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::raw::{c_int, c_uint};
-        extern "C" {
-            fn setpriority(which: c_int, who: c_uint, prio: c_int) -> c_int;
-        }
-        const PRIO_PROCESS: c_int = 0;
-        // SAFETY: setpriority takes three integers and touches no memory of ours; `who` 0 is the
-        // calling thread on Linux. A failure leaves the priority as it was, which is harmless.
-        unsafe {
-            setpriority(PRIO_PROCESS, 0, 19);
-        }
-    }
 }
 
 /// Drops `value` on a thread of its own: freeing the lists of a large bundle's files takes tens
