@@ -282,7 +282,8 @@ pub(super) fn build(
     // generations older than the live one go meanwhile (module docs of `index`).
     let cleanup = {
         let index_dir = index_dir.to_path_buf();
-        std::thread::spawn(move || remove_leftovers(&index_dir, true))
+        let in_use = previous.as_ref().map(|p| p.generation.clone());
+        std::thread::spawn(move || remove_leftovers(&index_dir, true, in_use.as_deref()))
     };
     // The scan, and meanwhile the previous build's files (their revisions always, their parse
     // unless `full`) and what its search index holds (to bring it up to date).

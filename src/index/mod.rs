@@ -728,10 +728,11 @@ mod erased {
 
 /// Removes what builds killed before they finished left in `index_dir` (module docs), and, when
 /// `prune`, the finished generations older than the one `CURRENT` names, as long as it names it
-/// (one published meanwhile leaves them to the next build). A folder or file of a build still
-/// running is left alone, and so is the generation `CURRENT` names (a build killed just after
-/// naming it left its lock file there).
-fn remove_leftovers(index_dir: &Path, prune: bool) {
+/// (one published meanwhile leaves them to the next build), but `in_use` (the generation the
+/// calling build reads from, which a build publishing meanwhile may have made an older one). A
+/// folder or file of a build still running is left alone, and so is the generation `CURRENT`
+/// names (a build killed just after naming it left its lock file there).
+fn remove_leftovers(index_dir: &Path, prune: bool, in_use: Option<&Path>) {
     let Ok(entries) = std::fs::read_dir(index_dir) else {
         return;
     };
@@ -806,7 +807,10 @@ fn remove_leftovers(index_dir: &Path, prune: bool) {
         return;
     };
     for (modified, path) in generations {
-        if modified < published && current_generation(index_dir).as_ref() == Some(&live) {
+        if modified < published
+            && Some(path.as_path()) != in_use
+            && current_generation(index_dir).as_ref() == Some(&live)
+        {
             let _ = std::fs::remove_dir_all(path);
         }
     }
@@ -1044,16 +1048,16 @@ mod tests {
             })
         };
         created_rx.recv().unwrap();
-        remove_leftovers(dir.path(), false);
+        remove_leftovers(dir.path(), false, None);
         assert!(tmp.is_dir() && current_tmp.is_file() && fresh.is_dir());
         assert!(!killed.exists());
         drop(lock);
-        remove_leftovers(dir.path(), false);
+        remove_leftovers(dir.path(), false, None);
         assert!(!tmp.exists() && !current_tmp.exists());
         assert!(fresh.is_dir());
         done_tx.send(()).unwrap();
         creator.join().unwrap();
-        remove_leftovers(dir.path(), false);
+        remove_leftovers(dir.path(), false, None);
         assert!(!fresh.exists());
 
         // A build killed after naming its generation in CURRENT left its lock file there: the
@@ -1065,7 +1069,7 @@ mod tests {
             drop(FileLock::create(&generation.join(BUILD_LOCK)).unwrap());
         }
         std::fs::write(dir.path().join("CURRENT"), "gen-4-aaaa").unwrap();
-        remove_leftovers(dir.path(), false);
+        remove_leftovers(dir.path(), false, None);
         assert!(live.is_dir() && !orphan.exists());
     }
 
@@ -1090,16 +1094,19 @@ mod tests {
         let older = generation("gen-2-bbbb", 200);
         let live = generation("gen-3-cccc", 100);
         let newer = generation("gen-4-dddd", 0);
-        remove_leftovers(dir.path(), true);
+        remove_leftovers(dir.path(), true, None);
         assert!(
             oldest.is_dir() && older.is_dir(),
             "no CURRENT: nothing is pruned"
         );
         std::fs::write(dir.path().join("CURRENT"), "gen-3-cccc").unwrap();
-        remove_leftovers(dir.path(), false);
+        remove_leftovers(dir.path(), false, None);
         assert!(oldest.is_dir() && older.is_dir(), "no pruning asked for");
-        remove_leftovers(dir.path(), true);
-        assert!(!oldest.exists() && !older.exists());
+        // The generation a build reads from stays, even when it is no longer the live one.
+        remove_leftovers(dir.path(), true, Some(&older));
+        assert!(!oldest.exists() && older.is_dir());
+        remove_leftovers(dir.path(), true, None);
+        assert!(!older.exists());
         assert!(live.is_dir() && newer.is_dir());
     }
 }
