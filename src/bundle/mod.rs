@@ -157,7 +157,6 @@ pub struct Relation {
     pub reason: Option<String>,
 }
 
-/// The document records of a packet as (path, title), and a message per bad item.
 /// What ingest takes from a JSON record it reads (routers, document packets, per-file graphs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ParsedRecord {

@@ -104,20 +104,31 @@ pub fn parse_json(text: &str) -> Result<Value, String> {
 /// deep document is read like any other (records, which are built into trees, are bounded by
 /// [`parse_json`]).
 pub fn parse_title(text: &str) -> Result<Option<String>, String> {
-    use serde::Deserializer as _;
+    use serde::de::DeserializeSeed;
     let text = sanitize_lone_surrogates(text);
     let mut deserializer = serde_json::Deserializer::from_str(&text);
-    let title = (&mut deserializer)
-        .deserialize_any(TopLevel)
+    Titled::Document
+        .deserialize(&mut deserializer)
         .and_then(|title| deserializer.end().map(|()| title))
-        .map_err(|e| e.to_string())?;
-    Ok(title)
+        .map_err(|e| e.to_string())
 }
 
-/// Reads a whole JSON document, keeping only the string `title` of a top-level object.
-struct TopLevel;
+/// What [`parse_title`] reads a value as: the whole document (the string `title` of a top-level
+/// object kept), or a `title` value (its text when it is a string). Anything else is skipped.
+#[derive(Clone, Copy)]
+enum Titled {
+    Document,
+    TitleValue,
+}
 
-impl<'de> serde::de::Visitor<'de> for TopLevel {
+impl<'de> serde::de::DeserializeSeed<'de> for Titled {
+    type Value = Option<String>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Titled {
     type Value = Option<String>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -138,73 +149,26 @@ impl<'de> serde::de::Visitor<'de> for TopLevel {
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
         Ok(None)
     }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(matches!(self, Titled::TitleValue).then(|| v.to_string()))
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
         Ok(None)
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        // Only the document's own keys are looked at; a nested object is skipped whole.
         let mut titles = 0;
         let mut title = None;
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if key == "title" {
+            if matches!(self, Titled::Document) && key == "title" {
                 titles += 1;
-                title = map.next_value::<TitleValue>()?.0;
+                title = map.next_value_seed(Titled::TitleValue)?;
             } else {
                 map.next_value::<serde::de::IgnoredAny>()?;
             }
         }
         Ok(if titles == 1 { title } else { None })
-    }
-}
-
-/// A `title` value: its text when it is a string, else nothing (the value is skipped).
-struct TitleValue(Option<String>);
-
-impl<'de> serde::Deserialize<'de> for TitleValue {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TitleVisitor)
-    }
-}
-
-struct TitleVisitor;
-
-impl<'de> serde::de::Visitor<'de> for TitleVisitor {
-    type Value = TitleValue;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(TitleValue(Some(v.to_string())))
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(TitleValue(None))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(TitleValue(None))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(TitleValue(None))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(TitleValue(None))
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(TitleValue(None))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-        Ok(TitleValue(None))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map
-            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-            .is_some()
-        {}
-        Ok(TitleValue(None))
     }
 }
 
@@ -230,7 +194,7 @@ pub struct RecordParts {
 
 impl RecordParts {
     /// The parts of a parsed `value`.
-    pub fn of(value: &Value, with_relationships: bool) -> Self {
+    fn of(value: &Value, with_relationships: bool) -> Self {
         let documents = value.get("documents").map(|_| {
             let (good, bad) = typed_items::<DocumentRecord>(value, "documents");
             (good.into_iter().map(|d| (d.path, d.title)).collect(), bad)
@@ -268,7 +232,9 @@ pub fn parse_record(text: &str, with_relationships: bool) -> Result<RecordParts,
         return Err(format!("JSON nests deeper than {MAX_JSON_DEPTH} levels"));
     }
     let text = sanitize_lone_surrogates(text);
-    let is_object = text.trim_start().starts_with('{');
+    let is_object = text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{');
     if let Some(parts) = is_object
         .then(|| serde_json::from_str::<RawRecord>(&text).ok())
         .flatten()

@@ -1528,7 +1528,8 @@ fn read_and_index(
     for (i, job) in jobs.iter().enumerate() {
         match job.class {
             PathClass::DocumentPacket => packets.push(i),
-            PathClass::Page | PathClass::PageNavigation => pages.push(i),
+            // Whatever a record can make a source page.
+            class if bundle::is_source_page(class, true) => pages.push(i),
             _ => others.push(i),
         }
     }

@@ -520,15 +520,7 @@ fn record_files(dir: &Path, previous: Option<&Previous>) -> Result<Vec<FileRecor
                     && record.mtime_ns == mtime_ns)
                     .then_some(record.crc32)
             });
-            records.push((
-                FileRecord {
-                    path: relative,
-                    size: meta.len(),
-                    mtime_ns,
-                    crc32: kept.unwrap_or_default(),
-                },
-                kept.is_none().then_some(path),
-            ));
+            records.push((relative, path, meta.len(), mtime_ns, kept));
         }
     }
     // The new files' checksums side by side (the catalog and the ingest cache are most of the
@@ -536,12 +528,17 @@ fn record_files(dir: &Path, previous: Option<&Previous>) -> Result<Vec<FileRecor
     use rayon::prelude::*;
     records
         .into_par_iter()
-        .map(|(record, to_check)| match to_check {
-            Some(path) => Ok(FileRecord {
-                crc32: file_crc32(&path).map_err(|e| IndexError::io(&path, e))?,
-                ..record
-            }),
-            None => Ok(record),
+        .map(|(relative, path, size, mtime_ns, kept)| {
+            let crc32 = match kept {
+                Some(crc) => crc,
+                None => file_crc32(&path).map_err(|e| IndexError::io(&path, e))?,
+            };
+            Ok(FileRecord {
+                path: relative,
+                size,
+                mtime_ns,
+                crc32,
+            })
         })
         .collect()
 }
