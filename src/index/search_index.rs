@@ -64,25 +64,24 @@ pub struct IndexedPage<'a> {
 fn schema() -> Schema {
     let mut builder = Schema::builder();
     // Nothing is stored: excerpts are made from the page files (the bundle is read anyway).
-    let positions = |_stored: bool| {
+    let text = |analyzer: &str, record: IndexRecordOption| {
         TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
-                .set_tokenizer(TEXT_ANALYZER)
-                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+                .set_tokenizer(analyzer)
+                .set_index_option(record),
         )
     };
-    let words = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(WORDS_ANALYZER)
-            .set_index_option(IndexRecordOption::WithFreqs),
-    );
+    // Positions only where phrases are matched (the body): no query reads the others'.
+    let counted = text(TEXT_ANALYZER, IndexRecordOption::WithFreqs);
+    let positioned = text(TEXT_ANALYZER, IndexRecordOption::WithFreqsAndPositions);
+    let words = text(WORDS_ANALYZER, IndexRecordOption::WithFreqs);
     // The page's stable key: a fast field to map hits to catalog positions, indexed so that an
     // incremental build can delete the page's document.
     builder.add_u64_field("key", INDEXED | FAST);
-    builder.add_text_field("title", positions(false));
-    builder.add_text_field("path", positions(false));
-    builder.add_text_field("meta", positions(false));
-    builder.add_text_field("body", positions(false));
+    builder.add_text_field("title", counted.clone());
+    builder.add_text_field("path", counted.clone());
+    builder.add_text_field("meta", counted);
+    builder.add_text_field("body", positioned);
     builder.add_text_field("body_w", words);
     // The exact lanes' keys, as their hashes ([`exact_term`]): a key is a whole normalized path
     // or title, and the term dictionary of the keys themselves was most of its bytes (on SciFact,
