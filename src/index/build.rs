@@ -418,6 +418,9 @@ pub(super) fn build(
         ),
         None => (None, None),
     };
+    // The search index's update when it was made while a patch wrote the catalog (`None`: not
+    // made yet; `Some(None)`: nothing to update).
+    let mut searched = None;
     let (written, tmp, live_name) = match plan.zip(update_fingerprint) {
         Some((plan, content_fingerprint)) => {
             naming.kb_id = plan.previous.manifest.knowledge_base_id.clone();
@@ -425,7 +428,8 @@ pub(super) fn build(
             let name = generation_name(revision);
             let tmp = index_dir.join(format!("{name}.tmp"));
             lock = Some(create_generation(&tmp)?);
-            let written = patch(
+            let search_dir = tmp.join("search");
+            let (written, outcome) = patch(
                 &files,
                 plan,
                 scan_diagnostics,
@@ -433,7 +437,22 @@ pub(super) fn build(
                 (revision, revision_changed),
                 made_ns,
                 &tmp,
+                |written| {
+                    progress(&read_summary(files_read, written));
+                    let p = previous.as_ref()?;
+                    let before = indexed_before.as_ref()?;
+                    Some(incremental_search(
+                        bundle_root,
+                        before,
+                        written,
+                        &p.generation.join("search"),
+                        &search_dir,
+                        threads,
+                        progress,
+                    ))
+                },
             )?;
+            searched = Some(outcome);
             // Every file's stat and path: freed meanwhile, not waited for.
             let Files {
                 jobs, got, fresh, ..
@@ -481,14 +500,9 @@ pub(super) fn build(
         }
     };
     drop(cache);
-    progress(&format!(
-        "read {} of {} files ({} source pages, {} relations, {} diagnostics)",
-        files_read,
-        written.total_files,
-        written.counts.source_pages,
-        written.counts.relations,
-        written.diagnostics.len()
-    ));
+    if searched.is_none() {
+        progress(&read_summary(files_read, &written));
+    }
 
     // The search index: the previous one brought up to date when the ingest cache was used,
     // else built anew.
@@ -500,16 +514,20 @@ pub(super) fn build(
     let mut incremental_done = false;
     // Pages that could not be read again for indexing (deleted or replaced during the build).
     let mut unread = Vec::new();
-    if let (Some(p), Some(before)) = (previous.as_ref(), indexed_before) {
-        let outcome = incremental_search(
+    let outcome = searched.unwrap_or_else(|| {
+        let p = previous.as_ref()?;
+        let before = indexed_before.as_ref()?;
+        Some(incremental_search(
             bundle_root,
-            &before,
+            before,
             &written,
             &p.generation.join("search"),
             &search_dir,
             threads,
             progress,
-        );
+        ))
+    });
+    if let Some(outcome) = outcome {
         match outcome {
             Ok((indexed, removed, not_read)) => {
                 unread = not_read;
@@ -623,6 +641,18 @@ pub(super) fn build(
         revision_changed,
         work,
     })
+}
+
+/// The progress line once every file is read and the catalog made.
+fn read_summary(files_read: u64, written: &Written) -> String {
+    format!(
+        "read {} of {} files ({} source pages, {} relations, {} diagnostics)",
+        files_read,
+        written.total_files,
+        written.counts.source_pages,
+        written.counts.relations,
+        written.diagnostics.len()
+    )
 }
 
 /// Drops `value` on a thread of its own: freeing the lists of a large bundle's files takes tens
@@ -1094,7 +1124,7 @@ fn assemble(
         || write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out)),
         || {
             writer
-                .finish(kind, made_ns, entries.into_iter(), Some(derived))
+                .finish(kind, made_ns, || entries.iter().copied(), Some(derived))
                 .map_err(|e| IndexError::io(&cache_path, e))
         },
     );
@@ -1274,8 +1304,9 @@ fn patch_plan<'a>(
 }
 
 /// The patch way: the previous catalog and ingest cache copied, block by block, with the
-/// changed files updated.
-fn patch(
+/// changed files updated; `meanwhile` runs on this thread while they are written.
+#[allow(clippy::too_many_arguments)]
+fn patch<T>(
     files: &Files<'_>,
     plan: PatchPlan<'_>,
     scan_diagnostics: Vec<Diagnostic>,
@@ -1283,7 +1314,8 @@ fn patch(
     (revision, revision_changed): (u64, bool),
     made_ns: i128,
     tmp: &Path,
-) -> Result<Written, IndexError> {
+    meanwhile: impl FnOnce(&Written) -> T,
+) -> Result<(Written, T), IndexError> {
     let cache = files.cache.expect("a patch has a cache");
     let PatchPlan {
         previous,
@@ -1423,24 +1455,17 @@ fn patch(
             .finish(
                 BundleKind::Focowiki,
                 made_ns,
-                entries(),
+                entries,
                 Some(derived.clone()),
             )
             .map_err(io)
     };
-    let (catalog_written, cache_written) = rayon::join(
-        || write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out)),
-        write_cache,
-    );
-    catalog_written?;
-    cache_written?;
-    drop(parts);
     let indexed = entries().filter_map(|e| e.indexed).collect();
     let counts = Counts {
         diagnostics: diagnostics.len() as u64,
         ..previous.manifest.counts.clone()
     };
-    Ok(Written {
+    let written = Written {
         total_files: store.header().file_count as u64,
         name: previous.manifest.knowledge_base_name.clone(),
         content_fingerprint,
@@ -1451,7 +1476,25 @@ fn patch(
         indexed,
         pages,
         all_pages: false,
-    })
+    };
+    // `meanwhile` (the search index's update) needs neither file: it runs while they are
+    // written and flushed, which is mostly waiting on the disk.
+    let (outcome, (catalog_written, cache_written)) = std::thread::scope(|scope| {
+        let writes = scope.spawn(|| {
+            rayon::join(
+                || write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out)),
+                write_cache,
+            )
+        });
+        let outcome = meanwhile(&written);
+        let writes = writes
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (outcome, writes)
+    });
+    catalog_written?;
+    cache_written?;
+    Ok((written, outcome))
 }
 
 /// Every indexed page of the catalog at `path`.
