@@ -8,6 +8,7 @@ pub mod plain;
 pub mod records;
 pub mod walk;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
@@ -247,8 +248,17 @@ pub struct ReadFile {
 #[derive(Debug, Clone)]
 pub struct Job {
     pub file: WalkedFile,
-    pub path: String,
+    /// The logical path when it is not the walked one (`file.relative`): a plain folder's
+    /// (under `pages/`), or a name normalized to NFC.
+    logical: Option<String>,
     pub class: PathClass,
+}
+
+impl Job {
+    /// The logical path (as the bundle names the file).
+    pub fn path(&self) -> &str {
+        self.logical.as_deref().unwrap_or(&self.file.relative)
+    }
 }
 
 /// What a walk holds for ingest: the files to serve in logical path order, and the diagnostics
@@ -337,7 +347,7 @@ pub fn scan(root: &Path, walked: walk::Walk) -> Result<Scan, IndexError> {
 
     // Logical paths: as they are in a bundle, under `pages/` for a plain folder. A name that is
     // not canonical (NFD, controls, …) is normalized to NFC when that makes it canonical.
-    let logical: Vec<Result<(String, PathClass), Option<Diagnostic>>> = walked
+    let logical: Vec<Logical> = walked
         .files
         .par_iter()
         .map(|file| logical_path(kind, file))
@@ -348,10 +358,16 @@ pub fn scan(root: &Path, walked: walk::Walk) -> Result<Scan, IndexError> {
         .filter(|&i| logical[i as usize].is_ok())
         .collect();
     let path_of = |i: u32| match &logical[i as usize] {
-        Ok((path, _)) => path.as_str(),
+        Ok((Some(path), _)) => path.as_str(),
+        Ok((None, _)) => walked.files[i as usize].relative.as_str(),
         Err(_) => "",
     };
-    order.par_sort_unstable_by(|&a, &b| path_of(a).cmp(path_of(b)).then(a.cmp(&b)));
+    // The walk is in byte order of path, so the logical order is mostly that already (ties are
+    // in walk order: `order` ascends).
+    let walk_order = order.is_sorted_by(|&a, &b| path_of(a) <= path_of(b));
+    if !walk_order {
+        order.par_sort_unstable_by(|&a, &b| path_of(a).cmp(path_of(b)).then(a.cmp(&b)));
+    }
     let mut twin_of: HashMap<u32, u32> = HashMap::new();
     for run in order.chunk_by(|&a, &b| path_of(a) == path_of(b)) {
         for &twin in &run[1..] {
@@ -361,13 +377,14 @@ pub fn scan(root: &Path, walked: walk::Walk) -> Result<Scan, IndexError> {
     for (i, result) in logical.iter().enumerate() {
         match result {
             Err(Some(diagnostic)) => diagnostics.push(diagnostic.clone()),
-            Ok((path, _)) => {
+            Ok(_) => {
                 if let Some(&first) = twin_of.get(&(i as u32)) {
                     diagnostics.push(Diagnostic::new(
                         walked.files[i].relative.clone(),
                         None,
                         format!(
-                            "same logical path {path} as {} (Unicode twins); skipped",
+                            "same logical path {} as {} (Unicode twins); skipped",
+                            path_of(i as u32),
                             walked.files[first as usize].relative
                         ),
                     ));
@@ -376,23 +393,28 @@ pub fn scan(root: &Path, walked: walk::Walk) -> Result<Scan, IndexError> {
             Err(None) => {}
         }
     }
-    let mut slots: Vec<Option<Job>> = walked
-        .files
-        .into_iter()
-        .zip(logical)
-        .map(|(file, logical)| {
-            let (path, class) = logical.ok()?;
-            Some(Job { file, path, class })
-        })
-        .collect();
     // Sized up front: grown by doubling, 100,000 jobs cost more in fresh pages than in copies.
     let mut jobs: Vec<Job> = Vec::with_capacity(order.len() - twin_of.len());
-    jobs.extend(
-        order
-            .iter()
-            .filter(|i| !twin_of.contains_key(i))
-            .filter_map(|&i| slots[i as usize].take()),
-    );
+    let job = |(file, logical): (WalkedFile, Result<_, _>)| {
+        let (logical, class) = logical.ok()?;
+        Some(Job {
+            file,
+            logical,
+            class,
+        })
+    };
+    if walk_order && twin_of.is_empty() {
+        // Every file with a logical path served, in the order walked: moved straight in.
+        jobs.extend(walked.files.into_iter().zip(logical).filter_map(job));
+    } else {
+        let mut slots: Vec<Option<Job>> = walked.files.into_iter().zip(logical).map(job).collect();
+        jobs.extend(
+            order
+                .iter()
+                .filter(|i| !twin_of.contains_key(i))
+                .filter_map(|&i| slots[i as usize].take()),
+        );
+    }
     Ok(Scan {
         kind,
         jobs,
@@ -404,7 +426,7 @@ pub fn scan(root: &Path, walked: walk::Walk) -> Result<Scan, IndexError> {
 /// Reads `jobs`, in parallel, in their order.
 pub fn read_files(kind: BundleKind, jobs: &[&Job]) -> Vec<ReadFile> {
     jobs.par_iter()
-        .map(|job| read_one(&job.file, job.path.clone(), job.class, kind, None))
+        .map(|job| read_one(&job.file, job.path().to_string(), job.class, kind, None))
         .collect()
 }
 
@@ -421,7 +443,15 @@ pub fn read_files_with_pages(
     on_page: OnPage<'_>,
 ) -> Vec<ReadFile> {
     jobs.par_iter()
-        .map(|job| read_one(&job.file, job.path.clone(), job.class, kind, Some(on_page)))
+        .map(|job| {
+            read_one(
+                &job.file,
+                job.path().to_string(),
+                job.class,
+                kind,
+                Some(on_page),
+            )
+        })
         .collect()
 }
 
@@ -590,24 +620,27 @@ fn ends_with_md(name: &str) -> bool {
     name.len() > 3 && name.as_bytes()[name.len() - 3..].eq_ignore_ascii_case(b".md")
 }
 
+/// A file's logical path ([`logical_path`]) and class, or why it is not served (`None`: not
+/// a file of the bundle, silently).
+type Logical = Result<(Option<String>, PathClass), Option<Diagnostic>>;
+
 /// The logical path and class of `file`, or why it is not served (`None`: silently).
-fn logical_path(
-    kind: BundleKind,
-    file: &WalkedFile,
-) -> Result<(String, PathClass), Option<Diagnostic>> {
-    let candidate = match kind {
-        BundleKind::Focowiki => file.relative.clone(),
+///
+/// The path is `None` when it is the walked one (`file.relative`), as in most bundles.
+fn logical_path(kind: BundleKind, file: &WalkedFile) -> Logical {
+    let candidate: Cow<'_, str> = match kind {
+        BundleKind::Focowiki => Cow::Borrowed(&file.relative),
         BundleKind::PlainFolder => {
             if !ends_with_md(&file.relative) {
                 return Err(None);
             }
-            format!("pages/{}", file.relative)
+            Cow::Owned(format!("pages/{}", file.relative))
         }
     };
     let candidate = if crate::text::is_nfc(&candidate) {
         candidate
     } else {
-        crate::text::nfc(&candidate)
+        Cow::Owned(crate::text::nfc(&candidate))
     };
     if let Err(problem) = paths::check_canonical(&candidate) {
         return Err(Some(Diagnostic::new(
@@ -629,7 +662,11 @@ fn logical_path(
             }
         },
     };
-    Ok((candidate, class))
+    let logical = match candidate {
+        Cow::Owned(path) if path != file.relative => Some(path),
+        _ => None,
+    };
+    Ok((logical, class))
 }
 
 /// A file's bytes into `bytes`: at most the first [`MAX_PARSE_BYTES`] of it (the rest is only

@@ -129,7 +129,7 @@ impl Files<'_> {
         let mut hasher = bundle::ContentHasher::new(kind);
         for (i, job) in self.jobs.iter().enumerate() {
             self.sha256(i)
-                .with_text(|sha256| hasher.add(&job.path, sha256));
+                .with_text(|sha256| hasher.add(job.path(), sha256));
         }
         hasher.finish()
     }
@@ -140,7 +140,7 @@ impl Files<'_> {
             (0..self.jobs.len()).map(|i| {
                 let job = &self.jobs[i];
                 (
-                    job.path.as_str(),
+                    job.path(),
                     job.file.relative.as_str(),
                     job.class,
                     self.sha256(i),
@@ -340,12 +340,12 @@ pub(super) fn build(
         for job in &jobs {
             let mut hit = None;
             if let Some(cache) = reuse {
-                while next < entries && cache.entry(next).path() < job.path.as_str() {
+                while next < entries && cache.entry(next).path() < job.path() {
                     next += 1;
                 }
                 if next < entries {
                     let entry = cache.entry(next);
-                    if entry.path() == job.path
+                    if entry.path() == job.path()
                         && entry.disk == job.file.relative
                         && entry.size == job.file.size
                         && entry.mtime_ns == job.file.mtime_ns
@@ -721,7 +721,7 @@ fn all_files(files: Files<'_>, kind: BundleKind) -> Vec<ReadFile> {
                 let entry = cache.expect("a cached file has a cache").entry(e as usize);
                 match details[e as usize].take() {
                     Some(detail) => read.push(Some(ReadFile {
-                        path: jobs[i].path.clone(),
+                        path: jobs[i].path().to_string(),
                         disk: entry.disk.to_string(),
                         class: entry.class,
                         size: entry.size,
@@ -1238,7 +1238,7 @@ fn patch_plan<'a>(
     let derived = cache.derived()?;
     // Same files in the same order (the key says so too; this maps file i to entry i).
     let same_files = files.jobs.iter().zip(cache.entries()).all(|(job, entry)| {
-        job.path == entry.path() && job.file.relative == entry.disk && job.class == entry.class
+        job.path() == entry.path() && job.file.relative == entry.disk && job.class == entry.class
     });
     if !same_files || files.assembly_key(BundleKind::Focowiki) != derived.key {
         return None;
