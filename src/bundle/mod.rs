@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -505,14 +506,8 @@ impl ContentHasher {
 /// The indexed text of the source page at `disk` (relative to `root`), read again; `None` when
 /// it cannot be read or parsed.
 pub fn read_page_text(root: &Path, disk: &str, _path: &str) -> Option<PageText> {
-    let disk_path = root.join(disk);
-    let meta = std::fs::metadata(&disk_path).ok()?;
-    let file = WalkedFile {
-        disk_path,
-        relative: disk.to_string(),
-        size: meta.len(),
-        mtime_ns: 0,
-    };
+    let meta = std::fs::metadata(root.join(disk)).ok()?;
+    let file = WalkedFile::new(Arc::from(root), None, disk.to_string(), meta.len(), 0);
     with_read_buffer(|bytes| {
         let (_, total) = read_bytes(&file, bytes).ok()?;
         Some(page_text(&text_of(bytes, total).0))
@@ -673,7 +668,7 @@ fn logical_path(kind: BundleKind, file: &WalkedFile) -> Logical {
 /// hashed, so a huge or growing file never costs more memory than that); returns the SHA-256
 /// of the whole file and the number of bytes read in all.
 fn read_bytes(file: &WalkedFile, bytes: &mut Vec<u8>) -> std::io::Result<(String, u64)> {
-    let mut handle = std::fs::File::open(&file.disk_path)?;
+    let mut handle = std::fs::File::open(file.disk_path())?;
     let mut hasher = Sha256::new();
     bytes.clear();
     bytes.reserve(file.size.min(MAX_PARSE_BYTES) as usize);
