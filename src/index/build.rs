@@ -166,6 +166,9 @@ struct Written {
     /// Every indexed page (assembly), or the pages whose fingerprint changed (patch).
     pages: Vec<Page>,
     all_pages: bool,
+    /// The CRC-32 of the files written (the catalog and the ingest cache), made as they were
+    /// written: the manifest records them without reading the files again.
+    crcs: Vec<(&'static str, u32)>,
 }
 
 /// What the revision and the generation folder depend on.
@@ -553,6 +556,7 @@ pub(super) fn build(
         counts,
         pages,
         all_pages,
+        crcs,
         ..
     } = written;
     if !incremental_done {
@@ -597,7 +601,7 @@ pub(super) fn build(
 
     let json = |v: &dyn erased::Json| v.to_json();
     write_file(&tmp.join("diagnostics.json"), &json(&diagnostics))?;
-    let files = record_files(&tmp, previous.as_ref())?;
+    let files = record_files(&tmp, previous.as_ref(), &crcs)?;
     let manifest = Manifest {
         format_version: INDEX_FORMAT_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -804,14 +808,48 @@ fn create_generation(tmp: &Path) -> Result<FileLock, IndexError> {
 fn write_with(
     path: &Path,
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
-) -> Result<(), IndexError> {
+) -> Result<u32, IndexError> {
     let file = std::fs::File::create(path).map_err(|e| IndexError::io(path, e))?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, CrcWriter::new(file));
     write(&mut out).map_err(|e| IndexError::io(path, e))?;
-    let file = out
+    let (file, crc) = out
         .into_inner()
-        .map_err(|e| IndexError::io(path, e.into_error()))?;
-    file.sync_all().map_err(|e| IndexError::io(path, e))
+        .map_err(|e| IndexError::io(path, e.into_error()))?
+        .into_parts();
+    file.sync_all().map_err(|e| IndexError::io(path, e))?;
+    Ok(crc)
+}
+
+/// A writer that makes the CRC-32 of what passes through it.
+struct CrcWriter<W> {
+    inner: W,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: std::io::Write> CrcWriter<W> {
+    fn new(inner: W) -> Self {
+        CrcWriter {
+            inner,
+            crc: crc32fast::Hasher::new(),
+        }
+    }
+
+    /// The writer, and the CRC-32 of everything written.
+    fn into_parts(self) -> (W, u32) {
+        (self.inner, self.crc.finalize())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for CrcWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The assembly way: every file's parse through the bundle-wide steps, the catalog written
@@ -1128,8 +1166,10 @@ fn assemble(
                 .map_err(|e| IndexError::io(&cache_path, e))
         },
     );
-    catalog_written?;
-    cache_written?;
+    let crcs = vec![
+        (CATALOG_FILE, catalog_written?),
+        (INGEST_CACHE_FILE, cache_written?),
+    ];
     drop(parts);
     drop(assembly);
     drop(read);
@@ -1144,6 +1184,7 @@ fn assemble(
         indexed: indexed_pages,
         pages,
         all_pages: true,
+        crcs,
     })
 }
 
@@ -1426,7 +1467,7 @@ fn patch<T>(
 
     // The catalog, and meanwhile the ingest cache: every chunk as stored but those of changed
     // files.
-    let write_cache = || -> Result<(), IndexError> {
+    let write_cache = || -> Result<u32, IndexError> {
         let cache_path = tmp.join(INGEST_CACHE_FILE);
         let io = |e| IndexError::io(&cache_path, e);
         let mut writer = cache::Writer::create(&cache_path).map_err(io)?;
@@ -1465,7 +1506,7 @@ fn patch<T>(
         diagnostics: diagnostics.len() as u64,
         ..previous.manifest.counts.clone()
     };
-    let written = Written {
+    let mut written = Written {
         total_files: store.header().file_count as u64,
         name: previous.manifest.knowledge_base_name.clone(),
         content_fingerprint,
@@ -1476,6 +1517,7 @@ fn patch<T>(
         indexed,
         pages,
         all_pages: false,
+        crcs: Vec::new(),
     };
     // `meanwhile` (the search index's update) needs neither file: it runs while they are
     // written and flushed, which is mostly waiting on the disk.
@@ -1492,8 +1534,10 @@ fn patch<T>(
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (outcome, writes)
     });
-    catalog_written?;
-    cache_written?;
+    written.crcs = vec![
+        (CATALOG_FILE, catalog_written?),
+        (INGEST_CACHE_FILE, cache_written?),
+    ];
     Ok((written, outcome))
 }
 

@@ -484,7 +484,13 @@ pub fn verify_generation(
 /// keeps the previous record (its content was checked against it when the build began, and
 /// computing its checksum again would bless damage); the others' CRC-32 is computed, which
 /// reads back what the build wrote.
-fn record_files(dir: &Path, previous: Option<&Previous>) -> Result<Vec<FileRecord>, IndexError> {
+///
+/// `written`: (name, CRC-32) of files of `dir` whose checksum was made as they were written.
+fn record_files(
+    dir: &Path,
+    previous: Option<&Previous>,
+    written: &[(&str, u32)],
+) -> Result<Vec<FileRecord>, IndexError> {
     let mut records = Vec::new();
     for sub in ["", "search"] {
         let folder = dir.join(sub);
@@ -512,7 +518,9 @@ fn record_files(dir: &Path, previous: Option<&Previous>) -> Result<Vec<FileRecor
             let path = dir.join(&relative);
             let meta = std::fs::metadata(&path).map_err(|e| IndexError::io(&path, e))?;
             let mtime_ns = mtime_ns(&meta);
-            let kept = previous.filter(|p| p.damage.is_none()).and_then(|p| {
+            let made = written.iter().find(|(name, _)| *name == relative);
+            let kept = made.map(|(_, crc)| *crc).or_else(|| {
+                let p = previous.filter(|p| p.damage.is_none())?;
                 let record = p.manifest.files.iter().find(|f| f.path == relative)?;
                 let before = std::fs::metadata(p.generation.join(&relative)).ok()?;
                 (same_file(&before, &meta)
@@ -523,8 +531,7 @@ fn record_files(dir: &Path, previous: Option<&Previous>) -> Result<Vec<FileRecor
             records.push((relative, path, meta.len(), mtime_ns, kept));
         }
     }
-    // The new files' checksums side by side (the catalog and the ingest cache are most of the
-    // bytes).
+    // The other new files' checksums side by side.
     use rayon::prelude::*;
     records
         .into_par_iter()
