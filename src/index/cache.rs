@@ -841,14 +841,17 @@ mod tests {
             key: "k".into(),
             diagnostics: vec![("a".into(), None, "m".into())],
         };
-        let crc = writer
-            .finish(
-                BundleKind::Focowiki,
-                42,
-                || entries.iter().copied(),
-                Some(derived.clone()),
-            )
-            .unwrap();
+        let finish = |writer: Writer| {
+            writer
+                .finish(
+                    BundleKind::Focowiki,
+                    42,
+                    || entries.iter().copied(),
+                    Some(derived.clone()),
+                )
+                .unwrap()
+        };
+        let crc = finish(writer);
         assert_eq!(crc, crc32fast::hash(&std::fs::read(&path).unwrap()));
 
         // A cache made of this one's chunks, copied (every other run) and encoded again, has
@@ -870,14 +873,7 @@ mod tests {
                 c = end;
             }
         }
-        let crc = writer
-            .finish(
-                BundleKind::Focowiki,
-                42,
-                || entries.iter().copied(),
-                Some(derived.clone()),
-            )
-            .unwrap();
+        let crc = finish(writer);
         let copied = std::fs::read(&copy).unwrap();
         assert_eq!(crc, crc32fast::hash(&copied));
         assert_eq!(copied, std::fs::read(&path).unwrap());
