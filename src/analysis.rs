@@ -57,13 +57,8 @@ fn normalize_into(raw: &str, out: &mut String) {
         out[start..].make_ascii_lowercase();
         return;
     }
-    // CJK unified ideographs (the basic block and extension A: almost every character of
-    // Chinese text) have no decomposition, compose with nothing and have no case: they are
-    // their own normalized form, and a CJK token is one or two of them.
-    if raw
-        .chars()
-        .all(|c| matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}'))
-    {
+    // A CJK token is one or two ideographs, almost always their own normalized form.
+    if raw.chars().all(crate::text::is_normal_ideograph) {
         out.push_str(raw);
         return;
     }

@@ -57,12 +57,10 @@ pub fn is_nfkc(s: &str) -> bool {
 }
 
 pub fn is_nfc(s: &str) -> bool {
-    // ASCII and CJK unified ideographs (the basic block and extension A: most non-ASCII text of
-    // these bundles' paths) neither decompose nor compose with anything: text of them alone is
-    // in every normal form, without the lookups of the full check.
-    s.chars()
-        .all(|c| c.is_ascii() || matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}'))
-        || unicode_normalization::is_nfc(s)
+    // ASCII and CJK unified ideographs (most non-ASCII text of these bundles' paths) neither
+    // decompose nor compose with anything: text of them alone is in every normal form, without
+    // the lookups of the full check.
+    s.chars().all(|c| c.is_ascii() || is_normal_ideograph(c)) || unicode_normalization::is_nfc(s)
 }
 
 pub fn nfc(s: &str) -> String {
@@ -128,6 +126,13 @@ pub fn is_forbidden_path_char(c: char) -> bool {
     c.is_control()
         || ('\u{202A}'..='\u{202E}').contains(&c)
         || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// True for a CJK unified ideograph of the basic block or extension A (almost every character
+/// of Chinese text): it has no decomposition, composes with nothing and has no case, so it is
+/// its own form in every normalization.
+pub fn is_normal_ideograph(c: char) -> bool {
+    matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}')
 }
 
 /// True for a CJK ideograph (the `han` bucket of the bundle format, §7.4).

@@ -421,8 +421,22 @@ pub(super) fn build(
         ),
         None => (None, None),
     };
-    // The search index's update when it was made while a patch wrote the catalog (`None`: not
-    // made yet; `Some(None)`: nothing to update).
+    // The previous search index brought up to date into `search_dir` (`None`: no previous one
+    // to update).
+    let update_search = |written: &Written, search_dir: &Path, progress: &mut dyn FnMut(&str)| {
+        let p = previous.as_ref()?;
+        let before = indexed_before.as_ref()?;
+        Some(incremental_search(
+            bundle_root,
+            before,
+            written,
+            &p.generation.join("search"),
+            search_dir,
+            threads,
+            progress,
+        ))
+    };
+    // That update when it was made while a patch wrote the catalog (`None`: not made yet).
     let mut searched = None;
     let (written, tmp, live_name) = match plan.zip(update_fingerprint) {
         Some((plan, content_fingerprint)) => {
@@ -442,17 +456,7 @@ pub(super) fn build(
                 &tmp,
                 |written| {
                     progress(&read_summary(files_read, written));
-                    let p = previous.as_ref()?;
-                    let before = indexed_before.as_ref()?;
-                    Some(incremental_search(
-                        bundle_root,
-                        before,
-                        written,
-                        &p.generation.join("search"),
-                        &search_dir,
-                        threads,
-                        progress,
-                    ))
+                    update_search(written, &search_dir, progress)
                 },
             )?;
             searched = Some(outcome);
@@ -517,19 +521,7 @@ pub(super) fn build(
     let mut incremental_done = false;
     // Pages that could not be read again for indexing (deleted or replaced during the build).
     let mut unread = Vec::new();
-    let outcome = searched.unwrap_or_else(|| {
-        let p = previous.as_ref()?;
-        let before = indexed_before.as_ref()?;
-        Some(incremental_search(
-            bundle_root,
-            before,
-            &written,
-            &p.generation.join("search"),
-            &search_dir,
-            threads,
-            progress,
-        ))
-    });
+    let outcome = searched.unwrap_or_else(|| update_search(&written, &search_dir, progress));
     if let Some(outcome) = outcome {
         match outcome {
             Ok((indexed, removed, not_read)) => {
@@ -818,38 +810,6 @@ fn write_with(
         .into_parts();
     file.sync_all().map_err(|e| IndexError::io(path, e))?;
     Ok(crc)
-}
-
-/// A writer that makes the CRC-32 of what passes through it.
-struct CrcWriter<W> {
-    inner: W,
-    crc: crc32fast::Hasher,
-}
-
-impl<W: std::io::Write> CrcWriter<W> {
-    fn new(inner: W) -> Self {
-        CrcWriter {
-            inner,
-            crc: crc32fast::Hasher::new(),
-        }
-    }
-
-    /// The writer, and the CRC-32 of everything written.
-    fn into_parts(self) -> (W, u32) {
-        (self.inner, self.crc.finalize())
-    }
-}
-
-impl<W: std::io::Write> std::io::Write for CrcWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.crc.update(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }
 
 /// The assembly way: every file's parse through the bundle-wide steps, the catalog written

@@ -243,7 +243,6 @@ struct Header {
 
 /// An opened ingest cache: the entries read where they lie, the chunks decoded on demand.
 pub struct Cache {
-    file: std::fs::File,
     bytes: memmap2::Mmap,
     header: Header,
     side: Side,
@@ -353,7 +352,6 @@ impl Cache {
             return Err(damaged("chunks do not cover the entries"));
         }
         Ok(Cache {
-            file,
             bytes,
             header,
             side,
@@ -509,35 +507,26 @@ pub fn encode_chunk(details: &[&Detail]) -> Vec<u8> {
 
 /// Writes a cache file: the chunks in entry order, then [`Writer::finish`].
 pub struct Writer {
-    out: std::io::BufWriter<std::fs::File>,
-    /// CRC-32 of every byte written so far (what the manifest records of the file).
-    file_crc: crc32fast::Hasher,
+    /// The file, and the CRC-32 of every byte written to it (what the manifest records).
+    out: std::io::BufWriter<super::CrcWriter<std::fs::File>>,
     offset: u64,
     chunks: Vec<Chunk>,
 }
 
 impl Writer {
     pub fn create(path: &Path) -> std::io::Result<Self> {
-        let mut writer = Writer {
-            out: std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?),
-            file_crc: crc32fast::Hasher::new(),
-            offset: 0,
+        let file = super::CrcWriter::new(std::fs::File::create(path)?);
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        out.write_all(MAGIC)?;
+        Ok(Writer {
+            out,
+            offset: MAGIC.len() as u64,
             chunks: Vec::new(),
-        };
-        writer.put(MAGIC)?;
-        writer.offset = MAGIC.len() as u64;
-        Ok(writer)
-    }
-
-    /// Writes `bytes`, counted in the file's checksum.
-    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.out.write_all(bytes)?;
-        self.file_crc.update(bytes);
-        Ok(())
+        })
     }
 
     fn section(&mut self, bytes: &[u8]) -> std::io::Result<Section> {
-        self.put(bytes)?;
+        self.out.write_all(bytes)?;
         let section = Section {
             offset: self.offset,
             len: bytes.len() as u64,
@@ -554,7 +543,6 @@ impl Writer {
     ) -> std::io::Result<Section> {
         let mut pieces = Pieces {
             out: &mut self.out,
-            file_crc: &mut self.file_crc,
             run: Vec::with_capacity(Pieces::RUN),
             crc: crc32fast::Hasher::new(),
             len: 0,
@@ -570,10 +558,9 @@ impl Writer {
         Ok(section)
     }
 
-    /// Appends chunks `chunks` of `cache` as they are stored (copied file to file: the kernel
-    /// copies them without reading them into this process).
+    /// Appends chunks `chunks` of `cache` as they are stored (written from its mapping, neither
+    /// decoded nor checked again).
     pub fn copy_chunks(&mut self, cache: &Cache, chunks: Range<usize>) -> std::io::Result<()> {
-        use std::io::{Read, Seek};
         let Some(first) = cache.header.chunks.get(chunks.start) else {
             return Ok(());
         };
@@ -592,15 +579,12 @@ impl Writer {
             });
             end = chunk.section.offset + chunk.section.len;
         }
-        let mut from = &cache.file;
-        from.seek(std::io::SeekFrom::Start(start))?;
-        let copied = std::io::copy(&mut from.take(end - start), &mut self.out)?;
-        if copied != end - start {
-            return Err(std::io::Error::other("the ingest cache was cut short"));
-        }
-        // Counted from the mapping (the bytes just copied, as they are, read in place).
-        self.file_crc
-            .update(&cache.bytes[start as usize..end as usize]);
+        // Within the file: opening checked every chunk's section.
+        let stored = cache
+            .bytes
+            .get(start as usize..end as usize)
+            .ok_or_else(|| std::io::Error::other("the ingest cache was cut short"))?;
+        self.out.write_all(stored)?;
         self.offset += end - start;
         Ok(())
     }
@@ -715,21 +699,25 @@ impl Writer {
             derived,
         };
         let header = postcard::to_stdvec(&header).expect("the cache header encodes");
-        self.put(&header)?;
-        self.put(&(header.len() as u32).to_le_bytes())?;
-        self.put(&crc32fast::hash(&header).to_le_bytes())?;
-        self.put(MAGIC)?;
-        let file = self.out.into_inner().map_err(|e| e.into_error())?;
+        self.out.write_all(&header)?;
+        self.out.write_all(&(header.len() as u32).to_le_bytes())?;
+        self.out
+            .write_all(&crc32fast::hash(&header).to_le_bytes())?;
+        self.out.write_all(MAGIC)?;
+        let (file, crc) = self
+            .out
+            .into_inner()
+            .map_err(|e| e.into_error())?
+            .into_parts();
         file.sync_all()?;
-        Ok(self.file_crc.finalize())
+        Ok(crc)
     }
 }
 
 /// The pieces of a [`Writer::streamed`] section, handed to the file and the checksum in runs
 /// (a call per piece of a few bytes would cost more than the piece).
 struct Pieces<'w> {
-    out: &'w mut std::io::BufWriter<std::fs::File>,
-    file_crc: &'w mut crc32fast::Hasher,
+    out: &'w mut std::io::BufWriter<super::CrcWriter<std::fs::File>>,
     run: Vec<u8>,
     crc: crc32fast::Hasher,
     len: u64,
@@ -749,7 +737,6 @@ impl Pieces<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.out.write_all(&self.run)?;
         self.crc.update(&self.run);
-        self.file_crc.update(&self.run);
         self.len += self.run.len() as u64;
         self.run.clear();
         Ok(())

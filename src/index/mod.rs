@@ -395,6 +395,38 @@ fn damage_line(error: &IndexError) -> String {
     }
 }
 
+/// A writer that makes the CRC-32 of what passes through it.
+pub(crate) struct CrcWriter<W> {
+    inner: W,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: std::io::Write> CrcWriter<W> {
+    pub(crate) fn new(inner: W) -> Self {
+        CrcWriter {
+            inner,
+            crc: crc32fast::Hasher::new(),
+        }
+    }
+
+    /// The writer, and the CRC-32 of everything written.
+    pub(crate) fn into_parts(self) -> (W, u32) {
+        (self.inner, self.crc.finalize())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for CrcWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// The CRC-32 of the file at `path`, read in 1 MiB pieces.
 fn file_crc32(path: &Path) -> std::io::Result<u32> {
     use std::io::Read;
@@ -482,10 +514,9 @@ pub fn verify_generation(
 /// Records every file of the generation being built in `dir` (all but the manifest and lock
 /// files) for its manifest. A file hard-linked from the previous generation, unchanged since,
 /// keeps the previous record (its content was checked against it when the build began, and
-/// computing its checksum again would bless damage); the others' CRC-32 is computed, which
-/// reads back what the build wrote.
-///
-/// `written`: (name, CRC-32) of files of `dir` whose checksum was made as they were written.
+/// computing its checksum again would bless damage); a file in `written` (name, CRC-32) has the
+/// checksum made as it was written ([`CrcWriter`]); the others' CRC-32 is computed, which reads
+/// back what the build wrote.
 fn record_files(
     dir: &Path,
     previous: Option<&Previous>,
