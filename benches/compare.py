@@ -7,7 +7,11 @@ Python's sqlite3) and with plain `rg -i -l`, on the same `pages/**/*.md` files i
           (frontmatter stripped, title from it or from the first `# ` heading) in one transaction.
           Wall time of the whole process (python startup included, like kbtools) and peak RSS
           (/usr/bin/time -f "%e %M"); --builds rounds, alternating the two; medians. On-disk size
-          of the index folder and of the .db file beside the pages' bytes.
+          of the index folder and of the .db file beside the pages' bytes. With --fts-trigram,
+          (2') the same script with FTS5's trigram tokenizer each round as well (build only):
+          unicode61 makes one token of a whole run of CJK characters, so its index cannot find a
+          Chinese word inside a sentence; trigram can (three characters or more), kbtools's
+          character and bigram analysis can, and the row shows what that costs FTS5.
   query   one cold process per query: (3) `kbtools --index DIR --no-refresh call search_files
           '{"query": Q, "mode": "file", "limit": 10}'` (the index as built; also timed without
           --no-refresh, which first checks the bundle's stat fingerprint), (4) `python3 -c` connecting to the db and
@@ -19,7 +23,7 @@ Python's sqlite3) and with plain `rg -i -l`, on the same `pages/**/*.md` files i
           in-process FTS5 figure: one python3 process running every query (after a warm-up pass).
 
 Usage: bash benches/compare.sh [BUNDLE | --generate N] [--queries Q.jsonl] [--queries-count 50]
-                               [--builds 3]
+                               [--builds 3] [--fts-trigram]
 BUNDLE defaults to ../shared/bundles/scifact (skipped with a message when absent). --generate N
 writes N synthetic pages into target/bench-bundles/gen-N (seed 1) with the release binary, or
 reuses that folder. Queries: --queries, else BUNDLE/.bench-queries.jsonl, else (for scifact)
@@ -36,6 +40,7 @@ GEN_SEED = 1
 FTS_BUILD = r'''
 import os, sqlite3, sys
 pages, db = sys.argv[1:3]
+options = "".join(", tokenize='%s'" % t for t in sys.argv[3:])
 def split(text, name):
     title = None
     if text.startswith("---\n"):
@@ -62,7 +67,7 @@ def rows():
                     title, body = split(fh.read(), f[:-3])
                 yield "pages/" + os.path.relpath(p, pages), title, body
 con = sqlite3.connect(db)
-con.execute("CREATE VIRTUAL TABLE t USING fts5(path UNINDEXED, title, body)")
+con.execute("CREATE VIRTUAL TABLE t USING fts5(path UNINDEXED, title, body%s)" % options)
 with con:  # one transaction
     con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows())
 con.close()
@@ -178,6 +183,10 @@ def main():
     ap.add_argument("--queries", help="queries .jsonl (one {\"text\": …} per line)")
     ap.add_argument("--queries-count", type=int, default=50)
     ap.add_argument("--builds", type=int, default=3)
+    ap.add_argument("--fts-trigram", action="store_true",
+                    help="also time an FTS5 build with the trigram tokenizer (the FTS5 tokenizer "
+                         "that finds Chinese text inside a run; unicode61 takes a whole run of "
+                         "CJK characters as one token)")
     args = ap.parse_args()
     if args.bundle and args.generate:
         fail("give a BUNDLE or --generate N, not both")
@@ -259,6 +268,7 @@ def run(args, bundle, pages_dir, pages, pages_bytes, queries, source, work):
 
     kb = {"wall": [], "rss": []}
     fts = {"wall": [], "rss": []}
+    tri = {"wall": [], "rss": [], "size": []}
     kb_index = fts_db = None
     for i in range(args.builds):
         for d in (kb_index, os.path.dirname(fts_db) if fts_db else None):
@@ -270,6 +280,12 @@ def run(args, bundle, pages_dir, pages, pages_bytes, queries, source, work):
         fts_db = os.path.join(tempfile.mkdtemp(dir=work, prefix="fts-"), "fts.db")
         w, r = timed([sys.executable, build_py, pages_dir, fts_db])
         fts["wall"].append(w); fts["rss"].append(r)
+        if args.fts_trigram:
+            tri_dir = tempfile.mkdtemp(dir=work, prefix="fts-trigram-")
+            tri_db = os.path.join(tri_dir, "fts.db")
+            w, r = timed([sys.executable, build_py, pages_dir, tri_db, "trigram"])
+            tri["wall"].append(w); tri["rss"].append(r); tri["size"].append(tree_bytes(tri_db))
+            shutil.rmtree(tri_dir, ignore_errors=True)
     kb_size, fts_size = tree_bytes(kb_index), tree_bytes(fts_db)
     fts_rows = sqlite3.connect(fts_db).execute("SELECT count(*) FROM t").fetchone()[0]
     if fts_rows != len(pages):
@@ -319,6 +335,12 @@ def run(args, bundle, pages_dir, pages, pages_bytes, queries, source, work):
               f"{size / pages_bytes:9.2f}x")
     print(f"{'  ratio FTS5/kbtools':34} {med(fts['wall']) / med(kb['wall']):8.2f}x "
           f"{med(fts['rss']) / med(kb['rss']):8.2f}x {fts_size / kb_size:13.2f}x")
+    if tri["wall"]:
+        size = tri["size"][-1]
+        print(f"{'SQLite FTS5 build, trigram':34} {med(tri['wall']):9.3f} "
+              f"{med(tri['rss']) / 1024:5.0f} MiB {size:14,} {size / pages_bytes:9.2f}x")
+        print(f"{'  ratio FTS5 trigram/kbtools':34} {med(tri['wall']) / med(kb['wall']):8.2f}x "
+              f"{med(tri['rss']) / med(kb['rss']):8.2f}x {size / kb_size:13.2f}x")
     print(f"{'  (pages)':34} {'':9} {'':9} {pages_bytes:14,}")
     print()
     print(f"{'query (' + str(len(queries)) + ' queries)':34} {'median ms':>9} {'p90 ms':>9} {'median hits':>12}")
@@ -335,7 +357,8 @@ def run(args, bundle, pages_dir, pages, pages_bytes, queries, source, work):
     print()
     print(f"compare: load average {os.getloadavg()[0]:.2f} at end; build wall times "
           f"kbtools {', '.join(f'{w:.3f}' for w in kb['wall'])} s, FTS5 "
-          f"{', '.join(f'{w:.3f}' for w in fts['wall'])} s")
+          f"{', '.join(f'{w:.3f}' for w in fts['wall'])} s"
+          + (f", FTS5 trigram {', '.join(f'{w:.3f}' for w in tri['wall'])} s" if tri["wall"] else ""))
 
 
 if __name__ == "__main__":

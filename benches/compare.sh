@@ -12,7 +12,7 @@
 # and the ratios (FTS5/kbtools, rg/kbtools). Details in benches/compare.py.
 #
 # Usage: bash benches/compare.sh [BUNDLE | --generate N] [--queries Q.jsonl]
-#                                [--queries-count 50] [--builds 3]
+#                                [--queries-count 50] [--builds 3] [--fts-trigram]
 #   BUNDLE        default ../shared/bundles/scifact (a skip line and exit 0 when absent)
 #   --generate N  N synthetic pages in target/bench-bundles/gen-N (seed 1, reused when present)
 #   --queries     default BUNDLE/.bench-queries.jsonl, else ../shared/corpora/scifact/queries.jsonl
