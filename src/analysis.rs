@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use jieba_rs::Jieba;
 use tantivy::tokenizer::{
@@ -28,8 +28,9 @@ pub const WORDS_ANALYZER: &str = "kb_words";
 /// Tokens longer than this many bytes are dropped (they are hashes, data, not words).
 const MAX_TOKEN_BYTES: usize = 64;
 
+static JIEBA: OnceLock<Jieba> = OnceLock::new();
+
 fn jieba() -> &'static Jieba {
-    static JIEBA: OnceLock<Jieba> = OnceLock::new();
     JIEBA.get_or_init(Jieba::new)
 }
 
@@ -37,6 +38,108 @@ fn jieba() -> &'static Jieba {
 /// it loaded on another thread while it does other work.
 pub fn load_dictionary() {
     jieba();
+}
+
+/// jieba's dictionary, as `Jieba::new` loads it (a copy: `src/analysis/SOURCE.txt`).
+const JIEBA_DICT: &str = include_str!("analysis/jieba-dict.txt");
+/// The sum of [`JIEBA_DICT`]'s frequencies: jieba scores a word by its frequency over this.
+const JIEBA_DICT_TOTAL: u64 = 60_101_964;
+/// A word no text given to jieba holds (a noncharacter; jieba sees CJK runs only, and a text
+/// holding it gets the whole dictionary), carrying the frequencies of the words a
+/// [`query_dictionary`] leaves out.
+const FILLER_WORD: &str = "\u{fdd0}";
+
+/// The lines of [`JIEBA_DICT`] whose word starts with `first`: a binary search, the lines being
+/// sorted by word.
+fn dictionary_lines(first: char) -> impl Iterator<Item = &'static str> {
+    let mut buffer = [0u8; 4];
+    let prefix = first.encode_utf8(&mut buffer).as_bytes();
+    let bytes = JIEBA_DICT.as_bytes();
+    let line_end = |start: usize| {
+        bytes[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |p| start + p)
+    };
+    let word = |start: usize, end: usize| {
+        let line = &bytes[start..end];
+        &line[..line.iter().position(|&b| b == b' ').unwrap_or(line.len())]
+    };
+    // Lines starting before `low` have words below `prefix`, those starting at or after `high`
+    // do not; `low` is a line's start.
+    let (mut low, mut high) = (0, bytes.len());
+    while low < high {
+        let middle = low + (high - low) / 2;
+        let start = bytes[low..middle]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(low, |p| low + p + 1);
+        let end = line_end(start);
+        if word(start, end) < prefix {
+            low = (end + 1).min(bytes.len());
+        } else {
+            high = start;
+        }
+    }
+    let prefix = prefix.to_vec();
+    JIEBA_DICT[low..]
+        .lines()
+        .take_while(move |line| line.as_bytes().starts_with(&prefix))
+}
+
+/// A segmenter for `text` alone, or `None` when this process has jieba's whole dictionary
+/// loaded already: the dictionary words found in `text`, plus [`FILLER_WORD`] bringing the total
+/// frequency to the whole dictionary's. jieba looks up only substrings of what it segments, and
+/// scores them by frequency over the total, so this segments `text` and every part of it as the
+/// whole dictionary does: a one-shot `kbtools call` with a Chinese query pays for the words it
+/// has, not for loading 349,045 (a tenth of a second). The last text's segmenter is kept, for
+/// the several analyses of one query.
+fn query_dictionary(text: &str) -> Option<Arc<Jieba>> {
+    static LAST: Mutex<Option<(String, Arc<Jieba>)>> = Mutex::new(None);
+    if JIEBA.get().is_some() {
+        return None;
+    }
+    let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((last_text, segmenter)) = last.as_ref() {
+        if last_text == text {
+            return Some(Arc::clone(segmenter));
+        }
+    }
+    let segmenter = Arc::new(dictionary_within(text)?);
+    *last = Some((text.to_string(), Arc::clone(&segmenter)));
+    Some(segmenter)
+}
+
+/// A segmenter of the dictionary words inside `text` (see [`query_dictionary`]).
+fn dictionary_within(text: &str) -> Option<Jieba> {
+    if text.contains(FILLER_WORD) {
+        return None;
+    }
+    // Each character of the text with where it is: a word is inside when it starts at one of
+    // its first character's places.
+    let mut places: Vec<(char, usize)> = text.char_indices().map(|(i, c)| (c, i)).collect();
+    places.sort_unstable();
+    let mut dictionary = String::new();
+    let mut total = 0u64;
+    for same in places.chunk_by(|a, b| a.0 == b.0) {
+        for line in dictionary_lines(same[0].0) {
+            let mut fields = line.split(' ');
+            let (Some(word), Some(frequency)) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            let inside = same.iter().any(|&(_, at)| text[at..].starts_with(word));
+            if let (true, Ok(frequency)) = (inside, frequency.parse::<u64>()) {
+                total += frequency;
+                dictionary.push_str(line);
+                dictionary.push('\n');
+            }
+        }
+    }
+    let filler = JIEBA_DICT_TOTAL.saturating_sub(total);
+    dictionary.push_str(&format!("{FILLER_WORD} {filler} x\n"));
+    // The lines are the dictionary's own, so this cannot fail; if it did, the whole dictionary
+    // would answer (slowly, but alike).
+    Jieba::with_dict(&mut dictionary.as_bytes()).ok()
 }
 
 /// NFKC, then each character lower-cased (not `str::to_lowercase`, whose final sigma differs).
@@ -253,7 +356,7 @@ fn text_tokens(text: &str) -> Tokens {
     tokens
 }
 
-fn word_tokens(text: &str) -> Tokens {
+fn word_tokens(text: &str, segmenter: &Jieba) -> Tokens {
     let mut tokens = Tokens::new();
     if !has_cjk(text) {
         return tokens;
@@ -263,7 +366,7 @@ fn word_tokens(text: &str) -> Tokens {
             Run::Word(..) => {}
             Run::Cjk(s, e) => {
                 let run_text = &text[s..e];
-                for word in jieba().cut_for_search(run_text, false) {
+                for word in segmenter.cut_for_search(run_text, false) {
                     let mut chars = word.word.chars();
                     let single_han =
                         matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c));
@@ -279,9 +382,11 @@ fn word_tokens(text: &str) -> Tokens {
 }
 
 /// A tokenizer over an eagerly computed token list.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct KbTokenizer {
     words: bool,
+    /// The segmenter of the words (`None`: jieba's whole dictionary).
+    segmenter: Option<Arc<Jieba>>,
 }
 
 pub struct VecTokenStream {
@@ -310,7 +415,7 @@ impl Tokenizer for KbTokenizer {
     type TokenStream<'a> = VecTokenStream;
     fn token_stream<'a>(&'a mut self, text: &'a str) -> VecTokenStream {
         let tokens = if self.words {
-            word_tokens(text)
+            word_tokens(text, self.segmenter.as_deref().unwrap_or_else(|| jieba()))
         } else {
             text_tokens(text)
         };
@@ -320,7 +425,10 @@ impl Tokenizer for KbTokenizer {
 
 /// The `kb_text` analyzer.
 pub fn text_analyzer() -> TextAnalyzer {
-    with_text_filters(KbTokenizer { words: false })
+    with_text_filters(KbTokenizer {
+        words: false,
+        segmenter: None,
+    })
 }
 
 /// `tokenizer` with the token filters of `kb_text`.
@@ -490,9 +598,17 @@ pub fn with_span_analyzer<R>(f: impl FnOnce(&mut SpanAnalyzer) -> R) -> R {
 
 /// The `kb_words` analyzer.
 pub fn words_analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(KbTokenizer { words: true })
-        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
-        .build()
+    words_analyzer_with(None)
+}
+
+/// The `kb_words` analyzer segmenting with `segmenter` (`None`: jieba's whole dictionary).
+fn words_analyzer_with(segmenter: Option<Arc<Jieba>>) -> TextAnalyzer {
+    TextAnalyzer::builder(KbTokenizer {
+        words: true,
+        segmenter,
+    })
+    .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+    .build()
 }
 
 /// Registers both analyzers on a tantivy index.
@@ -550,10 +666,12 @@ pub fn query_terms(text: &str) -> Vec<String> {
     if !has_cjk(text) {
         return terms(&mut analyzer, text);
     }
+    let own = query_dictionary(text);
+    let segmenter = own.as_deref().unwrap_or_else(|| jieba());
     let mut stop_spans: Vec<(usize, usize)> = Vec::new();
     for run in runs(text) {
         if let Run::Cjk(s, e) = run {
-            for word in jieba().cut(&text[s..e], false) {
+            for word in segmenter.cut(&text[s..e], false) {
                 if QUERY_STOP_WORDS.contains(&word.word) {
                     stop_spans.push((s + word.byte_start, s + word.byte_end));
                 }
@@ -585,7 +703,12 @@ pub fn query_terms(text: &str) -> Vec<String> {
 /// The `kb_words` terms of a query, without question words and particles (an all-stop-word
 /// query keeps its terms).
 pub fn query_words(text: &str) -> Vec<String> {
-    let all = terms(&mut words_analyzer(), text);
+    let own = if has_cjk(text) {
+        query_dictionary(text)
+    } else {
+        None
+    };
+    let all = terms(&mut words_analyzer_with(own), text);
     let kept: Vec<String> = all
         .iter()
         .filter(|t| !QUERY_STOP_WORDS.contains(&t.as_str()))
@@ -638,12 +761,15 @@ mod tests {
                     ponies caresses CONSIGNMENT consigned 数据库 running runners ΟΔΟΣ Ελληνικά \
                     東京大学 2023 ١٢٣ naïve cafés";
         let mut ours = text_analyzer();
-        let mut theirs = TextAnalyzer::builder(KbTokenizer { words: false })
-            .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
-            .filter(tantivy::tokenizer::Stemmer::new(
-                tantivy::tokenizer::Language::English,
-            ))
-            .build();
+        let mut theirs = TextAnalyzer::builder(KbTokenizer {
+            words: false,
+            segmenter: None,
+        })
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .filter(tantivy::tokenizer::Stemmer::new(
+            tantivy::tokenizer::Language::English,
+        ))
+        .build();
         let tokens = |a: &mut TextAnalyzer| {
             let mut out = Vec::new();
             let mut stream = a.token_stream(text);
@@ -728,6 +854,107 @@ mod tests {
         ] {
             assert_eq!(runs(text), by_chars(text), "{text:?}");
         }
+    }
+
+    #[test]
+    fn the_dictionary_copy_is_jiebas_and_sorted() {
+        let mut total = 0u64;
+        let mut previous: Option<&str> = None;
+        let mut lines = 0;
+        for line in JIEBA_DICT.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            assert_eq!(fields.len(), 3, "line {line:?}");
+            let word = fields[0];
+            assert!(
+                jieba().has_word(word),
+                "{word} is not in jieba's dictionary"
+            );
+            assert!(
+                previous.is_none_or(|p| p < word),
+                "{previous:?} before {word}"
+            );
+            previous = Some(word);
+            total += fields[1].parse::<u64>().unwrap();
+            lines += 1;
+        }
+        assert_eq!(lines, 349_045);
+        assert_eq!(total, JIEBA_DICT_TOTAL);
+        assert!(!JIEBA_DICT.contains(FILLER_WORD));
+        // The binary search finds every line of a first character, and only those.
+        for first in ['一', '中', 'A', '1', '龟', '齐'] {
+            let expected: Vec<&str> = JIEBA_DICT
+                .lines()
+                .filter(|l| l.starts_with(first))
+                .collect();
+            assert!(!expected.is_empty());
+            assert_eq!(dictionary_lines(first).collect::<Vec<_>>(), expected);
+        }
+        assert_eq!(dictionary_lines('\u{fdd0}').count(), 0);
+        assert_eq!(dictionary_lines('\0').count(), 0);
+    }
+
+    /// Chinese texts for the segmenter tests: the fixture's Chinese pages, and sentences of
+    /// random dictionary words and characters (a fixed seed).
+    fn chinese_texts() -> Vec<String> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/focowiki-docs");
+        let mut texts: Vec<String> = walkdir::WalkDir::new(root.join("pages/zh-CN"))
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .collect();
+        assert!(texts.len() >= 5, "the fixture's Chinese pages are missing");
+        let words: Vec<&str> = JIEBA_DICT
+            .lines()
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..400 {
+            let mut text = String::new();
+            for _ in 0..1 + next(12) {
+                match next(4) {
+                    0 => text.push(char::from_u32(0x4e00 + next(0x5200) as u32).unwrap()),
+                    1 => text.push_str(["的", "了", "是", "，", " ", "a"][next(6)]),
+                    _ => text.push_str(words[next(words.len())]),
+                }
+            }
+            texts.push(text);
+        }
+        texts
+    }
+
+    #[test]
+    fn a_dictionary_of_the_words_inside_a_text_segments_it_as_the_whole_one() {
+        let whole = jieba();
+        for text in chinese_texts() {
+            let own = dictionary_within(&text).expect("a dictionary");
+            let mut parts = vec![text.as_str()];
+            parts.extend(runs(&text).into_iter().filter_map(|run| match run {
+                Run::Cjk(s, e) => Some(&text[s..e]),
+                Run::Word(..) => None,
+            }));
+            for part in parts {
+                assert_eq!(own.cut(part, false), whole.cut(part, false), "{part:?}");
+                assert_eq!(
+                    own.cut_for_search(part, false),
+                    whole.cut_for_search(part, false),
+                    "{part:?} (search mode)"
+                );
+            }
+            assert_eq!(
+                terms(&mut words_analyzer_with(Some(Arc::new(own))), &text),
+                terms(&mut words_analyzer(), &text),
+                "words of {text:?}"
+            );
+        }
+        // A text holding the filler word gets the whole dictionary.
+        assert!(dictionary_within("知识\u{fdd0}库").is_none());
     }
 
     #[test]
