@@ -23,6 +23,11 @@ use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
 use kbtools::tools;
 #[path = "common/latency.rs"]
 mod latency;
+
+/// The allocator and huge-page setting of the `kbtools` command (src/main.rs), so that the
+/// figures are the command's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use latency::{ms, percentile, warm_latencies};
 use serde_json::{json, Value};
 
@@ -54,6 +59,7 @@ fn bench_scifact(c: &mut Criterion) {
         println!("search_scifact: skipped, ../shared/bundles/scifact or ../shared/corpora/scifact is absent");
         return;
     };
+    kbtools::no_transparent_huge_pages();
     let bundle = shared.join("bundles/scifact");
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();

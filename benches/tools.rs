@@ -8,11 +8,17 @@ use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
 use kbtools::tools;
 use serde_json::json;
 
+/// The allocator and huge-page setting of the `kbtools` command (src/main.rs), so that the
+/// figures are the command's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/focowiki-docs")
 }
 
 fn open() -> (KnowledgeBase, tempfile::TempDir) {
+    kbtools::no_transparent_huge_pages();
     let dir = tempfile::tempdir().unwrap();
     index::build(
         &fixture(),

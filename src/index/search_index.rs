@@ -360,6 +360,12 @@ impl SearchIndex {
         }
     }
 
+    /// Reads the catalog position of every document now (a long-running server: each query then
+    /// maps its candidates by table lookups, where a one-shot call reads the few it needs).
+    pub fn read_doc_positions(&self) -> Result<(), IndexError> {
+        self.doc_positions(&self.reader.searcher()).map(drop)
+    }
+
     /// Positions for looking up a few documents (hits, ties near the top): the table when it
     /// was read already, else each document's key looked up in the catalog's key table, so that
     /// a one-shot call does not read the key of every document.
