@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use jieba_rs::Jieba;
@@ -38,6 +39,17 @@ fn jieba() -> &'static Jieba {
 /// it loaded on another thread while it does other work.
 pub fn load_dictionary() {
     jieba();
+}
+
+/// Set by [`load_dictionary_at_first_cjk_query`].
+static LOAD_AT_FIRST_CJK_QUERY: AtomicBool = AtomicBool::new(false);
+
+/// For a long-running process (a server): the first query with CJK text has jieba's whole
+/// dictionary loaded on another thread, for the queries after it (that query, and those until
+/// the dictionary is in, segment with the words they hold, alike). A server that is never asked
+/// in Chinese does not hold the dictionary's memory.
+pub fn load_dictionary_at_first_cjk_query() {
+    LOAD_AT_FIRST_CJK_QUERY.store(true, Ordering::Relaxed);
 }
 
 /// jieba's dictionary, as `Jieba::new` loads it (a copy: `src/analysis/SOURCE.txt`).
@@ -98,6 +110,9 @@ fn query_dictionary(text: &str) -> Option<Arc<Jieba>> {
     static LAST: Mutex<Option<(String, Arc<Jieba>)>> = Mutex::new(None);
     if JIEBA.get().is_some() {
         return None;
+    }
+    if LOAD_AT_FIRST_CJK_QUERY.swap(false, Ordering::Relaxed) {
+        std::thread::spawn(load_dictionary);
     }
     let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some((last_text, segmenter)) = last.as_ref() {

@@ -371,9 +371,7 @@ fn run(cli: Cli) -> Result<i32> {
             write_timeout,
             watch,
         } => {
-            // A server answers many queries: jieba's whole dictionary is loaded once, meanwhile
-            // (until then each Chinese query segments with the dictionary words it holds).
-            std::thread::spawn(kbtools::analysis::load_dictionary);
+            kbtools::analysis::load_dictionary_at_first_cjk_query();
             let limits = ServeLimits {
                 request_timeout,
                 header_timeout,
@@ -389,7 +387,7 @@ fn run(cli: Cli) -> Result<i32> {
             audit_log,
             watch,
         } => {
-            std::thread::spawn(kbtools::analysis::load_dictionary);
+            kbtools::analysis::load_dictionary_at_first_cjk_query();
             let mut source = source;
             if bundle_path.is_some() {
                 source.bundle = bundle_path;
