@@ -69,7 +69,12 @@ fn bench_scifact(c: &mut Criterion) {
         report.manifest.counts.source_pages,
         started.elapsed().as_secs_f64()
     );
-    let kb = KnowledgeBase::open(dir.path(), Some(&bundle), ServeOptions::default()).unwrap();
+    // Opened as the servers open it (every file checked, every document's position read).
+    let options = ServeOptions {
+        verify: index::Verify::Full,
+        ..ServeOptions::default()
+    };
+    let kb = KnowledgeBase::open(dir.path(), Some(&bundle), options).unwrap();
 
     let inputs = test_queries(&shared);
     assert_eq!(inputs.len(), 300, "SciFact has 300 test queries");

@@ -27,7 +27,12 @@ fn open() -> (KnowledgeBase, tempfile::TempDir) {
         &mut |_| {},
     )
     .unwrap();
-    let kb = KnowledgeBase::open(dir.path(), Some(&fixture()), ServeOptions::default()).unwrap();
+    // Opened as the servers open it (every file checked, every document's position read).
+    let options = ServeOptions {
+        verify: index::Verify::Full,
+        ..ServeOptions::default()
+    };
+    let kb = KnowledgeBase::open(dir.path(), Some(&fixture()), options).unwrap();
     (kb, dir)
 }
 
@@ -54,14 +59,16 @@ fn bench_tools(c: &mut Criterion) {
             "read_related",
             json!({"fileId": "pages/en/README.md"}),
             "items",
-            8,
+            // Its graph record's three relationships (_graph/by-file/en/README.json).
+            3,
         ),
         (
             "expand_graph_depth2",
             "expand_graph",
             json!({"fileId": "pages/en/README.md", "depth": 2}),
             "relationships",
-            10,
+            // As tests/golden/expand_graph_depth2.json (default fanout 3).
+            7,
         ),
     ];
     for (name, tool, input, key, expected) in cases {
