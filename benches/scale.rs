@@ -33,11 +33,9 @@ use kbtools::index::{self, BuildOptions, BuildReport, KnowledgeBase, ServeOption
 use kbtools::tools;
 #[path = "common/latency.rs"]
 mod latency;
+#[path = "common/server.rs"]
+mod server;
 
-/// The allocator and huge-page setting of the `kbtools` command (src/main.rs), so that the
-/// figures are the command's.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use latency::{ms, percentile, warm_latencies};
 use serde_json::{json, Value};
 
@@ -94,12 +92,7 @@ impl Scale {
     }
 
     fn open(&self) -> KnowledgeBase {
-        // Opened as the servers open it (every file checked, every document's position read).
-        let options = ServeOptions {
-            verify: index::Verify::Full,
-            ..ServeOptions::default()
-        };
-        KnowledgeBase::open(&self.index_dir, Some(&self.bundle), options).expect("open the index")
+        server::open_as_server(&self.index_dir, &self.bundle)
     }
 
     fn build(&self, index_dir: &Path) -> BuildReport {

@@ -19,15 +19,13 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use kbtools::eval;
-use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
+use kbtools::index::{self, BuildOptions};
 use kbtools::tools;
 #[path = "common/latency.rs"]
 mod latency;
+#[path = "common/server.rs"]
+mod server;
 
-/// The allocator and huge-page setting of the `kbtools` command (src/main.rs), so that the
-/// figures are the command's.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use latency::{ms, percentile, warm_latencies};
 use serde_json::{json, Value};
 
@@ -69,12 +67,7 @@ fn bench_scifact(c: &mut Criterion) {
         report.manifest.counts.source_pages,
         started.elapsed().as_secs_f64()
     );
-    // Opened as the servers open it (every file checked, every document's position read).
-    let options = ServeOptions {
-        verify: index::Verify::Full,
-        ..ServeOptions::default()
-    };
-    let kb = KnowledgeBase::open(dir.path(), Some(&bundle), options).unwrap();
+    let kb = server::open_as_server(dir.path(), &bundle);
 
     let inputs = test_queries(&shared);
     assert_eq!(inputs.len(), 300, "SciFact has 300 test queries");

@@ -4,14 +4,12 @@
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
+use kbtools::index::{self, BuildOptions, KnowledgeBase};
 use kbtools::tools;
 use serde_json::json;
 
-/// The allocator and huge-page setting of the `kbtools` command (src/main.rs), so that the
-/// figures are the command's.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+#[path = "common/server.rs"]
+mod server;
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/focowiki-docs")
@@ -27,12 +25,7 @@ fn open() -> (KnowledgeBase, tempfile::TempDir) {
         &mut |_| {},
     )
     .unwrap();
-    // Opened as the servers open it (every file checked, every document's position read).
-    let options = ServeOptions {
-        verify: index::Verify::Full,
-        ..ServeOptions::default()
-    };
-    let kb = KnowledgeBase::open(dir.path(), Some(&fixture()), options).unwrap();
+    let kb = server::open_as_server(dir.path(), &fixture());
     (kb, dir)
 }
 

@@ -100,7 +100,7 @@ fn dictionary_lines(first: char) -> impl Iterator<Item = &'static str> {
 }
 
 /// A segmenter for `text` alone, or `None` when this process has jieba's whole dictionary
-/// loaded already: the dictionary words found in `text`, plus [`FILLER_WORD`] bringing the total
+/// loaded already (or `text` has no CJK, which jieba never sees): the dictionary words found in `text`, plus [`FILLER_WORD`] bringing the total
 /// frequency to the whole dictionary's. jieba looks up only substrings of what it segments, and
 /// scores them by frequency over the total, so this segments `text` and every part of it as the
 /// whole dictionary does: a one-shot `kbtools call` with a Chinese query pays for the words it
@@ -108,7 +108,7 @@ fn dictionary_lines(first: char) -> impl Iterator<Item = &'static str> {
 /// the several analyses of one query.
 fn query_dictionary(text: &str) -> Option<Arc<Jieba>> {
     static LAST: Mutex<Option<(String, Arc<Jieba>)>> = Mutex::new(None);
-    if JIEBA.get().is_some() {
+    if JIEBA.get().is_some() || !has_cjk(text) {
         return None;
     }
     if LOAD_AT_FIRST_CJK_QUERY.swap(false, Ordering::Relaxed) {
@@ -718,12 +718,7 @@ pub fn query_terms(text: &str) -> Vec<String> {
 /// The `kb_words` terms of a query, without question words and particles (an all-stop-word
 /// query keeps its terms).
 pub fn query_words(text: &str) -> Vec<String> {
-    let own = if has_cjk(text) {
-        query_dictionary(text)
-    } else {
-        None
-    };
-    let all = terms(&mut words_analyzer_with(own), text);
+    let all = terms(&mut words_analyzer_with(query_dictionary(text)), text);
     let kept: Vec<String> = all
         .iter()
         .filter(|t| !QUERY_STOP_WORDS.contains(&t.as_str()))

@@ -910,21 +910,18 @@ impl KnowledgeBase {
             });
         }
         let search_dir = generation.join("search");
-        let search = SearchIndex::open(&search_dir, catalog.key_table()).map_err(|e| {
-            IndexError::Corrupt {
+        let search = SearchIndex::open(&search_dir, catalog.key_table())
+            .and_then(|search| {
+                if options.verify == Verify::Full {
+                    // Checked in full: a server, which answers from this generation for long.
+                    search.read_doc_positions()?;
+                }
+                Ok(search)
+            })
+            .map_err(|e| IndexError::Corrupt {
                 path: search_dir.display().to_string(),
                 reason: e.to_string(),
-            }
-        })?;
-        if options.verify == Verify::Full {
-            // Checked in full: a server, which answers from this generation for long.
-            search
-                .read_doc_positions()
-                .map_err(|e| IndexError::Corrupt {
-                    path: search_dir.display().to_string(),
-                    reason: e.to_string(),
-                })?;
-        }
+            })?;
         let bundle_root = match bundle_root {
             Some(root) => root.canonicalize().map_err(|e| IndexError::io(root, e))?,
             None => PathBuf::from(&manifest.bundle_root),
