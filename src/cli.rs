@@ -58,7 +58,12 @@ struct Source {
     /// check stats every file of the bundle: on 100,000 pages that costs more than the answer).
     /// Run `kbtools index` after changing the bundle. An index that does not exist yet is
     /// still built.
-    #[arg(long, global = true, env = "KBTOOLS_NO_REFRESH")]
+    #[arg(
+        long,
+        global = true,
+        env = "KBTOOLS_NO_REFRESH",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     no_refresh: bool,
 }
 
@@ -720,6 +725,10 @@ fn open_at(source: &Source, location: &Location, verify: index::Verify) -> Resul
     if let Some(report) = report {
         print_diagnostics(&report.diagnostics, source.quiet);
     }
+    if let Some(stale) = &kb.stale {
+        // Said even with --quiet: the answers may miss what changed.
+        eprintln!("kbtools: warning: {stale}");
+    }
     Ok(kb)
 }
 
@@ -829,6 +838,11 @@ fn serve_http(
     limits: ServeLimits,
     watch: bool,
 ) -> Result<i32> {
+    if token.as_ref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(anyhow!(
+            "--token (or KBTOOLS_TOKEN) is empty: an empty token would turn authentication off; pass a token, or leave --token and KBTOOLS_TOKEN unset to serve without one"
+        ));
+    }
     let bundles = if bundles.is_empty() {
         source.bundle.clone().into_iter().collect()
     } else {
@@ -855,7 +869,6 @@ fn serve_http(
         one.bundle = Some(bundle);
         add(&one)?;
     }
-    let token = token.filter(|t| !t.trim().is_empty());
     let options = kbtools::http::HttpOptions {
         token: token.clone(),
         request_timeout: std::time::Duration::from_secs(limits.request_timeout.max(1)),
@@ -880,10 +893,13 @@ fn serve_http(
                     kb.manifest.bundle_root, kb.manifest.knowledge_base_id
                 );
             }
-            if !local.ip().is_loopback() && token.is_none() {
-                eprintln!("kbtools: warning: listening beyond loopback without --token");
-            }
             eprintln!("kbtools: listening on http://{local} (Ctrl-C stops)");
+        }
+        // Said even with --quiet.
+        if !local.ip().is_loopback() && token.is_none() {
+            eprintln!(
+                "kbtools: warning: listening on {local}, beyond loopback, without --token: anyone who can reach it reads the knowledge base"
+            );
         }
         kbtools::http::serve_live(listener, kbs, options, kbtools::http::shutdown_signal())
             .await

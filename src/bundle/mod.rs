@@ -2,6 +2,7 @@
 //! serves, with their titles, frontmatter, index text and relations, plus a diagnostic for every
 //! file it could not use as is. One bad file never stops the rest.
 
+pub mod beneath;
 pub mod frontmatter;
 pub mod paths;
 pub mod plain;
@@ -26,8 +27,8 @@ use paths::PathClass;
 use records::{LocalRelationship, PacketDocuments};
 use walk::{hex, WalkedFile};
 
-/// Bytes of a file read and parsed at most: a larger page is hashed whole but only this much of it
-/// is parsed and indexed; a larger JSON file is listed and hashed but not parsed.
+/// Bytes of a file read at most: only this much of a larger page is read, parsed, indexed and
+/// hashed; a larger JSON file is listed (hashed by this much) but not parsed.
 pub const MAX_PARSE_BYTES: u64 = 16 * 1024 * 1024;
 /// Plain text indexed per page at most (bytes); the rest of a huge page is not searchable.
 pub const MAX_INDEXED_TEXT: usize = 4 * 1024 * 1024;
@@ -509,8 +510,8 @@ pub fn read_page_text(root: &Path, disk: &str, _path: &str) -> Option<PageText> 
     let meta = std::fs::metadata(root.join(disk)).ok()?;
     let file = WalkedFile::new(Arc::from(root), None, disk.to_string(), meta.len(), 0);
     with_read_buffer(|bytes| {
-        let (_, total) = read_bytes(&file, bytes).ok()?;
-        Some(page_text(&text_of(bytes, total).0))
+        let read = read_bytes(&file, bytes).ok()?;
+        Some(page_text(&text_of(bytes, read.total).0))
     })
 }
 
@@ -664,29 +665,47 @@ fn logical_path(kind: BundleKind, file: &WalkedFile) -> Logical {
     Ok((logical, class))
 }
 
-/// A file's bytes into `bytes`: at most the first [`MAX_PARSE_BYTES`] of it (the rest is only
-/// hashed, so a huge or growing file never costs more memory than that); returns the SHA-256
-/// of the whole file and the number of bytes read in all.
-fn read_bytes(file: &WalkedFile, bytes: &mut Vec<u8>) -> std::io::Result<(String, u64)> {
-    let mut handle = std::fs::File::open(file.disk_path())?;
-    let mut hasher = Sha256::new();
+/// The SHA-256 of `bytes` in lowercase hex, as `checksumSha256` spells it.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// What [`read_bytes`] read of a file.
+struct ReadBytes {
+    /// SHA-256 of the bytes read: the whole file, or its first [`MAX_PARSE_BYTES`] when it is
+    /// larger.
+    sha256: String,
+    /// The file's size: the bytes read, or its size on disk when it is over the limit.
+    total: u64,
+    /// The file's size or modification time changed between the walk and the end of the read.
+    changed: bool,
+}
+
+/// A file's bytes into `bytes`: at most the first [`MAX_PARSE_BYTES`] of it, and never past
+/// that, so a huge (a sparse 100 GiB file) or a growing file costs no more time and memory than
+/// a file of the limit. A larger file is hashed by that prefix. The file is opened inside the
+/// bundle only ([`beneath`]).
+fn read_bytes(file: &WalkedFile, bytes: &mut Vec<u8>) -> std::io::Result<ReadBytes> {
+    let mut handle = beneath::open_under(file.root(), &file.relative)?;
     bytes.clear();
     bytes.reserve(file.size.min(MAX_PARSE_BYTES) as usize);
     (&mut handle).take(MAX_PARSE_BYTES).read_to_end(bytes)?;
-    hasher.update(&bytes[..]);
-    let mut total = bytes.len() as u64;
-    if total == MAX_PARSE_BYTES {
-        let mut buf = vec![0u8; 1 << 16];
-        loop {
-            let n = handle.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            total += n as u64;
-        }
-    }
-    Ok((hex(&hasher.finalize()), total))
+    let sha256 = sha256_hex(bytes);
+    let after = handle.metadata()?;
+    let read = bytes.len() as u64;
+    let changed = after.len() != file.size
+        || walk::mtime_ns(&after) != file.mtime_ns
+        || (read < MAX_PARSE_BYTES && read != after.len());
+    let total = if read == MAX_PARSE_BYTES {
+        after.len().max(read)
+    } else {
+        read
+    };
+    Ok(ReadBytes {
+        sha256,
+        total,
+        changed,
+    })
 }
 
 /// The text of `bytes`, the first `MAX_PARSE_BYTES` of a file of `total` bytes: a character cut
@@ -742,7 +761,11 @@ fn read_parsed(
     kind: BundleKind,
     page_text: Option<&mut Option<PageText>>,
 ) -> ReadFile {
-    let (sha, total) = match read_bytes(file, bytes) {
+    let ReadBytes {
+        sha256: sha,
+        total,
+        changed,
+    } = match read_bytes(file, bytes) {
         Ok(x) => x,
         Err(e) => {
             out.problems
@@ -753,12 +776,18 @@ fn read_parsed(
     };
     out.sha256 = sha;
     out.size = total;
+    if changed {
+        out.problems.push((
+            None,
+            "changed while it was read; indexed as read (the next build reads it again)".into(),
+        ));
+    }
     if total > MAX_PARSE_BYTES {
         if out.path.ends_with(".json") {
             out.problems.push((
                 None,
                 format!(
-                    "{total} bytes, more than the {MAX_PARSE_BYTES} bytes kbtools parses; listed but not parsed"
+                    "{total} bytes, more than the {MAX_PARSE_BYTES} bytes kbtools reads; listed but not parsed (its checksumSha256 covers the first {MAX_PARSE_BYTES} bytes)"
                 ),
             ));
             return out;
@@ -766,7 +795,7 @@ fn read_parsed(
         out.problems.push((
             None,
             format!(
-                "{total} bytes, more than the {MAX_PARSE_BYTES} bytes kbtools parses; only the first {MAX_PARSE_BYTES} bytes are parsed and indexed"
+                "{total} bytes, more than the {MAX_PARSE_BYTES} bytes kbtools reads; only the first {MAX_PARSE_BYTES} bytes are read, parsed, indexed and hashed (its checksumSha256 covers them)"
             ),
         ));
     }

@@ -48,6 +48,11 @@ impl WalkedFile {
         }
     }
 
+    /// The root the walk started from.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// Where to read it (a link inside the root resolves to its target). Made when asked for:
     /// a whole path per file, kept, was a seventh of an update's memory at 200,000 files.
     pub fn disk_path(&self) -> PathBuf {
@@ -56,6 +61,15 @@ impl WalkedFile {
             None => self.root.join(&self.relative),
         }
     }
+}
+
+/// A file's modification time in ns since the epoch, as the walk records it (0 when unknown).
+pub fn mtime_ns(metadata: &std::fs::Metadata) -> i128 {
+    metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128)
 }
 
 /// The result of a walk.
@@ -277,11 +291,7 @@ fn visit(
         Ok(m) => m,
         Err(e) => return diagnostic(relative, format!("cannot stat: {e}")),
     };
-    let mtime_ns = metadata
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as i128);
+    let mtime_ns = mtime_ns(&metadata);
     Some(Item::File(WalkedFile::new(
         root.clone(),
         target,

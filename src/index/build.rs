@@ -212,6 +212,47 @@ fn crash_point(point: &str) {
     }
 }
 
+/// Why `index_dir` cannot hold the index of the bundle at `canonical_root`: it is the bundle's
+/// folder, or a folder inside it that the walk reads (not hidden), so builds would write their
+/// files into the bundle.
+fn index_inside_bundle(canonical_root: &Path, index_dir: &Path) -> Option<String> {
+    // The index folder's absolute path: its longest existing ancestor canonical, the rest as is.
+    let absolute = std::path::absolute(index_dir).ok()?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    let canonical = loop {
+        match existing.canonicalize() {
+            Ok(c) => break c,
+            Err(_) => {
+                rest.push(existing.file_name()?.to_os_string());
+                existing = existing.parent()?;
+            }
+        }
+    };
+    let full = rest
+        .iter()
+        .rev()
+        .fold(canonical, |path, part| path.join(part));
+    let inside = full.strip_prefix(canonical_root).ok()?;
+    let hidden = inside
+        .components()
+        .next()
+        .is_some_and(|c| c.as_os_str().to_string_lossy().starts_with('.'));
+    if hidden {
+        return None;
+    }
+    let what = if inside.as_os_str().is_empty() {
+        "is the bundle's own folder"
+    } else {
+        "lies inside the bundle"
+    };
+    Some(format!(
+        "the index folder {} {what} ({}): kbtools would write its files into the bundle; pass an --index folder outside it (or a hidden one inside it, such as .kbtools-index), or leave --index out for the default under the cache directory",
+        index_dir.display(),
+        canonical_root.display()
+    ))
+}
+
 /// Builds (or rebuilds) the index of `bundle_root` in `index_dir`, checking the live generation
 /// at `verify` first; see [`super::build`].
 pub(super) fn build(
@@ -229,6 +270,9 @@ pub(super) fn build(
     let canonical_root = bundle_root
         .canonicalize()
         .map_err(|e| IndexError::io(bundle_root, e))?;
+    if let Some(problem) = index_inside_bundle(&canonical_root, index_dir) {
+        return Err(IndexError::Bundle(problem));
+    }
     // Files read from here on are not trusted next time if modified within the racy window
     // before this instant.
     let made_ns = bundle::walk::now_ns();
@@ -615,6 +659,9 @@ pub(super) fn build(
     // index changes), each flushed before the next step.
     let live = index_dir.join(&live_name);
     std::fs::rename(&tmp, &live).map_err(|e| IndexError::io(&live, e))?;
+    if let Some(lock) = lock.as_mut() {
+        lock.moved_to(&live);
+    }
     sync_dir(index_dir);
     crash_point("renamed");
     let current_tmp = index_dir.join(format!("CURRENT.{live_name}.tmp"));
@@ -622,6 +669,9 @@ pub(super) fn build(
     crash_point("current-written");
     std::fs::rename(&current_tmp, index_dir.join("CURRENT"))
         .map_err(|e| IndexError::io(index_dir.join("CURRENT"), e))?;
+    if let Some(lock) = lock.as_mut() {
+        lock.published();
+    }
     sync_dir(index_dir);
     crash_point("published");
     let _ = std::fs::remove_file(live.join(BUILD_LOCK));
@@ -783,10 +833,20 @@ enum Slot {
 
 /// Creates the folder of a generation being built and takes its lock (module docs of `index`):
 /// the lock tells the next build that this folder is no leftover while this build runs.
-fn create_generation(tmp: &Path) -> Result<FileLock, IndexError> {
+fn create_generation(tmp: &Path) -> Result<BuildingGeneration, IndexError> {
     let create = || {
         std::fs::create_dir_all(tmp).map_err(|e| IndexError::io(tmp, e))?;
-        FileLock::create(&tmp.join(BUILD_LOCK))
+        match FileLock::create(&tmp.join(BUILD_LOCK)) {
+            Ok(lock) => Ok(BuildingGeneration {
+                dir: tmp.to_path_buf(),
+                published: false,
+                _lock: lock,
+            }),
+            Err(e) => {
+                let _ = std::fs::remove_dir(tmp);
+                Err(e)
+            }
+        }
     };
     // Both steps under the index folder's creation lock: a build killed between them leaves a
     // folder without a lock file, which the next build can then tell from one being created.

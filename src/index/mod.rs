@@ -609,10 +609,56 @@ const INGEST_CACHE_FILE: &str = "ingest-cache.bin";
 /// The lock a build holds on the generation it writes, until `CURRENT` names it.
 const BUILD_LOCK: &str = ".build.lock";
 
+/// What a reader is told when the index answers although its refresh failed with `error`.
+fn stale_reason(error: &IndexError, revision: u64) -> String {
+    let text = error.to_string();
+    let read_only = match error {
+        IndexError::Io { source, .. } => source.kind() == std::io::ErrorKind::ReadOnlyFilesystem,
+        _ => false,
+    } || text.contains("Read-only file system");
+    let why = if read_only {
+        format!("the index folder is read-only ({text})")
+    } else {
+        text
+    };
+    format!(
+        "the bundle changed, but the index could not be rebuilt: {why}; answering from the index as built (revision {revision}), which is stale: fix that and run `kbtools index` again"
+    )
+}
+
 /// An exclusive `flock` on a file: released when dropped, or by the kernel when the process
 /// dies, however it dies.
 struct FileLock {
     _file: std::fs::File,
+}
+
+/// The folder of a generation being built, with its lock: removed when dropped before
+/// [`BuildingGeneration::published`] (a build that fails, on a full disk for one, leaves
+/// nothing behind; one killed leaves what `remove_leftovers` takes next time).
+struct BuildingGeneration {
+    dir: PathBuf,
+    published: bool,
+    _lock: FileLock,
+}
+
+impl BuildingGeneration {
+    /// The folder was renamed to `dir` (removed there should the build still fail).
+    fn moved_to(&mut self, dir: &Path) {
+        self.dir = dir.to_path_buf();
+    }
+
+    /// `CURRENT` names the folder: it stays.
+    fn published(&mut self) {
+        self.published = true;
+    }
+}
+
+impl Drop for BuildingGeneration {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
 }
 
 #[cfg(unix)]
@@ -884,7 +930,12 @@ pub struct KnowledgeBase {
     pub graph: crate::graph::RelationGraph,
     pub search: SearchIndex,
     pub bundle_root: PathBuf,
+    /// The bundle root held open, files read relative to it (`None` when it could not be
+    /// opened: each read then tries again).
+    pub bundle_dir: Option<bundle::beneath::BundleRoot>,
     pub options: ServeOptions,
+    /// Why this index is known to be older than the bundle (its refresh failed), when it is.
+    pub stale: Option<String>,
 }
 
 impl KnowledgeBase {
@@ -931,8 +982,10 @@ impl KnowledgeBase {
             graph: crate::graph::RelationGraph::new(&catalog),
             catalog,
             search,
+            bundle_dir: bundle::beneath::BundleRoot::open(&bundle_root).ok(),
             bundle_root,
             options,
+            stale: None,
         })
     }
 
@@ -971,13 +1024,26 @@ impl KnowledgeBase {
                 Err(e) => return Err(e),
             }
         }
-        let report = build::build(
+        let report = match build::build(
             bundle_root,
             index_dir,
             build_options,
             options.verify,
             progress,
-        )?;
+        ) {
+            Ok(report) => report,
+            // A refresh that cannot be written (a full disk, a read-only index folder) does not
+            // take the index down: the live generation, when it opens, answers, said stale.
+            Err(e @ (IndexError::Io { .. } | IndexError::Tantivy(_))) if manifest.is_some() => {
+                let mut kb = match Self::open(index_dir, Some(bundle_root), options) {
+                    Ok(kb) => kb,
+                    Err(_) => return Err(e),
+                };
+                kb.stale = Some(stale_reason(&e, kb.manifest.active_content_revision));
+                return Ok((kb, None));
+            }
+            Err(e) => return Err(e),
+        };
         Ok((
             Self::open(index_dir, Some(bundle_root), options)?,
             Some(report),

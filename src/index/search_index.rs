@@ -288,6 +288,71 @@ pub struct SearchIndex {
     average_lengths: std::sync::Mutex<HashMap<Field, f32>>,
 }
 
+/// The search index folder of a published generation, which nothing writes again: reading it
+/// takes no lock file (tantivy's meta lock guards a folder a writer may still garbage-collect),
+/// so an index on a read-only file system opens.
+#[derive(Clone, Debug)]
+struct PublishedDirectory(tantivy::directory::MmapDirectory);
+
+impl tantivy::Directory for PublishedDirectory {
+    fn get_file_handle(
+        &self,
+        path: &Path,
+    ) -> Result<
+        std::sync::Arc<dyn tantivy::directory::FileHandle>,
+        tantivy::directory::error::OpenReadError,
+    > {
+        self.0.get_file_handle(path)
+    }
+
+    fn delete(&self, path: &Path) -> Result<(), tantivy::directory::error::DeleteError> {
+        self.0.delete(path)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, tantivy::directory::error::OpenReadError> {
+        self.0.exists(path)
+    }
+
+    fn open_write(
+        &self,
+        path: &Path,
+    ) -> Result<tantivy::directory::WritePtr, tantivy::directory::error::OpenWriteError> {
+        self.0.open_write(path)
+    }
+
+    fn atomic_read(
+        &self,
+        path: &Path,
+    ) -> Result<Vec<u8>, tantivy::directory::error::OpenReadError> {
+        self.0.atomic_read(path)
+    }
+
+    fn atomic_write(&self, path: &Path, data: &[u8]) -> std::io::Result<()> {
+        self.0.atomic_write(path, data)
+    }
+
+    fn sync_directory(&self) -> std::io::Result<()> {
+        self.0.sync_directory()
+    }
+
+    fn acquire_lock(
+        &self,
+        lock: &tantivy::directory::Lock,
+    ) -> Result<tantivy::directory::DirectoryLock, tantivy::directory::error::LockError> {
+        if lock.filepath == tantivy::directory::META_LOCK.filepath {
+            return Ok(tantivy::directory::DirectoryLock::from(Box::new(())));
+        }
+        self.0.acquire_lock(lock)
+    }
+
+    fn watch(
+        &self,
+        callback: tantivy::directory::WatchCallback,
+    ) -> tantivy::Result<tantivy::directory::WatchHandle> {
+        self.0.watch(callback)
+    }
+}
+
 impl SearchIndex {
     /// Opens the index in `dir`; `positions` maps each indexed page's key to its catalog
     /// position. Tantivy panics on some damaged files (a fast-field table that points past its
@@ -310,7 +375,9 @@ impl SearchIndex {
     }
 
     fn open_unchecked(dir: &Path, positions: KeyTable) -> Result<Self, IndexError> {
-        let index = Index::open_in_dir(dir)?;
+        let mmap = tantivy::directory::MmapDirectory::open(dir)
+            .map_err(|e| IndexError::Tantivy(e.to_string()))?;
+        let index = Index::open(PublishedDirectory(mmap))?;
         analysis::register(&index);
         let schema = index.schema();
         let fields = Fields {

@@ -293,38 +293,76 @@ pub fn require_revision(kb: &KnowledgeBase) -> Result<u64, ToolError> {
 /// The text of a file, checked against the read limit; a path that resolves outside the bundle
 /// is not found.
 pub fn read_content(kb: &KnowledgeBase, file: &CatalogFile) -> Result<String, ToolError> {
+    if let Some(content) = kb.catalog.virtual_content(file) {
+        return Ok(content);
+    }
+    let bytes = read_bytes(kb, file)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// The text of a source file when it still is what the index was built from (same size and
+/// SHA-256), else `None`: an excerpt must come from the text that was searched, also when the
+/// bundle changed after the build (`--no-refresh`, a server without `--watch`).
+pub fn read_indexed_content(kb: &KnowledgeBase, file: &CatalogFile) -> Option<String> {
+    if let Some(content) = kb.catalog.virtual_content(file) {
+        return Some(content);
+    }
+    let bytes = read_bytes(kb, file).ok()?;
+    let hashed = &bytes[..bytes.len().min(crate::bundle::MAX_PARSE_BYTES as usize)];
+    if bytes.len() as u64 != file.size || crate::bundle::sha256_hex(hashed) != file.sha256 {
+        return None;
+    }
+    Some(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// The bytes of a file on disk, checked against the read limit.
+fn read_bytes(kb: &KnowledgeBase, file: &CatalogFile) -> Result<Vec<u8>, ToolError> {
     if file.size > kb.options.read_limit {
         return Err(ToolError::new(
             ErrorCode::PayloadTooLarge,
             messages::PAYLOAD_TOO_LARGE,
         ));
     }
-    if let Some(content) = kb.catalog.virtual_content(file) {
-        return Ok(content);
-    }
     let Some(relative) = &file.disk else {
         return Err(ToolError::not_found());
     };
-    let path = kb.bundle_root.join(relative);
-    let resolved = path.canonicalize().map_err(|_| ToolError::not_found())?;
-    if !resolved.starts_with(&kb.bundle_root) {
-        return Err(ToolError::not_found());
-    }
-    let metadata = std::fs::metadata(&resolved).map_err(|_| ToolError::not_found())?;
+    // Opened once, checked on what was opened (bundle::beneath): a directory swapped for a
+    // link out of the bundle meanwhile leads nowhere.
+    let opened = match &kb.bundle_dir {
+        Some(root) if root.still_named(&kb.bundle_root) => root.open_file(relative),
+        _ => crate::bundle::beneath::open_under(&kb.bundle_root, relative),
+    };
+    let handle = opened.map_err(|_| ToolError::not_found())?;
+    let metadata = handle.metadata().map_err(|_| ToolError::not_found())?;
     if metadata.len() > kb.options.read_limit {
         return Err(ToolError::new(
             ErrorCode::PayloadTooLarge,
             messages::PAYLOAD_TOO_LARGE,
         ));
     }
-    let bytes = std::fs::read(&resolved).map_err(|_| {
+    // At most one byte past the limit: a file growing meanwhile is refused, not read on.
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    let read = std::io::Read::read_to_end(
+        &mut std::io::Read::take(handle, kb.options.read_limit + 1),
+        &mut bytes,
+    );
+    read.map_err(|_| {
         ToolError::new(
             ErrorCode::DatabaseRepositoryUnavailable,
             messages::DATA_UNAVAILABLE,
         )
     })?;
-    Ok(match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
+    if bytes.len() as u64 > kb.options.read_limit {
+        return Err(ToolError::new(
+            ErrorCode::PayloadTooLarge,
+            messages::PAYLOAD_TOO_LARGE,
+        ));
+    }
+    Ok(bytes)
 }

@@ -1265,8 +1265,7 @@ fn result(
             (fields.clone(), fields)
         };
     let source_excerpt = match (candidate.address, excerpter) {
-        (Some(_), Some(excerpter)) => super::read_content(kb, file)
-            .ok()
+        (Some(_), Some(excerpter)) => super::read_indexed_content(kb, file)
             .and_then(|content| excerpter.excerpt(&crate::bundle::indexed_body_text(&content))),
         _ => None,
     };
