@@ -665,10 +665,16 @@ pub(super) fn build(
     sync_dir(index_dir);
     crash_point("renamed");
     let current_tmp = index_dir.join(format!("CURRENT.{live_name}.tmp"));
-    write_file(&current_tmp, live_name.as_bytes())?;
-    crash_point("current-written");
-    std::fs::rename(&current_tmp, index_dir.join("CURRENT"))
-        .map_err(|e| IndexError::io(index_dir.join("CURRENT"), e))?;
+    let published = write_file(&current_tmp, live_name.as_bytes()).and_then(|()| {
+        crash_point("current-written");
+        std::fs::rename(&current_tmp, index_dir.join("CURRENT"))
+            .map_err(|e| IndexError::io(index_dir.join("CURRENT"), e))
+    });
+    if let Err(e) = published {
+        // The generation folder goes with `lock`; this file too (a full disk stays full else).
+        let _ = std::fs::remove_file(&current_tmp);
+        return Err(e);
+    }
     if let Some(lock) = lock.as_mut() {
         lock.published();
     }
