@@ -13,11 +13,15 @@ pub struct MarkdownSummary {
     pub plain_text: String,
 }
 
-/// A link destination as written, and whether it was a `[[wiki link]]`.
+/// A link destination as written, and what kind of link it was.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Link {
     pub destination: String,
     pub wiki: bool,
+    /// A Hugo `{{< ref "…" >}}` / `{{< relref "…" >}}` shortcode (its argument is the
+    /// destination).
+    #[serde(default)]
+    pub shortcode: bool,
 }
 
 /// Headings kept per document.
@@ -29,19 +33,43 @@ pub const MAX_HEADING_CHARS: usize = 1024;
 const MAX_LINKS: usize = 4096;
 
 pub fn summarize(body: &str) -> MarkdownSummary {
+    // A byte-order mark before the first heading is no part of it.
+    let body = body.strip_prefix('\u{feff}').unwrap_or(body);
+    // Heading attributes (`# Title {#anchor .class}`, as VitePress, Hugo, MkDocs and Docusaurus
+    // write anchors) are no part of the heading's text.
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_WIKILINKS;
+        | Options::ENABLE_WIKILINKS
+        | Options::ENABLE_HEADING_ATTRIBUTES;
     let mut summary = MarkdownSummary::default();
     let mut heading: Option<(HeadingLevel, String)> = None;
     let mut text = String::with_capacity(body.len());
-    for event in Parser::new_ext(body, options) {
+    // Byte ranges of `body` inside code (blocks, spans, raw HTML), where no link is taken.
+    let mut code_ranges: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut code_block: Option<usize> = None;
+    let mut skipped_wiki = 0usize;
+    // Byte ranges of `text` that are code, kept as written when the rest is cleaned.
+    let mut text_code: Vec<std::ops::Range<usize>> = Vec::new();
+    for (event, range) in Parser::new_ext(body, options).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => code_block = Some(range.start),
+            Event::End(TagEnd::CodeBlock) => {
+                code_ranges.push(code_block.take().unwrap_or(range.start)..range.end);
+                text.push('\n');
+            }
+            Event::Code(_) | Event::Html(_) | Event::InlineHtml(_) => {
+                code_ranges.push(range.clone())
+            }
+            _ => {}
+        }
+        let in_code = code_block.is_some();
         match event {
             Event::Start(Tag::Heading { level, .. }) => heading = Some((level, String::new())),
             Event::End(TagEnd::Heading(_)) => {
                 if let Some((level, content)) = heading.take() {
+                    let content = clean_generator_syntax(&content);
                     let content = crate::text::collapse_whitespace(&content);
                     let content =
                         crate::text::truncate_chars(&content, MAX_HEADING_CHARS).to_string();
@@ -62,16 +90,37 @@ pub fn summarize(body: &str) -> MarkdownSummary {
                 dest_url,
                 ..
             }) if summary.links.len() < MAX_LINKS && !dest_url.is_empty() => {
-                summary.links.push(Link {
-                    destination: dest_url.to_string(),
-                    wiki: matches!(link_type, LinkType::WikiLink { .. }),
-                });
+                let wiki = matches!(link_type, LinkType::WikiLink { .. });
+                // VitePress' table of contents marker, not a link to a page named "toc".
+                if wiki && dest_url.trim().eq_ignore_ascii_case("toc") {
+                    skipped_wiki += 1;
+                } else {
+                    summary.links.push(Link {
+                        destination: dest_url.to_string(),
+                        wiki,
+                        shortcode: false,
+                    });
+                }
             }
-            Event::Text(t) | Event::Code(t) => {
+            Event::Text(t) => {
                 if let Some((_, content)) = heading.as_mut() {
                     content.push_str(&t);
                 }
+                if in_code {
+                    let start = text.len();
+                    text.push_str(&t);
+                    text_code.push(start..text.len());
+                } else {
+                    text.push_str(&t);
+                }
+            }
+            Event::Code(t) => {
+                if let Some((_, content)) = heading.as_mut() {
+                    content.push_str(&t);
+                }
+                let start = text.len();
                 text.push_str(&t);
+                text_code.push(start..text.len());
             }
             Event::SoftBreak | Event::HardBreak => {
                 if let Some((_, content)) = heading.as_mut() {
@@ -82,7 +131,6 @@ pub fn summarize(body: &str) -> MarkdownSummary {
             Event::End(
                 TagEnd::Paragraph
                 | TagEnd::Item
-                | TagEnd::CodeBlock
                 | TagEnd::BlockQuote(_)
                 | TagEnd::TableRow
                 | TagEnd::TableHead
@@ -92,8 +140,191 @@ pub fn summarize(body: &str) -> MarkdownSummary {
             _ => {}
         }
     }
-    summary.plain_text = text;
+    let _ = skipped_wiki;
+    code_ranges.sort_by_key(|r| r.start);
+    let in_code_shortcodes = shortcode_code_ranges(body);
+    for (at, target) in ref_shortcodes(body) {
+        let inside = |ranges: &[std::ops::Range<usize>]| ranges.iter().any(|r| r.contains(&at));
+        if summary.links.len() < MAX_LINKS && !inside(&code_ranges) && !inside(&in_code_shortcodes)
+        {
+            summary.links.push(Link {
+                destination: target,
+                wiki: false,
+                shortcode: true,
+            });
+        }
+    }
+    // Wiki links inside code shortcodes (`{{< code-toggle >}}` holding TOML's `[[params]]`)
+    // are code, not links.
+    if !in_code_shortcodes.is_empty() {
+        summary.links.retain(|link| {
+            !(link.wiki && shortcode_holds_wiki(body, &in_code_shortcodes, &link.destination))
+        });
+    }
+    summary.plain_text = clean_outside(&text, &text_code);
     summary
+}
+
+/// `text` with [`clean_generator_syntax`] applied between the `code` ranges (sorted, apart).
+fn clean_outside(text: &str, code: &[std::ops::Range<usize>]) -> String {
+    if !text.contains("{{") && !text.contains(":::") {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for range in code {
+        out.push_str(&clean_generator_syntax(&text[at..range.start]));
+        out.push_str(&text[range.clone()]);
+        at = range.end;
+    }
+    out.push_str(&clean_generator_syntax(&text[at..]));
+    out
+}
+
+/// Whether every `[[destination]]` of `body` lies inside one of `ranges`.
+fn shortcode_holds_wiki(body: &str, ranges: &[std::ops::Range<usize>], destination: &str) -> bool {
+    let needle = format!("[[{destination}");
+    let mut found = false;
+    for (at, _) in body.match_indices(&needle) {
+        if !ranges.iter().any(|r| r.contains(&at)) {
+            return false;
+        }
+        found = true;
+    }
+    found
+}
+
+/// A shortcode's name and arguments: `{{< name args >}}` or `{{% name args %}}` at `start`,
+/// with the byte just past it.
+fn shortcode_at(body: &str, start: usize) -> Option<(&str, &str, usize)> {
+    let rest = &body[start..];
+    let (open, close) = if rest.starts_with("{{<") {
+        ("{{<", ">}}")
+    } else if rest.starts_with("{{%") {
+        ("{{%", "%}}")
+    } else {
+        return None;
+    };
+    let inner_end = rest[open.len()..].find(close)?;
+    let inner = rest[open.len()..open.len() + inner_end].trim();
+    // One line at most: `{{<` in prose that never closes is no shortcode.
+    if inner.contains('\n') {
+        return None;
+    }
+    let inner = inner.trim_start_matches("/*").trim_end_matches("*/").trim();
+    let (name, args) = inner.split_once(char::is_whitespace).unwrap_or((inner, ""));
+    Some((
+        name,
+        args.trim(),
+        start + open.len() + inner_end + close.len(),
+    ))
+}
+
+/// Hugo's `ref` and `relref` shortcodes of `body`: (offset, target without quotes).
+fn ref_shortcodes(body: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (at, _) in body.match_indices("{{") {
+        let Some((name, args, _)) = shortcode_at(body, at) else {
+            continue;
+        };
+        if name != "ref" && name != "relref" {
+            continue;
+        }
+        let target = args
+            .trim_start_matches("path=")
+            .trim()
+            .trim_matches(|c| c == '"' || c == '\'' || c == '`');
+        let target = target.split_whitespace().next().unwrap_or("");
+        if !target.is_empty() {
+            out.push((at, target.to_string()));
+        }
+    }
+    out
+}
+
+/// Byte ranges of `body` between a code shortcode and its closing tag (`{{< code >}}`,
+/// `{{< code-toggle >}}`, `{{< highlight >}}`, … `{{< /code >}}`): what they hold is code.
+fn shortcode_code_ranges(body: &str) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut open: Vec<(String, usize)> = Vec::new();
+    for (at, _) in body.match_indices("{{") {
+        let Some((name, _, end)) = shortcode_at(body, at) else {
+            continue;
+        };
+        if let Some(closing) = name.strip_prefix('/') {
+            if let Some(i) = open.iter().rposition(|(n, _)| n == closing) {
+                let (_, start) = open.remove(i);
+                out.push(start..at);
+            }
+        } else if name.starts_with("code") || name == "highlight" || name.ends_with("code") {
+            open.push((name.to_string(), end));
+        }
+    }
+    out
+}
+
+/// The custom container types of VitePress, Docusaurus and markdown-it-container.
+const CONTAINER_TYPES: [&str; 14] = [
+    "tip",
+    "info",
+    "warning",
+    "danger",
+    "details",
+    "note",
+    "caution",
+    "important",
+    "success",
+    "code-group",
+    "raw",
+    "v-pre",
+    "example",
+    "seealso",
+];
+
+/// `text` without the syntax of site generators that is no part of what a reader sees:
+/// shortcodes (`{{< name … >}}`, `{{% name … %}}`) and the `:::` markers of custom containers
+/// (`::: tip`, `:::warning Title` keeps `Title`).
+pub fn clean_generator_syntax(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("{{") && !text.contains(":::") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        if rest.starts_with("{{") {
+            if let Some((_, _, end)) = shortcode_at(text, i) {
+                i = end;
+                continue;
+            }
+        }
+        // A container marker at the start of a line (or of what a soft break joined): `:::`,
+        // then its type when it is one of the generators' (the title after it is kept).
+        let after_space = i == 0 || text.as_bytes()[i - 1].is_ascii_whitespace();
+        if after_space && rest.starts_with(":::") {
+            let colons = rest.bytes().take_while(|&b| b == b':').count();
+            let tail = &rest[colons..];
+            let word_start = tail.len() - tail.trim_start_matches([' ', '\t']).len();
+            let word: String = tail[word_start..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            let is_type = CONTAINER_TYPES.contains(&word.to_ascii_lowercase().as_str());
+            let ends = tail.is_empty() || tail.starts_with(char::is_whitespace);
+            if is_type {
+                i += colons + word_start + word.len();
+                continue;
+            }
+            if ends {
+                i += colons;
+                continue;
+            }
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        out.push(c);
+        i += c.len_utf8();
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -119,6 +350,52 @@ mod tests {
         assert!(!s.links[0].wiki);
         assert_eq!(s.links[1].destination, "Note Name");
         assert!(s.links[1].wiki);
+    }
+
+    #[test]
+    fn heading_anchors_and_a_bom_are_no_part_of_the_title() {
+        let s = summarize(
+            "\u{feff}# Computed Properties {#computed-properties}\n\n## Basics {#basics .x}",
+        );
+        assert_eq!(s.first_h1.as_deref(), Some("Computed Properties"));
+        assert_eq!(s.headings, ["Computed Properties", "Basics"]);
+        assert!(!s.plain_text.contains("{#"), "{:?}", s.plain_text);
+    }
+
+    #[test]
+    fn containers_and_shortcodes_stay_out_of_titles_and_text() {
+        let body = "# Setup {{< new-in 0.120 >}}\n\n::: tip Good to know\nUse it.\n:::\n\n{{< note >}}\nA note.\n{{< /note >}}\n\n```md\n::: kept {{< kept >}}\n```\n";
+        let s = summarize(body);
+        assert_eq!(s.first_h1.as_deref(), Some("Setup"));
+        assert!(s.plain_text.contains("Good to know"), "{:?}", s.plain_text);
+        assert!(s.plain_text.contains("A note."));
+        assert!(!s.plain_text.contains("::: tip"), "{:?}", s.plain_text);
+        assert!(!s.plain_text.contains("{{< note"), "{:?}", s.plain_text);
+        // Code is kept as written.
+        assert!(
+            s.plain_text.contains("::: kept {{< kept >}}"),
+            "{:?}",
+            s.plain_text
+        );
+    }
+
+    #[test]
+    fn hugo_refs_are_links_and_code_holds_none() {
+        let body = "See [a]({{< ref \"guide/a.md\" >}}) and {{< relref path=\"/b\" >}}.\n\n{{< code-toggle file=\"hugo\" >}}\n[[params.menu]]\nname = \"x\"\n{{< /code-toggle >}}\n\n`{{< ref \"code.md\" >}}` [[toc]] [[Real Note|alias]]\n\n```\n[[in.fence]]\n```\n";
+        let s = summarize(body);
+        let links: Vec<(&str, bool, bool)> = s
+            .links
+            .iter()
+            .map(|l| (l.destination.as_str(), l.wiki, l.shortcode))
+            .collect();
+        assert_eq!(
+            links,
+            [
+                ("Real Note", true, false),
+                ("guide/a.md", false, true),
+                ("/b", false, true)
+            ]
+        );
     }
 
     #[test]

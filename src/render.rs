@@ -460,6 +460,11 @@ fn okf_line(signals: Option<&Value>) -> Option<String> {
         ("latestVerifiedAt", "verified"),
     ] {
         if let Some(v) = str_of(signals, key) {
+            // What every page without OKF metadata says is no signal worth a line.
+            if (key, v) == ("effectiveStatus", "stable") || (key, v) == ("trustTier", "unverified")
+            {
+                continue;
+            }
             parts.push(format!("{name} {}", one_line(v, VALUE_CHARS)));
         }
     }

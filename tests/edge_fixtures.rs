@@ -131,9 +131,16 @@ fn mixed_latin_han_query_finds_the_okf_page() {
 // Plain-folder relations (DECISIONS 20)
 
 /// (path, direction, reason) of every read_related item.
+/// The items of `read_related` for `page` (checked to come in the byte order of their
+/// `sourceFileId`, as the API orders them), in path order.
 fn related(kb: &KnowledgeBase, page: &str) -> Vec<(String, String, String)> {
     let out = checked_call(kb, "read_related", json!({ "fileId": page })).unwrap();
-    items(&out)
+    let ids: Vec<String> = items(&out)
+        .iter()
+        .map(|i| i["sourceFileId"].as_str().unwrap().to_string())
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    let mut out: Vec<(String, String, String)> = items(&out)
         .iter()
         .map(|i| {
             assert_eq!(i["relationType"], "references");
@@ -144,7 +151,9 @@ fn related(kb: &KnowledgeBase, page: &str) -> Vec<(String, String, String)> {
                 i["reason"].as_str().unwrap().to_string(),
             )
         })
-        .collect()
+        .collect();
+    out.sort();
+    out
 }
 
 fn rel(path: &str, direction: &str, reason: &str) -> (String, String, String) {
@@ -1039,4 +1048,62 @@ fn format_version_1_bundle_is_refused() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("formatVersion 3"), "{err}");
+}
+
+/// Every file under `_graph/` is `graph_index` and every file under `_index/` is `search_index`,
+/// their Markdown navigation files included, in the tree and in file detail (as the API has it).
+#[test]
+fn navigation_files_of_graph_and_index_have_their_folders_file_kind() {
+    let opened = open_fixture("focowiki-docs");
+    let kb = &opened.kb;
+    let mut folders = vec!["_graph".to_string(), "_index".to_string()];
+    let mut markdown = 0;
+    while let Some(folder) = folders.pop() {
+        let out = checked_call(
+            kb,
+            "list_tree",
+            json!({ "parentPath": folder, "limit": 500 }),
+        )
+        .unwrap();
+        for item in items(&out) {
+            let path = item["path"].as_str().unwrap().to_string();
+            if item["entryType"] == "directory" {
+                folders.push(path);
+                continue;
+            }
+            let want = if path.starts_with("_graph/") {
+                "graph_index"
+            } else {
+                "search_index"
+            };
+            assert_eq!(item["fileKind"], want, "{path} in the tree");
+            let detail = checked_call(kb, "get_file", json!({ "fileId": path })).unwrap();
+            assert_eq!(detail["file"]["fileKind"], want, "{path} in file detail");
+            markdown += usize::from(path.ends_with(".md"));
+        }
+    }
+    assert!(markdown > 10, "{markdown} navigation files");
+}
+
+/// A plain folder's virtual relation records name no `_index`/`_graph` router that does not
+/// open: a plain folder has neither, so both fields are null.
+#[test]
+fn virtual_graph_records_point_at_nothing_missing() {
+    let opened = open_fixture("plain-notes");
+    let kb = &opened.kb;
+    let graph = kbtools::bundle::paths::per_file_graph_path(GS);
+    let read = checked_call(kb, "read_file", json!({ "path": graph })).unwrap();
+    let record: Value = serde_json::from_str(read["content"].as_str().unwrap()).unwrap();
+    for key in ["indexPath", "directoryGraphPath"] {
+        match record[key].as_str() {
+            None => assert!(record[key].is_null(), "{key}: {}", record[key]),
+            Some(path) => {
+                assert!(
+                    checked_call(kb, "read_file", json!({ "path": path })).is_ok(),
+                    "{path}"
+                )
+            }
+        }
+    }
+    assert!(record["indexPath"].is_null());
 }

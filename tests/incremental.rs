@@ -242,9 +242,10 @@ fn tree(kb: &KnowledgeBase, parent: &str) -> Vec<(String, Value)> {
 }
 
 /// (target path, reason) of each item `read_related` lists for a page.
+/// The items of `read_related` for `page`, in path order (the tool orders them by target id).
 fn related(kb: &KnowledgeBase, page: &str) -> Vec<(String, String)> {
     let out = call(kb, "read_related", json!({ "fileId": page, "limit": 200 }));
-    out["items"]
+    let mut items: Vec<(String, String)> = out["items"]
         .as_array()
         .unwrap()
         .iter()
@@ -254,7 +255,9 @@ fn related(kb: &KnowledgeBase, page: &str) -> Vec<(String, String)> {
                 i["reason"].as_str().unwrap_or("").to_string(),
             )
         })
-        .collect()
+        .collect();
+    items.sort();
+    items
 }
 
 fn revision(report: &BuildReport) -> u64 {

@@ -551,6 +551,8 @@ struct SplitPage<'a> {
 }
 
 fn split_page(text: &str) -> SplitPage<'_> {
+    // A byte-order mark (editors on Windows write one) is no part of the frontmatter fence.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut split = SplitPage {
         frontmatter: Map::new(),
         invalid: None,
@@ -1103,7 +1105,9 @@ impl Assembly {
                 })
                 .collect();
             let title = &self.titles[i];
-            let content = render_per_file_graph(&file.path, title, &views);
+            let content = render_per_file_graph(&file.path, title, &views, &|path| {
+                by_path.contains_key(path)
+            });
             let mut hasher = Sha256::new();
             hasher.update(content.as_bytes());
             virtual_files.push(VirtualFile {
@@ -1425,8 +1429,15 @@ pub struct RelationView<'a> {
 
 /// The per-file graph record kbtools renders for a source page without one on disk, in the
 /// bundle format (bundle-format.md §1.15). Ingest hashes it; the catalog renders it again when
-/// it is read.
-pub fn render_per_file_graph(page: &str, page_title: &str, rels: &[RelationView<'_>]) -> String {
+/// it is read. `indexPath` and `directoryGraphPath` are null where `exists` says the bundle has
+/// no such file (a plain folder has neither): a record never points at a file that does not
+/// open.
+pub fn render_per_file_graph(
+    page: &str,
+    page_title: &str,
+    rels: &[RelationView<'_>],
+    exists: &dyn Fn(&str) -> bool,
+) -> String {
     let dir = paths::parent_of(page);
     let scope = dir.strip_prefix("pages").unwrap_or(dir);
     let relationships: Vec<Value> = rels
@@ -1451,12 +1462,19 @@ pub fn render_per_file_graph(page: &str, page_title: &str, rels: &[RelationView<
             Value::Object(item)
         })
         .collect();
+    let existing = |path: String| {
+        if exists(&path) {
+            Value::from(path)
+        } else {
+            Value::Null
+        }
+    };
     let value = serde_json::json!({
         "formatVersion": 2,
         "title": format!("{page_title} relationships"),
         "path": page,
-        "indexPath": format!("_index/pages{scope}/index.json"),
-        "directoryGraphPath": format!("_graph/by-directory{scope}/index.json"),
+        "indexPath": existing(format!("_index/pages{scope}/index.json")),
+        "directoryGraphPath": existing(format!("_graph/by-directory{scope}/index.json")),
         "relationships": relationships,
     });
     let mut text = serde_json::to_string(&value).unwrap_or_default();

@@ -121,8 +121,10 @@ pub enum PathClass {
     PageNavigation,
     /// Any other `pages/**.md`: a document page.
     Page,
-    /// Navigation Markdown under `_index/**` or `_graph/**`.
-    ExtensionNavigation,
+    /// Navigation Markdown under `_index/**` (`fileKind` `search_index`, as every file there).
+    IndexNavigation,
+    /// Navigation Markdown under `_graph/**` (`fileKind` `graph_index`).
+    GraphNavigation,
     IndexCatalog,
     PageDirectoryRouter,
     DocumentPacket,
@@ -142,14 +144,15 @@ impl PathClass {
             PathClass::Log => "log",
             PathClass::Page if source_backed => "page",
             PathClass::RootIndex | PathClass::PageNavigation | PathClass::Page => "index",
-            PathClass::ExtensionNavigation => "index",
-            PathClass::IndexCatalog
+            PathClass::IndexNavigation
+            | PathClass::IndexCatalog
             | PathClass::PageDirectoryRouter
             | PathClass::DocumentPacket
             | PathClass::TermCatalog
             | PathClass::TermBucketRouter
             | PathClass::TermPostings => "search_index",
-            PathClass::GraphCatalog
+            PathClass::GraphNavigation
+            | PathClass::GraphCatalog
             | PathClass::GraphDirectoryRouter
             | PathClass::RelationshipPacket
             | PathClass::PerFileGraph => "graph_index",
@@ -225,15 +228,14 @@ pub fn classify(path: &str) -> Option<PathClass> {
         }
         ["_index", "catalog.json"] => return Some(PathClass::IndexCatalog),
         ["_graph", "catalog.json"] => return Some(PathClass::GraphCatalog),
-        ["_index" | "_graph", n] if is_navigation_name(n) => {
-            return Some(PathClass::ExtensionNavigation)
-        }
+        ["_index", n] if is_navigation_name(n) => return Some(PathClass::IndexNavigation),
+        ["_graph", n] if is_navigation_name(n) => return Some(PathClass::GraphNavigation),
         _ => {}
     }
     match segments.as_slice() {
         ["_index", "pages", dirs @ .., _] => {
             if is_navigation_name(name) {
-                return Some(PathClass::ExtensionNavigation);
+                return Some(PathClass::IndexNavigation);
             }
             if name == "index.json" {
                 return Some(PathClass::PageDirectoryRouter);
@@ -244,7 +246,7 @@ pub fn classify(path: &str) -> Option<PathClass> {
         }
         ["_index", "terms", _] => {
             if is_navigation_name(name) {
-                Some(PathClass::ExtensionNavigation)
+                Some(PathClass::IndexNavigation)
             } else if name == "index.json" {
                 Some(PathClass::TermCatalog)
             } else {
@@ -253,7 +255,7 @@ pub fn classify(path: &str) -> Option<PathClass> {
         }
         ["_index", "terms", bucket, _] if BUCKETS.contains(bucket) => {
             if is_navigation_name(name) {
-                Some(PathClass::ExtensionNavigation)
+                Some(PathClass::IndexNavigation)
             } else if name == "index.json" {
                 Some(PathClass::TermBucketRouter)
             } else {
@@ -263,7 +265,7 @@ pub fn classify(path: &str) -> Option<PathClass> {
         }
         ["_graph", "by-directory", dirs @ .., _] => {
             if is_navigation_name(name) {
-                return Some(PathClass::ExtensionNavigation);
+                return Some(PathClass::GraphNavigation);
             }
             if name == "index.json" {
                 return Some(PathClass::GraphDirectoryRouter);
@@ -274,7 +276,7 @@ pub fn classify(path: &str) -> Option<PathClass> {
         }
         ["_graph", "by-file", .., _] => {
             if is_navigation_name(name) {
-                Some(PathClass::ExtensionNavigation)
+                Some(PathClass::GraphNavigation)
             } else if name.ends_with(".json") && name != "index.json" && name.len() > 5 {
                 Some(PathClass::PerFileGraph)
             } else {

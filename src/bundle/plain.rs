@@ -87,30 +87,61 @@ impl<'a> Resolver<'a> {
             .or_else(|| Self::unique(self.folded.get(&fold(path))))
     }
 
-    /// A relative (or `/`-rooted) path from the page at `from`, resolved inside `pages/`.
+    /// A path relative to the page at `from` (or `/`-rooted), resolved inside `pages/` the way
+    /// site generators mean it: a `/`-rooted path from the site's root, which is the folder
+    /// of the page or one above it (the outermost that has the target: the folder itself, else
+    /// `en/` in a folder of language roots, `content/` of a Hugo site); a path without extension, or ending in
+    /// `.html`, names `<path>.md`; a folder names its `index.md`, `README.md` or `_index.md`.
     fn relative(&self, from: &str, target: &str) -> Option<&'a str> {
-        let base = paths::parent_of(from);
-        let joined = if let Some(rooted) = target.strip_prefix('/') {
-            format!("pages/{rooted}")
-        } else {
-            format!("{base}/{target}")
-        };
-        let mut stack: Vec<&str> = Vec::new();
-        for segment in joined.split('/') {
-            match segment {
-                "" | "." => {}
-                ".." => {
-                    stack.pop()?;
+        let bases: Vec<String> = match target.strip_prefix('/') {
+            Some(rooted) => {
+                let mut roots = Vec::new();
+                let mut dir = paths::parent_of(from);
+                loop {
+                    roots.push(format!("{dir}/{rooted}"));
+                    if dir == "pages" || !dir.contains('/') {
+                        break;
+                    }
+                    dir = paths::parent_of(dir);
                 }
-                s => stack.push(s),
+                roots.reverse();
+                roots
             }
+            None => vec![format!("{}/{target}", paths::parent_of(from))],
+        };
+        bases.iter().find_map(|base| {
+            let path = normalize(base)?;
+            self.page_named(&path, target.ends_with('/'))
+        })
+    }
+
+    /// The page a normalized path names, trying the forms generators accept.
+    fn page_named(&self, path: &str, folder: bool) -> Option<&'a str> {
+        let lower = path.to_ascii_lowercase();
+        let stem = [".html", ".htm"].iter().find_map(|ext| {
+            lower
+                .ends_with(ext)
+                .then(|| &path[..path.len() - ext.len()])
+        });
+        let mut candidates = Vec::new();
+        if folder {
+            candidates.extend(
+                ["index.md", "README.md", "_index.md", "readme.md"].map(|n| format!("{path}/{n}")),
+            );
+            candidates.push(format!("{path}.md"));
+        } else if let Some(stem) = stem {
+            candidates.push(format!("{stem}.md"));
+            if let Some(folder) = stem.strip_suffix("/index") {
+                candidates.push(format!("{folder}/README.md"));
+            }
+        } else {
+            candidates.push(path.to_string());
+            candidates.push(format!("{path}.md"));
+            candidates.extend(
+                ["index.md", "README.md", "_index.md", "readme.md"].map(|n| format!("{path}/{n}")),
+            );
         }
-        if stack.first() != Some(&"pages") {
-            return None;
-        }
-        let path = stack.join("/");
-        self.page(&path)
-            .or_else(|| self.page(&format!("{path}.md")))
+        candidates.iter().find_map(|c| self.page(c))
     }
 
     /// A title or file stem, when exactly one page has it.
@@ -138,8 +169,27 @@ fn has_scheme(target: &str) -> bool {
     false
 }
 
-/// The path part of a Markdown link destination, or `None` for URLs, anchors and non-Markdown.
-fn link_path(destination: &str) -> Option<String> {
+/// `path` with `.` and `..` segments applied; `None` when it leaves `pages/`.
+fn normalize(path: &str) -> Option<String> {
+    let mut stack: Vec<&str> = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                stack.pop()?;
+            }
+            s => stack.push(s),
+        }
+    }
+    (stack.first() == Some(&"pages") && stack.len() > 1).then(|| stack.join("/"))
+}
+
+/// Extensions of the links that name a page (besides none at all).
+const PAGE_EXTENSIONS: [&str; 5] = ["md", "markdown", "mdx", "html", "htm"];
+
+/// The path part of a Markdown link destination, and whether it looks like a page (no
+/// extension, or a page's); `None` for URLs, bare anchors and mail links.
+fn link_path(destination: &str) -> Option<(String, bool)> {
     let d = destination
         .trim()
         .trim_start_matches('<')
@@ -149,8 +199,21 @@ fn link_path(destination: &str) -> Option<String> {
     }
     let d = d.split(['?', '#']).next().unwrap_or(d);
     let decoded = percent_decode_once(d)?;
-    let lower = decoded.to_lowercase();
-    lower.ends_with(".md").then_some(decoded)
+    if decoded.is_empty() {
+        return None;
+    }
+    let name = decoded.rsplit('/').next().unwrap_or("");
+    let page_like = match name.rsplit_once('.') {
+        Some((_, ext))
+            if !ext.is_empty()
+                && ext.len() <= 5
+                && ext.chars().all(|c| c.is_ascii_alphanumeric()) =>
+        {
+            PAGE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
+        }
+        _ => true,
+    };
+    Some((decoded, page_like))
 }
 
 fn metadata_targets(value: Option<&Value>) -> Vec<String> {
@@ -187,6 +250,7 @@ pub fn derive_relations(
     for file in pages {
         let from = file.path;
         for link in file.links {
+            let mut page_like = true;
             let target = if link.wiki {
                 let name = link
                     .destination
@@ -197,21 +261,43 @@ pub fn derive_relations(
                 if name.is_empty() {
                     continue;
                 }
+                let name = name.trim_end_matches(".md");
                 resolver
                     .relative(from, &format!("{name}.md"))
                     .or_else(|| resolver.page(&format!("pages/{name}.md")))
                     .or_else(|| resolver.by_name(name))
+            } else if link.shortcode {
+                // Hugo's ref/relref: relative to the page, from the content root, or a file
+                // name the site has once.
+                let path = link.destination.split('#').next().unwrap_or("");
+                if path.is_empty() {
+                    continue;
+                }
+                resolver
+                    .relative(from, path)
+                    .or_else(|| {
+                        resolver.relative(from, &format!("/{}", path.trim_start_matches('/')))
+                    })
+                    .or_else(|| resolver.by_name(paths::name_of(path)))
             } else {
-                let Some(path) = link_path(&link.destination) else {
+                let Some((path, looks_like_page)) = link_path(&link.destination) else {
                     continue;
                 };
-                resolver.relative(from, &path)
+                page_like = looks_like_page;
+                resolver.relative(from, &path).or_else(|| {
+                    // A `/`-rooted path whose first folder is a route prefix the folder does
+                    // not have (Docusaurus' `/docs/…` in its docs folder).
+                    let rest = path.strip_prefix('/')?.split_once('/')?.1;
+                    resolver.relative(from, &format!("/{rest}"))
+                })
             };
             match target {
                 Some(to) if to != from => {
                     evidence.entry((from, to)).or_insert(Evidence::MarkdownLink);
                 }
                 Some(_) => {}
+                // A link to an image or another file that is no page.
+                None if !page_like => {}
                 None => diagnostics.push(Diagnostic::new(
                     from.to_string(),
                     None,
@@ -285,10 +371,135 @@ mod tests {
 
     #[test]
     fn link_paths_skip_urls_and_anchors() {
-        assert_eq!(link_path("https://x.org/a.md"), None);
-        assert_eq!(link_path("#top"), None);
-        assert_eq!(link_path("image.png"), None);
-        assert_eq!(link_path("../a%20b.md#h").as_deref(), Some("../a b.md"));
-        assert_eq!(link_path("<other.md>").as_deref(), Some("other.md"));
+        let path = link_path;
+        assert_eq!(path("https://x.org/a.md"), None);
+        assert_eq!(path("mailto:a@b.org"), None);
+        assert_eq!(path("#top"), None);
+        assert_eq!(path("image.png"), Some(("image.png".into(), false)));
+        assert_eq!(path("../a%20b.md#h"), Some(("../a b.md".into(), true)));
+        assert_eq!(path("<other.md>"), Some(("other.md".into(), true)));
+        assert_eq!(
+            path("/guide/essentials/computed#x"),
+            Some(("/guide/essentials/computed".into(), true))
+        );
+        assert_eq!(path("../api/"), Some(("../api/".into(), true)));
+        assert_eq!(path("./foo.html"), Some(("./foo.html".into(), true)));
+    }
+}
+
+#[cfg(test)]
+mod resolution_tests {
+    use super::*;
+
+    fn link(destination: &str) -> Link {
+        Link {
+            destination: destination.into(),
+            wiki: false,
+            shortcode: false,
+        }
+    }
+
+    /// The pages `from` links to (outgoing or both ways) and the diagnostics, when `from` has
+    /// `links` among `paths`.
+    fn targets(paths: &[&str], from: &str, links: Vec<Link>) -> (Vec<String>, usize) {
+        let empty: Vec<Link> = Vec::new();
+        let pages: Vec<PlainPage<'_>> = paths
+            .iter()
+            .map(|p| PlainPage {
+                path: p,
+                title: paths::name_of(p),
+                frontmatter: serde_json::Map::new(),
+                links: if *p == from { &links } else { &empty },
+            })
+            .collect();
+        let mut diagnostics = Vec::new();
+        let relations = derive_relations(&pages, &mut diagnostics);
+        let mut out: Vec<String> = relations
+            .iter()
+            .filter(|r| r.from == from && r.direction != "incoming")
+            .map(|r| r.to.clone())
+            .collect();
+        out.sort();
+        (out, diagnostics.len())
+    }
+
+    #[test]
+    fn site_root_extensionless_folder_and_html_links_resolve() {
+        let paths = [
+            "pages/en/guide/essentials/computed.md",
+            "pages/en/guide/essentials/watchers.md",
+            "pages/en/api/index.md",
+            "pages/en/api/reactivity-core.md",
+            "pages/zh/guide/essentials/computed.md",
+            "pages/docs/intro.md",
+            "pages/docs/setup/README.md",
+            "pages/content/blog/_index.md",
+        ];
+        let from = "pages/en/guide/essentials/watchers.md";
+        let (got, problems) = targets(
+            &paths,
+            from,
+            vec![
+                link("/guide/essentials/computed#caching"),
+                link("../../api/"),
+                link("/api/reactivity-core.html"),
+                link("./computed"),
+                link("diagram.png"),
+            ],
+        );
+        assert_eq!(
+            got,
+            [
+                "pages/en/api/index.md",
+                "pages/en/api/reactivity-core.md",
+                "pages/en/guide/essentials/computed.md"
+            ]
+        );
+        assert_eq!(problems, 0);
+        let (got, _) = targets(
+            &paths,
+            "pages/docs/intro.md",
+            vec![link("/docs/setup/"), link("setup")],
+        );
+        assert_eq!(got, ["pages/docs/setup/README.md"]);
+    }
+
+    #[test]
+    fn hugo_refs_and_wiki_links_with_aliases_resolve() {
+        let paths = [
+            "pages/content/docs/a.md",
+            "pages/content/docs/b.md",
+            "pages/content/blog/_index.md",
+            "pages/notes/Note Name.md",
+        ];
+        let shortcode = |d: &str| Link {
+            destination: d.into(),
+            wiki: false,
+            shortcode: true,
+        };
+        let wiki = |d: &str| Link {
+            destination: d.into(),
+            wiki: true,
+            shortcode: false,
+        };
+        let (got, problems) = targets(
+            &paths,
+            "pages/content/docs/a.md",
+            vec![
+                shortcode("b.md"),
+                shortcode("/blog/"),
+                wiki("Note Name|see this"),
+                wiki("Note Name#Heading"),
+            ],
+        );
+        assert_eq!(
+            got,
+            [
+                "pages/content/blog/_index.md",
+                "pages/content/docs/b.md",
+                "pages/notes/Note Name.md"
+            ]
+        );
+        assert_eq!(problems, 0);
     }
 }

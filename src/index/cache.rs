@@ -130,12 +130,12 @@ impl Entry<'_> {
 }
 
 /// Every class, by its code in the cache.
-const CLASSES: [PathClass; 15] = [
+const CLASSES: [PathClass; 16] = [
     PathClass::RootIndex,
     PathClass::Log,
     PathClass::PageNavigation,
     PathClass::Page,
-    PathClass::ExtensionNavigation,
+    PathClass::IndexNavigation,
     PathClass::IndexCatalog,
     PathClass::PageDirectoryRouter,
     PathClass::DocumentPacket,
@@ -146,6 +146,7 @@ const CLASSES: [PathClass; 15] = [
     PathClass::GraphDirectoryRouter,
     PathClass::RelationshipPacket,
     PathClass::PerFileGraph,
+    PathClass::GraphNavigation,
 ];
 
 pub(crate) fn class_code(class: PathClass) -> u8 {
@@ -155,7 +156,7 @@ pub(crate) fn class_code(class: PathClass) -> u8 {
         PathClass::Log => 1,
         PathClass::PageNavigation => 2,
         PathClass::Page => 3,
-        PathClass::ExtensionNavigation => 4,
+        PathClass::IndexNavigation => 4,
         PathClass::IndexCatalog => 5,
         PathClass::PageDirectoryRouter => 6,
         PathClass::DocumentPacket => 7,
@@ -166,6 +167,7 @@ pub(crate) fn class_code(class: PathClass) -> u8 {
         PathClass::GraphDirectoryRouter => 12,
         PathClass::RelationshipPacket => 13,
         PathClass::PerFileGraph => 14,
+        PathClass::GraphNavigation => 15,
     }
 }
 

@@ -399,6 +399,7 @@ impl Catalog {
             &page.path,
             page.title.as_deref().unwrap_or(""),
             &views,
+            &|path| self.by_path(path).is_some(),
         ))
     }
 

@@ -1,6 +1,6 @@
 //! `read_related` → `listRelatedFiles`: the pages related to one source page, one item per
-//! target (a `related` relation preferred over `references`, directions merged), in target-path
-//! order, paged by a cursor bound to the page, the limit and the revision.
+//! target (a `related` relation preferred over `references`, directions merged), in the order
+//! of the targets' `sourceFileId`, paged by a cursor bound to the page, the limit and the revision.
 
 use std::collections::BTreeMap;
 
@@ -42,8 +42,9 @@ fn merge_direction(a: &str, b: &str) -> &'static str {
 /// One item per target: the preferred relation and the merged direction.
 pub fn collapsed(kb: &KnowledgeBase, page: u32) -> Vec<(&CatalogRelation, &'static str)> {
     let mut by_target: BTreeMap<&str, (&CatalogRelation, &'static str)> = BTreeMap::new();
+    // Keyed by the target's sourceFileId: the API orders related files by it (byte order).
     for (_, rel) in kb.graph.ordered_relations(&kb.catalog, page) {
-        let path = kb.catalog.file(rel.to).path.as_str();
+        let path = kb.catalog.file(rel.to).file_id.as_str();
         let direction: &'static str = match rel.direction.as_str() {
             "outgoing" => "outgoing",
             "incoming" => "incoming",
