@@ -21,6 +21,7 @@ use kbtools::{error::new_request_id, tools};
 #[command(
     name = "kbtools",
     version,
+    disable_help_subcommand = true,
     about = "Search and read an exported Focowiki knowledge-base bundle (or a Markdown folder) offline.",
     long_about = "Search and read an exported Focowiki knowledge-base bundle (or a plain Markdown folder) offline, with the six agent tools of the online Developer OpenAPI and their output contracts.\n\nExit codes: 0 success; 1 the tool answered with an error (its envelope is on stdout); 2 usage, I/O or index problem (message on stderr)."
 )]
@@ -33,64 +34,172 @@ struct Cli {
 
 #[derive(Args, Clone)]
 struct Source {
-    /// The bundle folder (or plain Markdown folder) to answer from.
-    #[arg(long, short = 'b', global = true, env = "KBTOOLS_BUNDLE")]
+    /// The bundle folder (or plain Markdown folder) to answer from [default: none; with
+    /// --index, the bundle that index was built from].
+    #[arg(
+        long,
+        short = 'b',
+        global = true,
+        env = "KBTOOLS_BUNDLE",
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
     bundle: Option<PathBuf>,
-    /// The index folder [default: a per-bundle folder under the user's cache directory].
-    #[arg(long, global = true, env = "KBTOOLS_INDEX")]
+    /// The index folder [default: a per-bundle folder under the user's cache directory
+    /// ($XDG_CACHE_HOME/kbtools or ~/.cache/kbtools)].
+    #[arg(
+        long,
+        global = true,
+        env = "KBTOOLS_INDEX",
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
     index: Option<PathBuf>,
-    /// Set the knowledge-base id instead of deriving it from the knowledge-base name.
-    #[arg(long, global = true)]
+    /// Set the knowledge-base id instead of deriving it from the knowledge-base name [default:
+    /// derived].
+    #[arg(
+        long,
+        global = true,
+        value_name = "ID",
+        help_heading = "Global options"
+    )]
     kb_id: Option<String>,
-    /// "Today" (YYYY-MM-DD, UTC) for OKF freshness; pins results for reproducible tests.
-    #[arg(long, global = true, env = "KBTOOLS_TODAY")]
+    /// "Today" (YYYY-MM-DD, UTC) for OKF freshness; pins results for reproducible tests
+    /// [default: today's UTC date].
+    #[arg(
+        long,
+        global = true,
+        env = "KBTOOLS_TODAY",
+        value_name = "DATE",
+        help_heading = "Global options"
+    )]
     today: Option<String>,
     /// Largest file a read returns, in bytes (larger reads answer 413).
-    #[arg(long, global = true, default_value_t = 10 * 1024 * 1024)]
+    #[arg(long, global = true, default_value_t = 10 * 1024 * 1024, value_name = "BYTES", help_heading = "Global options")]
     read_limit: u64,
-    /// Print no progress lines on stderr.
-    #[arg(long, short = 'q', global = true)]
+    /// Print no progress lines on stderr (warnings are still printed).
+    #[arg(long, short = 'q', global = true, help_heading = "Global options")]
     quiet: bool,
     /// Indent JSON output.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pretty: bool,
     /// Answer from the existing index as built, without checking the bundle for changes (the
     /// check stats every file of the bundle: on 100,000 pages that costs more than the answer).
     /// Run `kbtools index` after changing the bundle. An index that does not exist yet is
-    /// still built.
+    /// still built. The variable takes 1/0, true/false, yes/no, on/off.
     #[arg(
         long,
         global = true,
         env = "KBTOOLS_NO_REFRESH",
-        value_parser = clap::builder::BoolishValueParser::new()
+        value_parser = clap::builder::BoolishValueParser::new(),
+        help_heading = "Global options"
     )]
     no_refresh: bool,
+    /// Index a folder that holds no Markdown page instead of refusing it.
+    #[arg(long, global = true, help_heading = "Global options")]
+    allow_empty: bool,
 }
 
 /// How a tool command prints its result.
 #[derive(Args, Clone)]
 struct RenderArgs {
-    /// json: the contract JSON (an error as its envelope); text: the compact text format for
-    /// models (docs/text-format.md; an error as `失败: <CODE> <message>`).
+    /// auto: text on a terminal, json when piped or redirected; json: the contract JSON (an
+    /// error as its envelope); text: the compact text format (`kbtools help text-format`; an
+    /// error as `失败: <CODE> <message>`).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Auto)]
+    format: OutputFormat,
+    /// Character budget of a text result; a longer one is cut and says how to continue.
+    #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET, value_name = "CHARS")]
+    text_budget: usize,
+}
+
+/// How `call` prints its result: the contract JSON unless told otherwise.
+#[derive(Args, Clone)]
+struct CallRenderArgs {
+    /// json: the contract JSON (an error as its envelope); text: the compact text format
+    /// (`kbtools help text-format`); auto: text on a terminal, json when piped.
     #[arg(long, value_enum, default_value_t = OutputFormat::Json)]
     format: OutputFormat,
     /// Character budget of a text result; a longer one is cut and says how to continue.
-    #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET)]
+    #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET, value_name = "CHARS")]
     text_budget: usize,
+}
+
+impl From<CallRenderArgs> for RenderArgs {
+    fn from(args: CallRenderArgs) -> Self {
+        RenderArgs {
+            format: args.format,
+            text_budget: args.text_budget,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum OutputFormat {
+    Auto,
     Json,
     Text,
 }
 
+impl RenderArgs {
+    /// Whether the result is printed as text: asked for, or `auto` with stdout a terminal.
+    fn text(&self) -> bool {
+        use std::io::IsTerminal;
+        match self.format {
+            OutputFormat::Text => true,
+            OutputFormat::Json => false,
+            OutputFormat::Auto => std::io::stdout().is_terminal(),
+        }
+    }
+}
+
+/// Examples per command, shown after its options.
+const INDEX_EXAMPLES: &str = "Examples:
+  kbtools index fixtures/focowiki-docs
+  kbtools index ~/docs/site --index /srv/kb-index --full";
+const SERVE_EXAMPLES: &str = "Examples:
+  kbtools serve fixtures/focowiki-docs
+  kbtools serve ./bundle-a ./bundle-b --addr 127.0.0.1:8080 --watch
+  KBTOOLS_TOKEN=secret kbtools serve ./bundle --addr 0.0.0.0:43200
+  curl 'http://127.0.0.1:43200/search?query=install'";
+const MCP_EXAMPLES: &str = "Examples:
+  kbtools mcp /abs/path/to/bundle -q
+  claude mcp add kbtools -- kbtools mcp /abs/path/to/bundle -q";
+const CALL_EXAMPLES: &str = "Examples:
+  kbtools call search_files '{\"query\": \"How do agents read related files?\"}' -b fixtures/focowiki-docs
+  kbtools call list_tree '{\"parentPath\": \"pages/en\", \"limit\": 5}' -b fixtures/focowiki-docs
+  echo '{\"path\": \"pages/en/README.md\", \"type\": \"search\", \"query\": \"graph\"}' | kbtools call read_file - -b fixtures/focowiki-docs";
+const SEARCH_EXAMPLES: &str = "Examples:
+  kbtools search \"How do agents read related files?\" -b fixtures/focowiki-docs
+  kbtools search 知识库 关系 --mode file --limit 5 -b fixtures/focowiki-docs
+  kbtools search install --format json -b fixtures/focowiki-docs | jq '.items[].path'";
+const READ_EXAMPLES: &str = "Examples:
+  kbtools read pages/en/README.md -b fixtures/focowiki-docs
+  kbtools read source-file-<uuid> -b fixtures/focowiki-docs";
+const TREE_EXAMPLES: &str = "Examples:
+  kbtools tree -b fixtures/focowiki-docs
+  kbtools tree pages/en --limit 20 -b fixtures/focowiki-docs";
+const FILE_EXAMPLES: &str = "Examples:
+  kbtools file pages/en/README.md -b fixtures/focowiki-docs";
+const RELATED_EXAMPLES: &str = "Examples:
+  kbtools related pages/en/README.md -b fixtures/focowiki-docs
+  kbtools related pages/en/README.md --limit 10 --cursor <nextCursor> -b fixtures/focowiki-docs";
+const EXPAND_EXAMPLES: &str = "Examples:
+  kbtools expand pages/en/README.md --depth 2 -b fixtures/focowiki-docs";
+const EVAL_EXAMPLES: &str = "Examples:
+  kbtools eval -b ../shared/bundles/scifact --queries queries.jsonl --qrels qrels/test.tsv
+  kbtools eval -b ./bundle --queries q.jsonl --qrels r.tsv --mode hybrid --json";
+const SKILL_EXAMPLES: &str = "Examples:
+  kbtools skill install ~/.claude/skills";
+
 #[derive(Subcommand)]
 enum Command {
-    /// Build (or refresh) the index of a bundle.
+    /// Build (or refresh) the index of a bundle; prints a JSON summary, diagnostics on stderr.
+    #[command(after_help = INDEX_EXAMPLES)]
     Index {
-        /// The bundle folder.
-        bundle_path: PathBuf,
+        /// The bundle folder (or plain Markdown folder) [default: --bundle or KBTOOLS_BUNDLE].
+        #[arg(value_name = "BUNDLE")]
+        bundle_path: Option<PathBuf>,
         /// Writer threads (0: pick from the machine).
         #[arg(long, default_value_t = 0)]
         threads: usize,
@@ -100,30 +209,33 @@ enum Command {
     },
     /// Serve the Developer OpenAPI read routes of the six tools over HTTP (read-only), one
     /// knowledge base per bundle; Ctrl-C stops it gracefully.
+    #[command(after_help = SERVE_EXAMPLES)]
     Serve {
         /// Bundle folders (or plain Markdown folders); each is served under its knowledge-base
-        /// id (`GET /openapi/v2/knowledge-bases` lists them). Default: --bundle.
+        /// id (`GET /openapi/v2/knowledge-bases` lists them) [default: --bundle].
+        #[arg(value_name = "BUNDLE")]
         bundles: Vec<PathBuf>,
         /// Address to listen on. The default is loopback only; binding elsewhere exposes the
         /// knowledge base to the network (use --token).
         #[arg(long, default_value = "127.0.0.1:43200")]
         addr: String,
-        /// Require `Authorization: Bearer <TOKEN>` on every request (401 UNAUTHORIZED otherwise).
+        /// Require `Authorization: Bearer <TOKEN>` on every request (401 UNAUTHORIZED
+        /// otherwise); an empty token is refused [default: none, no authentication].
         #[arg(long, env = "KBTOOLS_TOKEN", hide_env_values = true)]
         token: Option<String>,
         /// Longest time one request may take, in seconds.
-        #[arg(long, default_value_t = 30)]
+        #[arg(long, default_value_t = 30, value_name = "SECONDS")]
         request_timeout: u64,
         /// Longest time a client may take to send a request's headers, and longest idle time of
         /// a kept-alive connection, in seconds; the connection is closed after it.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = 10, value_name = "SECONDS")]
         header_timeout: u64,
         /// Most connections served at once (more wait to be accepted).
-        #[arg(long, default_value_t = 1024)]
+        #[arg(long, default_value_t = 1024, value_name = "N")]
         max_connections: usize,
         /// Longest time a response may wait for a client that stopped reading, in seconds; the
         /// connection is closed after it.
-        #[arg(long, default_value_t = 30)]
+        #[arg(long, default_value_t = 30, value_name = "SECONDS")]
         write_timeout: u64,
         /// Rebuild the index when files in a bundle change (the server switches to the rebuilt
         /// index between requests).
@@ -131,17 +243,20 @@ enum Command {
         watch: bool,
     },
     /// Serve the six tools as a local MCP server on stdio (for agents); logs go to stderr.
+    #[command(after_help = MCP_EXAMPLES)]
     Mcp {
-        /// The bundle folder (same as --bundle).
+        /// The bundle folder [default: --bundle or KBTOOLS_BUNDLE].
+        #[arg(value_name = "BUNDLE")]
         bundle_path: Option<PathBuf>,
         /// The result format of a call that does not name one: text (compact, for models) or
         /// json (the contract JSON).
         #[arg(long = "format", default_value = "text", value_parser = ["text", "json"])]
         result_format: String,
         /// Character budget of a text result.
-        #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET)]
+        #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET, value_name = "CHARS")]
         text_budget: usize,
-        /// Append one JSON line per call (tool, input, contract JSON output, duration) to FILE.
+        /// Append one JSON line per call (tool, input, contract JSON output, duration) to FILE
+        /// [default: no audit log].
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
         /// Rebuild the index when files in the bundle change (the server switches to the rebuilt
@@ -151,59 +266,76 @@ enum Command {
     },
     /// Run one tool with its JSON input exactly as an agent sends it; prints the contract JSON
     /// (or, with --format text, the compact text for models).
+    #[command(after_help = CALL_EXAMPLES)]
     Call {
         /// search_files, read_file, list_tree, get_file, read_related or expand_graph.
         tool: String,
         /// The tool input as JSON ('-' reads it from stdin) [default: {}].
         input: Option<String>,
         #[command(flatten)]
-        render: RenderArgs,
+        render: CallRenderArgs,
     },
     /// Search for candidate pages (search_files).
+    #[command(after_help = SEARCH_EXAMPLES)]
     Search {
+        /// The question or key words, 2–512 characters (send the whole question).
         query: String,
-        /// file, graph or hybrid.
+        /// file (lexical and exact lanes), graph (relations) or hybrid (all of them)
+        /// [default: hybrid].
         #[arg(long)]
         mode: Option<String>,
-        /// all, path or metadata.
+        /// all (content and metadata), path or metadata [default: all].
         #[arg(long)]
         scope: Option<String>,
+        /// Results per page, 1–50 [default: 10].
         #[arg(long)]
         limit: Option<u32>,
+        /// The `nextCursor` of the previous page of the same search [default: the first page].
         #[arg(long)]
         cursor: Option<String>,
+        /// How far the graph lanes walk relations, 0–2 [default: 1].
         #[arg(long)]
         graph_depth: Option<u32>,
+        /// Relations the graph lanes follow per page, 0–25 [default: 10].
         #[arg(long)]
         graph_fanout: Option<u32>,
+        /// Only pages whose OKF status is draft, stable or deprecated [default: any].
         #[arg(long)]
         okf_status: Option<String>,
+        /// Only pages whose OKF trust tier is unverified, machine-confirmed or human-reviewed
+        /// [default: any].
         #[arg(long)]
         okf_trust_tier: Option<String>,
+        /// Only fresh or only stale pages (OKF `stale_after`) [default: any].
         #[arg(long)]
         okf_freshness: Option<String>,
         #[command(flatten)]
         render: RenderArgs,
     },
     /// Read a file by path or id (read_file).
+    #[command(after_help = READ_EXAMPLES)]
     Read {
-        /// A bundle path (e.g. pages/guide.md) or a fileId.
+        /// A bundle path (pages are under pages/, e.g. pages/guide.md) or a fileId.
         target: String,
         #[command(flatten)]
         render: RenderArgs,
     },
     /// List the direct children of a directory (list_tree).
+    #[command(after_help = TREE_EXAMPLES)]
     Tree {
-        /// The directory [default: the root].
+        /// The directory, e.g. pages or pages/guide [default: the root].
         parent: Option<String>,
+        /// Entries per page, 1–500 [default: 100].
         #[arg(long)]
         limit: Option<u32>,
+        /// The `nextCursor` of the previous page [default: the first page].
         #[arg(long)]
         cursor: Option<String>,
         #[command(flatten)]
         render: RenderArgs,
     },
     /// A file's metadata (get_file).
+    #[command(after_help = FILE_EXAMPLES)]
     File {
         /// A fileId or a bundle path (get_file accepts either).
         target: String,
@@ -211,16 +343,21 @@ enum Command {
         render: RenderArgs,
     },
     /// Pages related to a source page (read_related).
+    #[command(after_help = RELATED_EXAMPLES)]
     Related {
+        /// A source page's fileId or path (e.g. pages/guide.md).
         target: String,
+        /// Items per page, 1–200 [default: 50].
         #[arg(long)]
         limit: Option<u32>,
+        /// The `nextCursor` of the previous page [default: the first page].
         #[arg(long)]
         cursor: Option<String>,
         #[command(flatten)]
         render: RenderArgs,
     },
     /// Measure search quality against relevance judgments (BEIR queries.jsonl + qrels TSV).
+    #[command(after_help = EVAL_EXAMPLES)]
     Eval {
         /// queries.jsonl ({"_id", "text"} per line).
         #[arg(long)]
@@ -237,6 +374,7 @@ enum Command {
     },
     /// Install the agent Skill `knowledge-base-tools` (how an agent answers from the knowledge
     /// base with these tools).
+    #[command(after_help = SKILL_EXAMPLES)]
     Skill {
         #[command(subcommand)]
         action: SkillAction,
@@ -246,16 +384,27 @@ enum Command {
     #[command(hide = true)]
     GenBundle(GenBundleArgs),
     /// Explore the relation graph from a source page (expand_graph).
+    #[command(after_help = EXPAND_EXAMPLES)]
     Expand {
+        /// A source page's fileId or path (e.g. pages/guide.md).
         target: String,
+        /// How many relation steps to walk, 0–2 [default: 1].
         #[arg(long)]
         depth: Option<u32>,
+        /// New targets taken per page, 0–25 [default: 10].
         #[arg(long)]
         fanout: Option<u32>,
+        /// The `nextCursor` of the previous page [default: the first page].
         #[arg(long)]
         cursor: Option<String>,
         #[command(flatten)]
         render: RenderArgs,
+    },
+    /// Help on a command, or on a topic: `kbtools help text-format` prints the compact text
+    /// format of `--format text`.
+    Help {
+        /// A command name, or `text-format`.
+        topic: Vec<String>,
     },
 }
 
@@ -319,7 +468,13 @@ fn run(cli: Cli) -> Result<i32> {
             bundle_path,
             threads,
             full,
-        } => build_index(&bundle_path, threads, full, &source),
+        } => {
+            let bundle = one_bundle(bundle_path, source.bundle.clone())?.ok_or_else(|| {
+                anyhow!("say which bundle to index: kbtools index <BUNDLE> (or --bundle, or KBTOOLS_BUNDLE)")
+            })?;
+            build_index(&bundle, threads, full, &source)
+        }
+        Command::Help { topic } => help(&topic),
         Command::Call {
             tool,
             input,
@@ -338,7 +493,7 @@ fn run(cli: Cli) -> Result<i32> {
             };
             let value: Value = serde_json::from_str(&text)
                 .map_err(|e| anyhow!("the tool input is not valid JSON: {e}"))?;
-            answer(&source, &render, &tool, &value)
+            answer(&source, &render.into(), &tool, &value)
         }
         Command::Search {
             query,
@@ -394,9 +549,7 @@ fn run(cli: Cli) -> Result<i32> {
         } => {
             kbtools::analysis::load_dictionary_at_first_cjk_query();
             let mut source = source;
-            if bundle_path.is_some() {
-                source.bundle = bundle_path;
-            }
+            source.bundle = one_bundle(bundle_path, source.bundle.clone())?;
             let (live, watcher) = open_live(&source, watch)?;
             let options = McpOptions {
                 format: Format::parse(&result_format).unwrap_or_default(),
@@ -575,6 +728,165 @@ fn evaluate(
     Ok(0)
 }
 
+/// The bundle named positionally or by `--bundle` / `KBTOOLS_BUNDLE`: one of them, or both the
+/// same.
+fn one_bundle(positional: Option<PathBuf>, flag: Option<PathBuf>) -> Result<Option<PathBuf>> {
+    match (positional, flag) {
+        (Some(a), Some(b)) if a != b => Err(anyhow!(
+            "the bundle is named twice, as {} and as --bundle (or KBTOOLS_BUNDLE) {}: name it once",
+            a.display(),
+            b.display()
+        )),
+        (a, b) => Ok(a.or(b)),
+    }
+}
+
+/// A bundle path that is missing or is a file: an error saying what was found.
+fn check_bundle_path(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(anyhow!(
+            "{}: no such folder; pass the bundle's folder (the one holding index.md and pages/) or a folder of Markdown files",
+            path.display()
+        )),
+        Err(e) => Err(anyhow!("{}: cannot be read ({e})", path.display())),
+        Ok(meta) if !meta.is_dir() => {
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| ".".to_string(), |p| p.display().to_string());
+            Err(anyhow!(
+                "{} is a file, not a folder: pass the folder that holds the bundle or the Markdown files (perhaps {parent})",
+                path.display()
+            ))
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Refuses a knowledge base without a single source page unless `--allow-empty`, saying what
+/// the folder holds.
+fn refuse_empty(source: &Source, bundle: &Path, source_pages: usize) -> Result<()> {
+    if source_pages > 0 || source.allow_empty {
+        return Ok(());
+    }
+    Err(anyhow!(
+        "{} holds no Markdown page ({}): kbtools answers from *.md files; pass the folder that holds them, or --allow-empty to use it as it is",
+        bundle.display(),
+        describe_folder(bundle)
+    ))
+}
+
+/// What a folder holds, counted (at most 10,000 entries looked at): "found 3 files (2 .txt,
+/// 1 .json) in 1 folder".
+fn describe_folder(dir: &Path) -> String {
+    let mut by_extension: std::collections::BTreeMap<String, usize> = Default::default();
+    let (mut files, mut folders, mut seen) = (0usize, 0usize, 0usize);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > 10_000 {
+                break;
+            }
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => {
+                    folders += 1;
+                    stack.push(entry.path());
+                }
+                Ok(_) => {
+                    files += 1;
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let ext = match name.rsplit_once('.') {
+                        Some((stem, ext)) if !stem.is_empty() => format!(".{ext}"),
+                        _ => "no extension".into(),
+                    };
+                    *by_extension.entry(ext).or_default() += 1;
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    if files == 0 {
+        return format!("it is empty: no file in {folders} subfolders");
+    }
+    let mut kinds: Vec<(String, usize)> = by_extension.into_iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let shown: Vec<String> = kinds
+        .iter()
+        .take(5)
+        .map(|(e, n)| format!("{n} {e}"))
+        .collect();
+    format!(
+        "found {files} files ({}{}) in {folders} subfolders",
+        shown.join(", "),
+        if kinds.len() > 5 { ", …" } else { "" }
+    )
+}
+
+/// An index error with what fixes it: a folder that cannot be written names the flag or the
+/// variable that moves the index elsewhere.
+fn explain_index_error(
+    e: kbtools::error::IndexError,
+    index_dir: &Path,
+    chosen: bool,
+) -> anyhow::Error {
+    let unwritable = matches!(
+        &e,
+        kbtools::error::IndexError::Io { source, .. } if matches!(
+            source.kind(),
+            std::io::ErrorKind::PermissionDenied
+                | std::io::ErrorKind::ReadOnlyFilesystem
+                | std::io::ErrorKind::NotADirectory
+        )
+    );
+    if !unwritable {
+        return e.into();
+    }
+    let how = if chosen {
+        "pass an --index folder you can write to".to_string()
+    } else {
+        "pass --index DIR (or set KBTOOLS_INDEX) to a folder you can write to, or set XDG_CACHE_HOME to move the cache directory".to_string()
+    };
+    anyhow!(
+        "cannot write the index folder {}: {e}; {how}",
+        index_dir.display()
+    )
+}
+
+/// `kbtools help [COMMAND | text-format]`.
+fn help(topic: &[String]) -> Result<i32> {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    match topic.first().map(String::as_str) {
+        None => print_text(command.render_long_help().to_string())?,
+        Some("text-format") => {
+            print_text(include_str!("../docs/text-format.md").to_string())?;
+        }
+        Some(name) => {
+            let mut sub = command
+                .find_subcommand_mut(name)
+                .ok_or_else(|| {
+                    anyhow!(
+                        "no command or help topic {name:?}; commands: {}; topics: text-format",
+                        Cli::command()
+                            .get_subcommands()
+                            .filter(|c| !c.is_hide_set())
+                            .map(|c| c.get_name().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })?
+                .clone();
+            sub = sub.bin_name(format!("kbtools {name}"));
+            print_text(sub.render_long_help().to_string())?;
+        }
+    }
+    Ok(0)
+}
+
 fn looks_like_id(target: &str) -> bool {
     target.starts_with("source-file-") || target.starts_with("generated-")
 }
@@ -601,6 +913,7 @@ fn serve_options(source: &Source) -> Result<ServeOptions> {
 }
 
 fn build_index(bundle: &Path, threads: usize, full: bool, source: &Source) -> Result<i32> {
+    check_bundle_path(bundle)?;
     let index_dir = source
         .index
         .clone()
@@ -613,8 +926,10 @@ fn build_index(bundle: &Path, threads: usize, full: bool, source: &Source) -> Re
     };
     let mut progress = progress_printer(source.quiet);
     let started = std::time::Instant::now();
-    let report = index::build(bundle, &index_dir, &options, &mut progress)?;
+    let report = index::build(bundle, &index_dir, &options, &mut progress)
+        .map_err(|e| explain_index_error(e, &index_dir, source.index.is_some()))?;
     print_diagnostics(&report.diagnostics, source.quiet);
+    refuse_empty(source, bundle, report.manifest.counts.source_pages as usize)?;
     let m = &report.manifest;
     let summary = json!({
         "index": index_dir.display().to_string(),
@@ -657,12 +972,15 @@ struct Location {
 
 fn locate(source: &Source) -> Result<Location> {
     match (&source.bundle, &source.index) {
-        (Some(bundle), index) => Ok(Location {
-            bundle: Some(bundle.clone()),
-            index_dir: index
-                .clone()
-                .unwrap_or_else(|| index::default_index_dir(bundle)),
-        }),
+        (Some(bundle), index) => {
+            check_bundle_path(bundle)?;
+            Ok(Location {
+                bundle: Some(bundle.clone()),
+                index_dir: index
+                    .clone()
+                    .unwrap_or_else(|| index::default_index_dir(bundle)),
+            })
+        }
         (None, Some(index_dir)) => {
             let manifest = index::read_manifest(index_dir)?.ok_or_else(|| {
                 anyhow!(
@@ -721,7 +1039,8 @@ fn open_at(source: &Source, location: &Location, verify: index::Verify) -> Resul
         &build_options(source),
         options,
         &mut progress,
-    )?;
+    )
+    .map_err(|e| explain_index_error(e, &location.index_dir, source.index.is_some()))?;
     if let Some(report) = report {
         print_diagnostics(&report.diagnostics, source.quiet);
     }
@@ -729,6 +1048,7 @@ fn open_at(source: &Source, location: &Location, verify: index::Verify) -> Resul
         // Said even with --quiet: the answers may miss what changed.
         eprintln!("kbtools: warning: {stale}");
     }
+    refuse_empty(source, bundle, kb.catalog.source_page_count() as usize)?;
     Ok(kb)
 }
 
@@ -799,10 +1119,13 @@ fn answer(source: &Source, render: &RenderArgs, tool: &str, input: &Value) -> Re
     }
     let kb = open(source)?;
     let result = tools::call(&kb, tool, input);
+    if let Some(hint) = crate::hints::hint(&kb, tool, input, &result) {
+        eprintln!("kbtools: hint: {hint}");
+    }
     // A one-shot process: the OS frees the knowledge base faster than its destructors would
     // (hundreds of thousands of small allocations on a large bundle).
     std::mem::forget(kb);
-    if render.format == OutputFormat::Text {
+    if render.text() {
         let text = match &result {
             Ok(output) => kbtools::render::render_output(tool, input, output, render.text_budget),
             Err(error) => kbtools::render::render_error(error),
@@ -930,5 +1253,82 @@ fn print_text(mut text: String) -> Result<()> {
         // A closed pipe (`kbtools … | head`) is not an error worth a message.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every argument and option of every command a person sees has a description, and says its
+    /// default: clap shows one (`default_value`), the text says `[default: …]`, or it is a flag
+    /// (off unless given), a required argument, or repeatable.
+    #[test]
+    fn every_option_has_a_description_and_a_default() {
+        fn walk(command: &clap::Command, path: &str, problems: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.is_hide_set() || id == "help" || id == "version" {
+                    continue;
+                }
+                let help = arg
+                    .get_long_help()
+                    .or(arg.get_help())
+                    .map(|h| h.to_string())
+                    .unwrap_or_default();
+                if help.trim().is_empty() {
+                    problems.push(format!("{path} {id}: no description"));
+                    continue;
+                }
+                let flag = matches!(
+                    arg.get_action(),
+                    clap::ArgAction::SetTrue | clap::ArgAction::Count
+                );
+                let repeatable = matches!(arg.get_action(), clap::ArgAction::Append);
+                let has_default = !arg.get_default_values().is_empty()
+                    || help.contains("[default")
+                    || arg.is_required_set()
+                    || flag
+                    || repeatable;
+                if !has_default {
+                    problems.push(format!("{path} {id}: no default stated"));
+                }
+            }
+            for sub in command.get_subcommands().filter(|c| !c.is_hide_set()) {
+                if sub.get_about().is_none() {
+                    problems.push(format!("{path} {}: no description", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), problems);
+            }
+        }
+        let mut problems = Vec::new();
+        walk(&Cli::command(), "kbtools", &mut problems);
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    /// The commands a person runs first show examples, and the global options are grouped apart.
+    #[test]
+    fn commands_show_examples_and_group_global_options() {
+        let mut cli = Cli::command();
+        cli.build();
+        for name in [
+            "index", "serve", "mcp", "call", "search", "read", "tree", "file", "related", "expand",
+            "eval",
+        ] {
+            let sub = cli.find_subcommand_mut(name).unwrap();
+            let help = sub.render_long_help().to_string();
+            assert!(help.contains("Examples:"), "{name}: {help}");
+            assert!(help.contains("Global options:"), "{name}: {help}");
+        }
+    }
+
+    #[test]
+    fn the_bundle_is_named_once() {
+        let a = Some(PathBuf::from("a"));
+        assert_eq!(one_bundle(a.clone(), None).unwrap(), a);
+        assert_eq!(one_bundle(None, a.clone()).unwrap(), a);
+        assert_eq!(one_bundle(a.clone(), a.clone()).unwrap(), a);
+        assert!(one_bundle(a, Some(PathBuf::from("b"))).is_err());
     }
 }

@@ -141,17 +141,8 @@ fn description(tool: &str) -> &'static str {
 /// The input schema of `tool`: generated from the same typed parameters the library uses, plus
 /// the `format` argument.
 fn input_schema(tool: &str) -> JsonObject {
-    let schema = match tool {
-        "search_files" => schemars::schema_for!(tools::search_files::Params),
-        "read_file" => schemars::schema_for!(tools::read_file::Params),
-        "list_tree" => schemars::schema_for!(tools::list_tree::Params),
-        "get_file" => schemars::schema_for!(tools::get_file::Params),
-        "read_related" => schemars::schema_for!(tools::read_related::Params),
-        "expand_graph" => schemars::schema_for!(tools::expand_graph::Params),
-        _ => schemars::schema_for!(()),
-    };
-    let mut object = match serde_json::to_value(schema) {
-        Ok(Value::Object(object)) => object,
+    let mut object = match tools::params_schema(tool) {
+        Value::Object(object) => object,
         _ => Map::new(),
     };
     object.remove("$schema");

@@ -726,3 +726,204 @@ fn format_text_prints_the_rendering_with_the_same_exit_codes() {
     with(&["file", PAGE]).expect(0).json();
     with(&["file", PAGE, "--format", "xml"]).expect(2);
 }
+
+/// A first user's mistakes get the contract's answer on stdout (exit 1) and, on stderr, a hint
+/// naming the field, the value and what is allowed, or the nearest existing paths.
+#[test]
+fn mistakes_get_a_hint_that_says_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let idx = tmp.path().join("index");
+    index(FIXTURE, &idx);
+    let with = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--bundle", FIXTURE, "--index", s(&idx), "--format", "json"]);
+        kbtools(&all)
+    };
+    let cases: [(&[&str], i32, &[&str]); 7] = [
+        (
+            &["search", "agents", "--mode", "fiel"],
+            1,
+            &[
+                "hint: mode was \"fiel\"",
+                "allowed values: file, graph, hybrid",
+            ],
+        ),
+        (
+            &["search", "agents", "--limit", "0"],
+            1,
+            &["hint: limit was 0", "allowed range: 1–50"],
+        ),
+        (
+            &["expand", PAGE, "--depth", "3"],
+            1,
+            &["hint: depth was 3", "allowed range: 0–2"],
+        ),
+        (
+            &["read", "en/README.md"],
+            1,
+            &["under pages/", "try pages/en/README.md"],
+        ),
+        (
+            &["read", "pages/en/READMEE.md"],
+            1,
+            &[
+                "no file at pages/en/READMEE.md",
+                "nearest: pages/en/README.md",
+            ],
+        ),
+        (
+            &["tree", "pages/enn"],
+            0,
+            &["no folder at pages/enn", "nearest: pages/en"],
+        ),
+        (
+            &[
+                "call",
+                "search_files",
+                r#"{"query": "agents", "mood": "x"}"#,
+            ],
+            1,
+            &[
+                "hint: mood was \"x\"",
+                "the fields of search_files are",
+                "mode",
+            ],
+        ),
+    ];
+    for (args, code, said) in cases {
+        let run = with(args);
+        assert_eq!(run.code, code, "{args:?}: {}", run.stderr);
+        if code == 1 {
+            assert!(run.json()["error"]["code"].is_string(), "{args:?}");
+        }
+        for words in said {
+            assert!(
+                run.stderr.contains(words),
+                "{args:?}: {words:?} not in {}",
+                run.stderr
+            );
+        }
+    }
+}
+
+/// A missing path, a file, and a folder without Markdown are refused (exit 2) with what was
+/// found; `--allow-empty` takes the empty folder; an index folder that cannot be created names
+/// the flag and the variable that move it.
+#[test]
+fn a_wrong_or_empty_folder_is_refused_with_what_was_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(empty.join("assets")).unwrap();
+    std::fs::write(empty.join("notes.txt"), "not markdown").unwrap();
+    std::fs::write(empty.join("assets/logo.svg"), "<svg/>").unwrap();
+    let idx = tmp.path().join("index");
+    let missing = tmp.path().join("missing");
+    let file = empty.join("notes.txt");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["index", s(&missing), "--index", s(&idx)],
+            "no such folder",
+        ),
+        (
+            vec!["tree", "--bundle", s(&missing), "--index", s(&idx)],
+            "no such folder",
+        ),
+        (
+            vec!["index", s(&file), "--index", s(&idx)],
+            "is a file, not a folder",
+        ),
+        (
+            vec!["search", "x y", "--bundle", s(&empty), "--index", s(&idx)],
+            "holds no Markdown page (found 2 files (1 .svg, 1 .txt)",
+        ),
+        (
+            vec!["index", s(&empty), "--index", s(&idx)],
+            "--allow-empty",
+        ),
+        (
+            vec!["mcp", s(&empty), "--index", s(&idx)],
+            "holds no Markdown page",
+        ),
+    ];
+    for (args, said) in cases {
+        let run = kbtools(&args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(said),
+            "{args:?}: {said:?} not in {}",
+            run.stderr
+        );
+    }
+    let run = kbtools(&[
+        "tree",
+        "--bundle",
+        s(&empty),
+        "--index",
+        s(&idx),
+        "--allow-empty",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The index and the bundle named twice, differently.
+    let run = kbtools(&["index", FIXTURE, "--bundle", s(&empty), "--index", s(&idx)]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("named twice"), "{}", run.stderr);
+    // A cache directory that cannot hold the index.
+    let run = finish(
+        command(&["tree", "--bundle", FIXTURE])
+            .env("XDG_CACHE_HOME", "/dev/null/cache")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--index") && run.stderr.contains("XDG_CACHE_HOME"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// `kbtools help text-format` prints the text format; `kbtools help <command>` that command's
+/// help; output to a pipe is JSON unless text is asked for.
+#[test]
+fn help_topics_and_output_for_pipes() {
+    let run = kbtools(&["help", "text-format"]);
+    assert_eq!(run.code, 0);
+    assert!(
+        run.stdout.contains("The text format for models"),
+        "{}",
+        run.stdout
+    );
+    let run = kbtools(&["help", "search"]);
+    assert_eq!(run.code, 0);
+    assert!(
+        run.stdout.contains("Examples:") && run.stdout.contains("--mode"),
+        "{}",
+        run.stdout
+    );
+    let run = kbtools(&["help", "nonsense"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("text-format"), "{}", run.stderr);
+    let tmp = tempfile::tempdir().unwrap();
+    let idx = tmp.path().join("index");
+    // Piped (as here): the contract JSON by default.
+    let piped = kbtools(&["search", "agents", "--bundle", FIXTURE, "--index", s(&idx)]);
+    assert_eq!(piped.code, 0, "{}", piped.stderr);
+    assert!(piped.json()["items"].is_array());
+    let text = kbtools(&[
+        "search",
+        "agents",
+        "--bundle",
+        FIXTURE,
+        "--index",
+        s(&idx),
+        "--format",
+        "text",
+    ]);
+    assert!(
+        text.stdout.starts_with("search_files \"agents\""),
+        "{}",
+        text.stdout
+    );
+}

@@ -285,6 +285,21 @@ impl RelatedFile {
     }
 }
 
+/// The JSON Schema of `tool`'s input, generated from its typed parameters (what the MCP server
+/// shows, and what the CLI's hints quote); `{}`-like for an unknown tool.
+pub fn params_schema(tool: &str) -> Value {
+    let schema = match tool {
+        "search_files" => schemars::schema_for!(search_files::Params),
+        "read_file" => schemars::schema_for!(read_file::Params),
+        "list_tree" => schemars::schema_for!(list_tree::Params),
+        "get_file" => schemars::schema_for!(get_file::Params),
+        "read_related" => schemars::schema_for!(read_related::Params),
+        "expand_graph" => schemars::schema_for!(expand_graph::Params),
+        _ => schemars::schema_for!(()),
+    };
+    serde_json::to_value(schema).unwrap_or(Value::Null)
+}
+
 /// The revision for tools that answer 404 when the knowledge base has no readable content.
 pub fn require_revision(kb: &KnowledgeBase) -> Result<u64, ToolError> {
     kb.revision().ok_or_else(ToolError::not_found)

@@ -1,0 +1,172 @@
+//! Hints the command line prints on stderr beside a tool's answer, which stays the contract's:
+//! for a validation error, the field, the value sent and what the field allows (from the tool's
+//! input schema, the one the MCP server shows); for a path that is not found, the nearest
+//! existing paths (and, for a page path without `pages/`, the path with it); for the empty
+//! listing of a folder that does not exist, the nearest folders.
+
+use kbtools::error::{ErrorCode, ToolError};
+use kbtools::index::KnowledgeBase;
+use kbtools::tools;
+use serde_json::{json, Value};
+
+/// The hint for `tool` called with `input` and answering `result`, if there is one to give.
+pub fn hint(
+    kb: &KnowledgeBase,
+    tool: &str,
+    input: &Value,
+    result: &Result<Value, ToolError>,
+) -> Option<String> {
+    match result {
+        Err(e) if e.code == ErrorCode::ValidationError => validation(tool, input, e),
+        Err(e) if e.code == ErrorCode::NotFound => {
+            let target = ["path", "fileId"]
+                .iter()
+                .find_map(|k| input.get(*k).and_then(Value::as_str))?;
+            not_found(kb, target, "file")
+        }
+        Ok(output) if tool == "list_tree" => {
+            let parent = input.get("parentPath").and_then(Value::as_str)?;
+            let empty = output["items"].as_array().is_some_and(|i| i.is_empty());
+            (empty && !parent.is_empty() && input.get("cursor").is_none())
+                .then(|| not_found(kb, parent, "folder"))
+                .flatten()
+        }
+        _ => None,
+    }
+}
+
+/// "`mode` was "fiel": allowed values file, graph, hybrid (`file`, `graph` or `hybrid` (default))."
+fn validation(tool: &str, input: &Value, error: &ToolError) -> Option<String> {
+    let details = error.details.as_ref()?;
+    let field = match details.get("field").and_then(Value::as_str) {
+        Some(field) => field,
+        None => field_of_code(details.get("code")?.as_str()?)?,
+    };
+    if field == "path" || field == "fileId" {
+        if let Some(path) = input.get(field).and_then(Value::as_str) {
+            if !path.starts_with("pages/") && !path.starts_with('_') && path.ends_with(".md") {
+                return Some(format!(
+                    "{field} was {path:?}: the pages of a knowledge base are under pages/: try pages/{}",
+                    path.trim_start_matches('/')
+                ));
+            }
+        }
+    }
+    let schema = tools::params_schema(tool);
+    let property = &schema["properties"][field];
+    let sent = match input.get(field) {
+        Some(value) => format!("{field} was {value}"),
+        None => format!("{field} is missing"),
+    };
+    let mut allowed = Vec::new();
+    if let Some(values) = property["enum"].as_array() {
+        let values: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
+        allowed.push(format!("allowed values: {}", values.join(", ")));
+    }
+    let (min, max) = (&property["minimum"], &property["maximum"]);
+    if min.is_number() || max.is_number() {
+        let shown = |v: &Value| v.as_f64().map_or("…".into(), |n| format!("{n}"));
+        allowed.push(format!("allowed range: {}–{}", shown(min), shown(max)));
+    }
+    let (min_len, max_len) = (&property["minLength"], &property["maxLength"]);
+    if min_len.is_number() || max_len.is_number() {
+        allowed.push(format!(
+            "{}–{} characters",
+            min_len.as_u64().unwrap_or(0),
+            max_len.as_u64().map_or("…".into(), |n| n.to_string())
+        ));
+    }
+    let description = property["description"].as_str().map(str::trim);
+    if property.is_null() {
+        let fields: Vec<&str> = schema["properties"]
+            .as_object()
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        return Some(format!(
+            "{sent}; the fields of {tool} are {}",
+            fields.join(", ")
+        ));
+    }
+    let mut hint = sent;
+    if !allowed.is_empty() {
+        hint.push_str(&format!("; {}", allowed.join(", ")));
+    }
+    if let Some(description) = description.filter(|d| !d.is_empty()) {
+        hint.push_str(&format!(" ({description})"));
+    }
+    Some(hint)
+}
+
+/// The input field a validation `details.code` is about.
+fn field_of_code(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "INVALID_FILE_SEARCH_QUERY" => "query",
+        "INVALID_FILE_SEARCH_MODE" => "mode",
+        "INVALID_FILE_SEARCH_SCOPE" => "scope",
+        "INVALID_FILE_SEARCH_KIND" => "fileKind",
+        "INVALID_FILE_SEARCH_LIMIT" => "limit",
+        "INVALID_FILE_SEARCH_GRAPH_DEPTH" => "graphDepth",
+        "INVALID_FILE_SEARCH_GRAPH_FANOUT" => "graphFanout",
+        "INVALID_FILE_SEARCH_OKF_STATUS" => "okfStatus",
+        "INVALID_FILE_SEARCH_OKF_TRUST_TIER" => "okfTrustTier",
+        "INVALID_FILE_SEARCH_OKF_FRESHNESS" => "okfFreshness",
+        "INVALID_FILE_SEARCH_RERANK_CONTROLS" => "rerankTopK",
+        "INVALID_GRAPH_EXPANSION_DEPTH" => "depth",
+        "INVALID_GRAPH_EXPANSION_FANOUT" => "fanout",
+        _ => return None,
+    })
+}
+
+/// The paths of the children of `dir` (the root for `""`), at most 500.
+fn children(kb: &KnowledgeBase, dir: &str) -> Vec<String> {
+    let mut input = json!({"limit": 500});
+    if !dir.is_empty() {
+        input["parentPath"] = json!(dir);
+    }
+    tools::call(kb, "list_tree", &input)
+        .ok()
+        .and_then(|out| {
+            out["items"].as_array().map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| i["path"].as_str().map(str::to_string))
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// "no file at X; nearest: a, b, c" from the nearest folder above `target` that exists.
+fn not_found(kb: &KnowledgeBase, target: &str, what: &str) -> Option<String> {
+    if target.starts_with("source-file-") || target.starts_with("generated-") {
+        return Some(format!(
+            "no {what} has the id {target}; ids change only with the bundle: search again, or read by path"
+        ));
+    }
+    if !target.starts_with("pages/") && !target.starts_with('_') {
+        let with_pages = format!("pages/{target}");
+        if kb.catalog.by_path(&with_pages).is_some() || !children(kb, &with_pages).is_empty() {
+            return Some(format!(
+                "the pages of a knowledge base are under pages/: try {with_pages}"
+            ));
+        }
+    }
+    let mut dir = kbtools::bundle::paths::parent_of(target).to_string();
+    let mut near = children(kb, &dir);
+    while near.is_empty() && !dir.is_empty() {
+        dir = match dir.rsplit_once('/') {
+            Some((up, _)) => up.to_string(),
+            None => String::new(),
+        };
+        near = children(kb, &dir);
+    }
+    near.sort_by_key(|p| strsim::levenshtein(p, target));
+    near.truncate(3);
+    if near.is_empty() {
+        return Some(format!("no {what} at {target}"));
+    }
+    Some(format!(
+        "no {what} at {target}; nearest: {}",
+        near.join(", ")
+    ))
+}
