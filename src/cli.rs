@@ -850,8 +850,15 @@ fn explain_index_error(
     } else {
         "pass --index DIR (or set KBTOOLS_INDEX) to a folder you can write to, or set XDG_CACHE_HOME to move the cache directory".to_string()
     };
+    let why = match &e {
+        kbtools::error::IndexError::Io { path, source } if Path::new(path) == index_dir => {
+            source.to_string()
+        }
+        kbtools::error::IndexError::Io { path, source } => format!("{source}: {path}"),
+        other => other.to_string(),
+    };
     anyhow!(
-        "cannot write the index folder {}: {e}; {how}",
+        "cannot write the index folder {} ({why}); {how}",
         index_dir.display()
     )
 }

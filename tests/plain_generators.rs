@@ -261,6 +261,7 @@ fn vue_docs_links_become_relations() {
             }
         }
     }
+    check_titles(&opened);
     let got = linked_pairs(&opened);
     let missing: Vec<_> = wanted.difference(&got).collect();
     eprintln!(

@@ -1,5 +1,6 @@
-//! YAML frontmatter: finding the block and turning it into JSON. This is the only module that
-//! touches `serde_yaml`. An invalid block is kept as raw text and reported, never fatal.
+//! Frontmatter: finding the block (YAML between `---` fences, or TOML between `+++` fences as
+//! Hugo writes it) and turning it into JSON. This is the only module that touches `serde_yaml`
+//! and `toml`. An invalid block is kept as raw text and reported, never fatal.
 
 use std::cell::Cell;
 
@@ -21,6 +22,8 @@ pub struct Frontmatter<'a> {
     pub body_start: usize,
     /// 1-based line number of the first YAML line.
     pub first_line: usize,
+    /// TOML between `+++` fences (Hugo) rather than YAML.
+    pub toml: bool,
 }
 
 /// Finds a leading `---` … `---` (or `...`) block. A block that never closes is not frontmatter.
@@ -28,9 +31,12 @@ pub fn locate(text: &str) -> Option<Frontmatter<'_>> {
     let text_no_bom = text.strip_prefix('\u{feff}').unwrap_or(text);
     let offset = text.len() - text_no_bom.len();
     let first_end = text_no_bom.find('\n')?;
-    if text_no_bom[..first_end].trim_end_matches('\r').trim_end() != "---" {
-        return None;
-    }
+    let fence = text_no_bom[..first_end].trim_end_matches('\r').trim_end();
+    let toml = match fence {
+        "---" => false,
+        "+++" => true,
+        _ => return None,
+    };
     let yaml_start = offset + first_end + 1;
     let mut line_start = yaml_start;
     while line_start <= text.len() {
@@ -38,7 +44,7 @@ pub fn locate(text: &str) -> Option<Frontmatter<'_>> {
             .find('\n')
             .map_or(text.len(), |i| line_start + i);
         let line = text[line_start..line_end].trim_end_matches('\r').trim_end();
-        if line == "---" || line == "..." {
+        if (!toml && (line == "---" || line == "...")) || (toml && line == "+++") {
             let body_start = if line_end < text.len() {
                 line_end + 1
             } else {
@@ -48,6 +54,7 @@ pub fn locate(text: &str) -> Option<Frontmatter<'_>> {
                 yaml: &text[yaml_start..line_start],
                 body_start,
                 first_line: 2,
+                toml,
             });
         }
         if line_end >= text.len() {
@@ -65,7 +72,7 @@ pub struct FrontmatterError {
     pub message: String,
 }
 
-/// Parses the YAML of a block into a JSON object. Empty YAML gives `{}`.
+/// Parses the YAML (or TOML) of a block into a JSON object. An empty block gives `{}`.
 pub fn parse(block: &Frontmatter<'_>) -> Result<Map<String, Value>, FrontmatterError> {
     if block.yaml.len() > MAX_FRONTMATTER_BYTES {
         return Err(FrontmatterError {
@@ -88,6 +95,39 @@ pub fn parse(block: &Frontmatter<'_>) -> Result<Map<String, Value>, FrontmatterE
             ),
         });
     }
+    if block.toml {
+        // Dotted keys nest too (`a.b.c = 1`, `[a.b.c]`): as deep a bound as brackets have.
+        let dotted_depth = block
+            .yaml
+            .lines()
+            .map(|line| line.split('=').next().unwrap_or("").matches('.').count())
+            .max()
+            .unwrap_or(0);
+        if dotted_depth > MAX_FLOW_DEPTH {
+            return Err(FrontmatterError {
+                line: Some(block.first_line),
+                message: format!(
+                    "frontmatter nests deeper than {MAX_FLOW_DEPTH} levels of dotted keys; not parsed"
+                ),
+            });
+        }
+        let table: toml::Table = toml::from_str(block.yaml).map_err(|e| FrontmatterError {
+            line: e.span().map(|span| {
+                block.first_line
+                    + block
+                        .yaml
+                        .get(..span.start)
+                        .unwrap_or(block.yaml)
+                        .matches('\n')
+                        .count()
+            }),
+            message: e.message().to_string(),
+        })?;
+        return Ok(table
+            .into_iter()
+            .map(|(k, v)| (k, toml_to_json(v)))
+            .collect());
+    }
     // Only an alias (`*name`) expands, so YAML without a `*` is not counted (the count was a
     // third of the time pages took to read).
     if block.yaml.contains('*') {
@@ -102,6 +142,25 @@ pub fn parse(block: &Frontmatter<'_>) -> Result<Map<String, Value>, FrontmatterE
             line: Some(block.first_line),
             message: format!("frontmatter is a {}, not a mapping", json_kind(&other)),
         }),
+    }
+}
+
+/// A TOML value as JSON: dates and times as their TOML text (`2024-01-02T00:00:00Z`), as YAML
+/// timestamps are kept; a float that JSON cannot hold (NaN, infinity) as null.
+fn toml_to_json(value: toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(f) => Number::from_f64(f).map_or(Value::Null, Value::Number),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(items) => Value::Array(items.into_iter().map(toml_to_json).collect()),
+        toml::Value::Table(table) => Value::Object(
+            table
+                .into_iter()
+                .map(|(k, v)| (k, toml_to_json(v)))
+                .collect(),
+        ),
     }
 }
 
@@ -365,6 +424,24 @@ fn yaml_to_json(value: serde_yaml::Value, depth: usize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hugo_toml_frontmatter_parses_and_bad_toml_is_located() {
+        let text = "+++\ntitle = \"Configuration\"\ndate = 2024-01-02T03:04:05Z\ntags = [\"a\", \"b\"]\n[params]\nweight = 3\n+++\n# Body";
+        let block = locate(text).unwrap();
+        assert!(block.toml);
+        assert_eq!(&text[block.body_start..], "# Body");
+        let map = parse(&block).unwrap();
+        assert_eq!(map["title"], "Configuration");
+        assert_eq!(map["tags"][1], "b");
+        assert_eq!(map["params"]["weight"], 3);
+        assert_eq!(map["date"], "2024-01-02T03:04:05Z");
+        let bad = "+++\ntitle = \"x\"\nbroken = \n+++\n";
+        let e = parse(&locate(bad).unwrap()).unwrap_err();
+        assert_eq!(e.line, Some(3), "{e:?}");
+        // `---` does not close a `+++` block.
+        assert!(locate("+++\ntitle = 1\n---\n").is_none());
+    }
 
     #[test]
     fn empty_block_is_empty_object() {
