@@ -359,12 +359,23 @@ enum Command {
     /// Measure search quality against relevance judgments (BEIR queries.jsonl + qrels TSV).
     #[command(after_help = EVAL_EXAMPLES)]
     Eval {
-        /// queries.jsonl ({"_id", "text"} per line).
-        #[arg(long)]
-        queries: PathBuf,
-        /// qrels TSV (query-id, corpus-id, score); corpus-id <id> is page pages/<id>.md.
-        #[arg(long)]
-        qrels: PathBuf,
+        /// BEIR queries.jsonl ({"_id", "text"} per line), with --qrels [default: none; or
+        /// --questions].
+        #[arg(long, requires = "qrels", conflicts_with = "questions")]
+        queries: Option<PathBuf>,
+        /// BEIR qrels TSV (query-id, corpus-id, score); corpus-id <id> is page pages/<id>.md
+        /// [default: none].
+        #[arg(long, requires = "queries")]
+        qrels: Option<PathBuf>,
+        /// Graded questions, one JSON object a line: {"id", "question", "relevant": {path:
+        /// grade}, "lang", "difficulty"}; prints a line per language and difficulty too
+        /// [default: none; or --queries and --qrels].
+        #[arg(long, value_name = "FILE")]
+        questions: Option<PathBuf>,
+        /// Exit 1 when a mode's nDCG@10 over all questions is below this (for CI jobs)
+        /// [default: no threshold].
+        #[arg(long, value_name = "NDCG")]
+        min_ndcg: Option<f64>,
         /// Modes to evaluate (repeatable) [default: file, graph, hybrid].
         #[arg(long)]
         mode: Vec<String>,
@@ -572,12 +583,35 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Eval {
             queries,
             qrels,
+            questions,
+            min_ndcg,
             mode,
             json,
         } => {
+            if let Some(bad) = mode
+                .iter()
+                .find(|m| !["file", "graph", "hybrid"].contains(&m.as_str()))
+            {
+                return Err(anyhow!("--mode {bad:?}: expected file, graph or hybrid"));
+            }
+            let judged = match (queries, qrels, questions) {
+                (_, _, Some(questions)) => {
+                    kbtools::eval::load_questions(&questions).map_err(|e| anyhow!(e))?
+                }
+                (Some(queries), Some(qrels), None) => kbtools::eval::Judgments {
+                    queries: kbtools::eval::load_queries(&queries).map_err(|e| anyhow!(e))?,
+                    qrels: kbtools::eval::load_qrels(&qrels).map_err(|e| anyhow!(e))?,
+                    groups: Default::default(),
+                },
+                _ => {
+                    return Err(anyhow!(
+                        "say what to evaluate: --questions FILE, or --queries FILE and --qrels FILE"
+                    ))
+                }
+            };
             // Thousands of queries: the whole dictionary, loaded before any is timed.
             kbtools::analysis::load_dictionary();
-            evaluate(&source, &queries, &qrels, mode, json)
+            evaluate(&source, judged, mode, json, min_ndcg)
         }
         Command::Read { target, render } => {
             let input = if looks_like_id(&target) {
@@ -660,10 +694,10 @@ fn run(cli: Cli) -> Result<i32> {
 
 fn evaluate(
     source: &Source,
-    queries: &Path,
-    qrels: &Path,
+    judged: kbtools::eval::Judgments,
     modes: Vec<String>,
     as_json: bool,
+    min_ndcg: Option<f64>,
 ) -> Result<i32> {
     let modes = if modes.is_empty() {
         vec![
@@ -674,25 +708,40 @@ fn evaluate(
     } else {
         modes
     };
-    for mode in &modes {
-        if !["file", "graph", "hybrid"].contains(&mode.as_str()) {
-            return Err(anyhow!("--mode {mode:?}: expected file, graph or hybrid"));
-        }
-    }
-    let queries = kbtools::eval::load_queries(queries).map_err(|e| anyhow!(e))?;
-    let qrels = kbtools::eval::load_qrels(qrels).map_err(|e| anyhow!(e))?;
+    let kbtools::eval::Judgments {
+        queries,
+        qrels,
+        groups,
+    } = judged;
     let kb = open(source)?;
     let mut report = Map::new();
+    let mut by_group = Map::new();
     for mode in &modes {
         let metrics = kbtools::eval::evaluate(&kb, &queries, &qrels, mode);
         report.insert(mode.clone(), serde_json::to_value(metrics)?);
+        let mut lines = Map::new();
+        for (group, ids) in &groups {
+            let subset: Vec<(String, String)> = queries
+                .iter()
+                .filter(|(id, _)| ids.contains(id))
+                .cloned()
+                .collect();
+            let metrics = kbtools::eval::evaluate(&kb, &subset, &qrels, mode);
+            lines.insert(group.clone(), serde_json::to_value(metrics)?);
+        }
+        if !lines.is_empty() {
+            by_group.insert(mode.clone(), Value::Object(lines));
+        }
     }
     if as_json {
-        let value = json!({
+        let mut value = json!({
             "knowledgeBaseName": kb.manifest.knowledge_base_name,
             "activeContentRevision": kb.manifest.active_content_revision,
             "modes": report,
         });
+        if !by_group.is_empty() {
+            value["groups"] = Value::Object(by_group.clone());
+        }
         print_json(&value, source.pretty)?;
     } else {
         println!(
@@ -700,8 +749,9 @@ fn evaluate(
             kb.manifest.knowledge_base_name, kb.manifest.active_content_revision
         );
         println!(
-            "{:<8} {:>8} {:>10} {:>11} {:>8} {:>8} {:>7} {:>10}",
+            "{:<8} {:<20} {:>8} {:>10} {:>11} {:>8} {:>8} {:>7} {:>10}",
             "mode",
+            "group",
             "nDCG@10",
             "Recall@10",
             "Recall@100",
@@ -710,11 +760,12 @@ fn evaluate(
             "failed",
             "median ms"
         );
-        for (mode, m) in &report {
+        let line = |mode: &str, group: &str, m: &Value| {
             let f = |k: &str| m[k].as_f64().unwrap_or(0.0);
             println!(
-                "{:<8} {:>8.4} {:>10.4} {:>11.4} {:>8.4} {:>8} {:>7} {:>10.2}",
+                "{:<8} {:<20} {:>8.4} {:>10.4} {:>11.4} {:>8.4} {:>8} {:>7} {:>10.2}",
                 mode,
+                group,
                 f("ndcgAt10"),
                 f("recallAt10"),
                 f("recallAt100"),
@@ -723,6 +774,30 @@ fn evaluate(
                 m["failed"].as_u64().unwrap_or(0),
                 f("medianQueryMs")
             );
+        };
+        for (mode, m) in &report {
+            line(mode, "all", m);
+            if let Some(Value::Object(lines)) = by_group.get(mode) {
+                for (group, m) in lines {
+                    line(mode, group, m);
+                }
+            }
+        }
+    }
+    if let Some(min) = min_ndcg {
+        let below: Vec<String> = report
+            .iter()
+            .filter_map(|(mode, m)| {
+                let ndcg = m["ndcgAt10"].as_f64().unwrap_or(0.0);
+                (ndcg < min).then(|| format!("{mode} {ndcg:.4}"))
+            })
+            .collect();
+        if !below.is_empty() {
+            eprintln!(
+                "kbtools: nDCG@10 below --min-ndcg {min}: {}",
+                below.join(", ")
+            );
+            return Ok(1);
         }
     }
     Ok(0)

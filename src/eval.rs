@@ -79,6 +79,81 @@ pub fn load_qrels(path: &Path) -> Result<Qrels, String> {
     Ok(qrels)
 }
 
+/// Questions in the graded format of the dev sets, one JSON object a line: `{"id", "question",
+/// "relevant": {bundle path: grade}, "lang"?, "difficulty"?, …}`; returned as BEIR queries and
+/// qrels (a path `pages/<id>.md` is the document `<id>`), and each question's groups
+/// (`lang=en`, `difficulty=easy`).
+pub fn load_questions(path: &Path) -> Result<Judgments, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (mut queries, mut qrels, mut groups) = (Vec::new(), Qrels::new(), Groups::new());
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = || format!("{}:{}", path.display(), n + 1);
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{}: {e}", at()))?;
+        let id = value
+            .get("id")
+            .and_then(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .or_else(|| v.as_i64().map(|i| i.to_string()))
+            })
+            .ok_or_else(|| format!("{}: a question needs an `id` (string)", at()))?;
+        let question = value
+            .get("question")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| format!("{}: a question needs `question` (string)", at()))?;
+        let relevant = value
+            .get("relevant")
+            .and_then(|v| v.as_object())
+            .ok_or_else(|| {
+                format!(
+                    "{}: a question needs `relevant`, an object of bundle path → grade",
+                    at()
+                )
+            })?;
+        let mut judged = BTreeMap::new();
+        for (page, grade) in relevant {
+            let grade = grade.as_i64().ok_or_else(|| {
+                format!(
+                    "{}: the grade of {page:?} in `relevant` must be an integer",
+                    at()
+                )
+            })?;
+            let doc = page.strip_prefix("pages/").unwrap_or(page);
+            judged.insert(doc.strip_suffix(".md").unwrap_or(doc).to_string(), grade);
+        }
+        for key in ["lang", "difficulty"] {
+            if let Some(v) = value.get(key).and_then(|v| v.as_str()) {
+                groups
+                    .entry(format!("{key}={v}"))
+                    .or_default()
+                    .push(id.clone());
+            }
+        }
+        qrels.insert(id.clone(), judged);
+        queries.push((id, question.to_string()));
+    }
+    Ok(Judgments {
+        queries,
+        qrels,
+        groups,
+    })
+}
+
+/// Queries, their judgments and their groups (none for BEIR files).
+#[derive(Debug, Default)]
+pub struct Judgments {
+    pub queries: Vec<(String, String)>,
+    pub qrels: Qrels,
+    pub groups: Groups,
+}
+
+/// Groups of questions by a label (`lang=en`): the ids in each.
+pub type Groups = BTreeMap<String, Vec<String>>;
+
 /// Metrics of one mode.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -248,6 +323,31 @@ mod tests {
         assert_eq!(recall_at(&ranked, &j, 10), 0.5);
         assert_eq!(mrr_at(&ranked, &j, 10), 0.5);
         assert_eq!(mrr_at(&ranked, &judged(&[("q", 1)]), 10), 0.0);
+    }
+
+    #[test]
+    fn graded_questions_read_as_queries_qrels_and_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.jsonl");
+        std::fs::write(
+            &path,
+            "{\"id\": \"q1\", \"lang\": \"en\", \"difficulty\": \"easy\", \"question\": \"How?\", \"relevant\": {\"pages/en/a.md\": 2, \"pages/zh/a.md\": 1}}\n\n{\"id\": \"q2\", \"lang\": \"zh\", \"question\": \"怎么？\", \"relevant\": {\"pages/zh/a.md\": 2}}\n",
+        )
+        .unwrap();
+        let Judgments {
+            queries,
+            qrels,
+            groups,
+        } = load_questions(&path).unwrap();
+        assert_eq!(queries[1], ("q2".to_string(), "怎么？".to_string()));
+        assert_eq!(qrels["q1"]["en/a"], 2);
+        assert_eq!(qrels["q1"]["zh/a"], 1);
+        assert_eq!(groups["lang=en"], ["q1"]);
+        assert_eq!(groups["lang=zh"], ["q2"]);
+        assert_eq!(groups["difficulty=easy"], ["q1"]);
+        std::fs::write(&path, "{\"id\": \"q\", \"question\": \"x\"}\n").unwrap();
+        let e = load_questions(&path).unwrap_err();
+        assert!(e.contains(":1:") && e.contains("relevant"), "{e}");
     }
 
     #[test]

@@ -73,6 +73,61 @@ fn metrics_on_a_tiny_judged_set() {
     close("recallAt10", 2.0 / 3.0);
 }
 
+/// Graded questions (the dev sets' format): the same figures as their BEIR form, a line per
+/// language and difficulty, and `--min-ndcg` failing (exit 1) and passing as it should.
+#[test]
+fn graded_questions_with_groups_and_a_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let questions = dir.path().join("questions.jsonl");
+    std::fs::write(
+        &questions,
+        concat!(
+            "{\"id\":\"q1\",\"lang\":\"en\",\"difficulty\":\"easy\",\"question\":\"Tools Design\",\"relevant\":{\"pages/en/agent-integration/own-agent-client/tools-design.md\":2}}\n",
+            "{\"id\":\"q2\",\"lang\":\"en\",\"difficulty\":\"hard\",\"question\":\"Webhook Delivery\",\"relevant\":{\"pages/en/openapi/webhook-delivery.md\":2}}\n",
+            "{\"id\":\"q3\",\"lang\":\"zh\",\"difficulty\":\"hard\",\"question\":\"zqxj vvkw\",\"relevant\":{\"pages/en/README.md\":1}}\n",
+        ),
+    )
+    .unwrap();
+    let index = dir.path().join("index");
+    let fixture = common::fixture("focowiki-docs");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--bundle",
+            fixture.to_str().unwrap(),
+            "--index",
+            index.to_str().unwrap(),
+            "-q",
+            "eval",
+            "--questions",
+            questions.to_str().unwrap(),
+            "--mode",
+            "file",
+        ];
+        args.extend(extra);
+        kbtools(&args)
+    };
+    let (code, stdout, stderr) = run(&["--json", "--min-ndcg", "0.5"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let close = |got: &Value, expected: f64| {
+        let got = got.as_f64().unwrap();
+        assert!((got - expected).abs() < 1e-4, "{got} != {expected}");
+    };
+    close(&report["modes"]["file"]["ndcgAt10"], 2.0 / 3.0);
+    close(&report["groups"]["file"]["lang=en"]["ndcgAt10"], 1.0);
+    close(&report["groups"]["file"]["lang=zh"]["ndcgAt10"], 0.0);
+    assert_eq!(report["groups"]["file"]["difficulty=hard"]["queries"], 2);
+    let (code, _, stderr) = run(&["--min-ndcg", "0.9"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("below --min-ndcg 0.9") && stderr.contains("file 0.6667"),
+        "{stderr}"
+    );
+    let (code, stdout, _) = run(&[]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("lang=zh"), "{stdout}");
+}
+
 #[test]
 fn eval_refuses_a_bad_mode_and_bad_files() {
     let fixture = common::fixture("focowiki-docs");
