@@ -49,7 +49,9 @@ pub fn summarize(body: &str) -> MarkdownSummary {
     // Byte ranges of `body` inside code (blocks, spans, raw HTML), where no link is taken.
     let mut code_ranges: Vec<std::ops::Range<usize>> = Vec::new();
     let mut code_block: Option<usize> = None;
-    let mut skipped_wiki = 0usize;
+    // What Hugo's code shortcodes (`{{< code-toggle >}}` holding TOML's `[[params]]`) enclose
+    // is code, though CommonMark sees text.
+    let in_code_shortcodes = shortcode_code_ranges(body);
     // Byte ranges of `text` that are code, kept as written when the rest is cleaned.
     let mut text_code: Vec<std::ops::Range<usize>> = Vec::new();
     for (event, range) in Parser::new_ext(body, options).into_offset_iter() {
@@ -91,10 +93,10 @@ pub fn summarize(body: &str) -> MarkdownSummary {
                 ..
             }) if summary.links.len() < MAX_LINKS && !dest_url.is_empty() => {
                 let wiki = matches!(link_type, LinkType::WikiLink { .. });
-                // VitePress' table of contents marker, not a link to a page named "toc".
-                if wiki && dest_url.trim().eq_ignore_ascii_case("toc") {
-                    skipped_wiki += 1;
-                } else {
+                // VitePress' table of contents marker is no link to a page named "toc".
+                let toc = wiki && dest_url.trim().eq_ignore_ascii_case("toc");
+                let in_code = wiki && in_code_shortcodes.iter().any(|r| r.contains(&range.start));
+                if !toc && !in_code {
                     summary.links.push(Link {
                         destination: dest_url.to_string(),
                         wiki,
@@ -140,9 +142,6 @@ pub fn summarize(body: &str) -> MarkdownSummary {
             _ => {}
         }
     }
-    let _ = skipped_wiki;
-    code_ranges.sort_by_key(|r| r.start);
-    let in_code_shortcodes = shortcode_code_ranges(body);
     for (at, target) in ref_shortcodes(body) {
         let inside = |ranges: &[std::ops::Range<usize>]| ranges.iter().any(|r| r.contains(&at));
         if summary.links.len() < MAX_LINKS && !inside(&code_ranges) && !inside(&in_code_shortcodes)
@@ -153,13 +152,6 @@ pub fn summarize(body: &str) -> MarkdownSummary {
                 shortcode: true,
             });
         }
-    }
-    // Wiki links inside code shortcodes (`{{< code-toggle >}}` holding TOML's `[[params]]`)
-    // are code, not links.
-    if !in_code_shortcodes.is_empty() {
-        summary.links.retain(|link| {
-            !(link.wiki && shortcode_holds_wiki(body, &in_code_shortcodes, &link.destination))
-        });
     }
     summary.plain_text = clean_outside(&text, &text_code);
     summary
@@ -179,19 +171,6 @@ fn clean_outside(text: &str, code: &[std::ops::Range<usize>]) -> String {
     }
     out.push_str(&clean_generator_syntax(&text[at..]));
     out
-}
-
-/// Whether every `[[destination]]` of `body` lies inside one of `ranges`.
-fn shortcode_holds_wiki(body: &str, ranges: &[std::ops::Range<usize>], destination: &str) -> bool {
-    let needle = format!("[[{destination}");
-    let mut found = false;
-    for (at, _) in body.match_indices(&needle) {
-        if !ranges.iter().any(|r| r.contains(&at)) {
-            return false;
-        }
-        found = true;
-    }
-    found
 }
 
 /// A shortcode's name and arguments: `{{< name args >}}` or `{{% name args %}}` at `start`,

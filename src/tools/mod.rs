@@ -311,11 +311,15 @@ pub fn read_content(kb: &KnowledgeBase, file: &CatalogFile) -> Result<String, To
     if let Some(content) = kb.catalog.virtual_content(file) {
         return Ok(content);
     }
-    let bytes = read_bytes(kb, file)?;
-    Ok(match String::from_utf8(bytes) {
+    read_bytes(kb, file).map(lossy_text)
+}
+
+/// `bytes` as text, invalid UTF-8 replaced by U+FFFD (copied only when there is some).
+fn lossy_text(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
+    }
 }
 
 /// The text of a source file when it still is what the index was built from (same size and
@@ -330,10 +334,7 @@ pub fn read_indexed_content(kb: &KnowledgeBase, file: &CatalogFile) -> Option<St
     if bytes.len() as u64 != file.size || crate::bundle::sha256_hex(hashed) != file.sha256 {
         return None;
     }
-    Some(match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
+    Some(lossy_text(bytes))
 }
 
 /// The bytes of a file on disk, checked against the read limit.
