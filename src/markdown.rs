@@ -24,6 +24,11 @@ pub struct Link {
     pub shortcode: bool,
 }
 
+/// Where a section of the plain text starts (before its heading): a form feed, which every
+/// analyzer drops as whitespace, so it costs the index nothing and the passage lane splits the
+/// indexed text at it (`index::search_index`).
+pub const SECTION_BREAK: char = '\u{c}';
+
 /// Headings kept per document.
 const MAX_HEADINGS: usize = 512;
 /// Characters kept of a heading (and so of a title taken from the first H1): a page that is
@@ -68,7 +73,13 @@ pub fn summarize(body: &str) -> MarkdownSummary {
         }
         let in_code = code_block.is_some();
         match event {
-            Event::Start(Tag::Heading { level, .. }) => heading = Some((level, String::new())),
+            Event::Start(Tag::Heading { level, .. }) => {
+                // A section starts at each heading of levels 1-3 (deeper ones stay inside theirs).
+                if level <= HeadingLevel::H3 && !text.is_empty() {
+                    text.push(SECTION_BREAK);
+                }
+                heading = Some((level, String::new()))
+            }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some((level, content)) = heading.take() {
                     let content = clean_generator_syntax(&content);

@@ -38,7 +38,7 @@ pub fn top_docs(
     limit: usize,
     collection: &Collection<'_>,
 ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
-    let total_docs = searcher.num_docs().max(1) as f32;
+    let total_docs = collection.total_docs.max(1) as f32;
     let deleted = deleted_docs(searcher);
     // Collection statistics: document frequency and average field length, over all segments.
     let mut average_length = Vec::with_capacity(fields.len());
@@ -107,7 +107,7 @@ pub fn top_docs_bm25f(
     limit: usize,
     collection: &Collection<'_>,
 ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
-    let total_docs = searcher.num_docs().max(1) as f32;
+    let total_docs = collection.total_docs.max(1) as f32;
     let deleted = deleted_docs(searcher);
     let mut average_length = Vec::with_capacity(fields.len());
     for (field, _) in fields {
@@ -192,6 +192,8 @@ pub struct Collection<'a> {
     pub order: &'a dyn Fn(DocAddress) -> u64,
     /// The average length of a field over the live documents.
     pub average_field_length: &'a dyn Fn(Field) -> Result<f32, IndexError>,
+    /// The documents the queried fields belong to (pages, or sections), for the IDF.
+    pub total_docs: u64,
 }
 
 /// The query weight of term `i` (1 when none is given).
@@ -203,14 +205,19 @@ fn term_weight(weights: &[f32], i: usize) -> f32 {
 /// field norms the scores use. Tantivy's own token totals are estimates once a segment with
 /// deleted documents is merged, and the average must not depend on how the index was built
 /// (incrementally or at once).
-pub fn average_field_length(searcher: &Searcher, field: Field) -> Result<f32, IndexError> {
+pub fn average_field_length(
+    searcher: &Searcher,
+    field: Field,
+    kind: u64,
+) -> Result<f32, IndexError> {
     let mut total = 0u64;
     let mut docs = 0u64;
     for segment in searcher.segment_readers() {
         let norms = segment.get_fieldnorms_reader(field)?;
+        let kinds = segment.fast_fields().u64("kind")?;
         let alive = segment.alive_bitset();
         for doc in 0..segment.max_doc() {
-            if alive.is_some_and(|a| !a.is_alive(doc)) {
+            if alive.is_some_and(|a| !a.is_alive(doc)) || kinds.first(doc) != Some(kind) {
                 continue;
             }
             total += u64::from(norms.fieldnorm(doc));

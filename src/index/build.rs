@@ -1866,7 +1866,13 @@ mod tests {
         let term = tantivy::Term::from_field_u64(field, key);
         let query = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);
         let hits = searcher.search(&query, &tantivy::collector::Count).unwrap();
-        (hits, searcher.num_docs())
+        let kind = index.schema().get_field("kind").unwrap();
+        let pages = tantivy::query::TermQuery::new(
+            tantivy::Term::from_field_u64(kind, search_index::DocKind::Page as u64),
+            tantivy::schema::IndexRecordOption::Basic,
+        );
+        let pages = searcher.search(&pages, &tantivy::collector::Count).unwrap();
+        (hits, pages as u64)
     }
 
     #[test]

@@ -321,6 +321,12 @@ impl Catalog {
         })
     }
 
+    /// A file by exact path only (no case-folded fallback, which builds a table of every path
+    /// on first use).
+    pub fn by_exact_path(&self, path: &str) -> Option<u32> {
+        self.exact_path(path)
+    }
+
     /// A file by exact path: the block by its first path, then the file within it.
     fn exact_path(&self, path: &str) -> Option<u32> {
         let block = self.store.block_of_path(path)?;

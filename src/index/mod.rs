@@ -84,7 +84,7 @@ use catalog::Catalog;
 use search_index::SearchIndex;
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
-pub const INDEX_FORMAT_VERSION: u64 = 12;
+pub const INDEX_FORMAT_VERSION: u64 = 13;
 
 /// Counts recorded in the manifest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]

@@ -42,6 +42,73 @@ struct Fields {
     body: Field,
     exact_path: Field,
     exact_title: Field,
+    kind: Field,
+}
+
+/// What a document of the index is: a page, or one section of a page (the passage lane's
+/// unit). Page lanes count pages only (document frequencies, lengths), the passage lane
+/// sections only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocKind {
+    Page = 0,
+    Section = 1,
+}
+
+/// A section shorter than this (bytes of indexed text) is joined to the one after it: a
+/// heading with a line under it is no passage, and BM25's length normalization would rank such
+/// stubs over the sections that explain.
+const MIN_SECTION_BYTES: usize = 400;
+/// Sections indexed per page at most (the rest join the last one).
+const MAX_SECTIONS: usize = 256;
+
+/// The sections of a page's indexed body text: byte ranges of `body`, split at
+/// [`crate::markdown::SECTION_BREAK`], short ones joined to the next, as (first part, part
+/// count, range); a page without headings is one section.
+pub fn sections(body: &str) -> Vec<(u32, u32, std::ops::Range<usize>)> {
+    let mut out: Vec<(u32, u32, std::ops::Range<usize>)> = Vec::new();
+    let mut open: Option<(u32, u32, usize)> = None;
+    let mut at = 0;
+    for (part, text) in body.split(crate::markdown::SECTION_BREAK).enumerate() {
+        let end = at + text.len();
+        let (first, count, start) = open.take().unwrap_or((part as u32, 0, at));
+        let grown = (first, count + 1, start);
+        if end - start >= MIN_SECTION_BYTES && out.len() + 1 < MAX_SECTIONS {
+            out.push((grown.0, grown.1, start..end));
+        } else {
+            open = Some(grown);
+        }
+        at = end + crate::markdown::SECTION_BREAK.len_utf8();
+    }
+    if let Some((first, count, start)) = open {
+        match out.last_mut() {
+            // A short tail joins the section before it.
+            Some(last) if body.len() - start < MIN_SECTION_BYTES => {
+                last.1 += count;
+                last.2.end = body.len();
+            }
+            _ => out.push((first, count, start..body.len())),
+        }
+    }
+    out
+}
+
+/// The text of the section `span` ([`PassageHit::span`]) of a page's indexed body text.
+pub fn section_text(body: &str, span: (u32, u32)) -> &str {
+    let mut parts = body.split_inclusive(crate::markdown::SECTION_BREAK);
+    let skipped: usize = parts.by_ref().take(span.0 as usize).map(str::len).sum();
+    let taken: usize = parts.take(span.1 as usize).map(str::len).sum();
+    let text = &body[skipped.min(body.len())..(skipped + taken).min(body.len())];
+    text.strip_suffix(crate::markdown::SECTION_BREAK)
+        .unwrap_or(text)
+}
+
+/// A hit of the passage lane: the page, its best section's score and which section it is.
+#[derive(Debug, Clone, Copy)]
+pub struct PassageHit {
+    pub position: u32,
+    pub score: f32,
+    /// The section as (first part, part count) of the body split at section breaks.
+    pub span: (u32, u32),
 }
 
 /// A hit of one lane: the catalog position, the lane score and where the document is.
@@ -83,6 +150,11 @@ fn schema() -> Schema {
     builder.add_text_field("meta", counted);
     builder.add_text_field("body", positioned);
     builder.add_text_field("body_w", words);
+    // Sections: their own documents (same key as their page, so deleting a page deletes them),
+    // holding only their text and where they are in the page.
+    builder.add_u64_field("kind", INDEXED | FAST);
+    builder.add_text_field("section", text(TEXT_ANALYZER, IndexRecordOption::WithFreqs));
+    builder.add_u64_field("section_span", FAST);
     // The exact lanes' keys, as their hashes ([`exact_term`]): a key is a whole normalized path
     // or title, and the term dictionary of the keys themselves was most of its bytes (on SciFact,
     // 650 KB of keys against 240 KB of body terms), built at a tenth of the build's time.
@@ -148,7 +220,7 @@ const MAX_DELETED: u32 = 2_000;
 pub struct Writer {
     index: Index,
     writer: tantivy::IndexWriter<TantivyDocument>,
-    fields: [Field; 8],
+    fields: [Field; 11],
 }
 
 impl Writer {
@@ -172,6 +244,12 @@ impl Writer {
             ));
         }
         let writer = Self::with_index(index, threads, WRITER_BYTES_PER_THREAD)?;
+        // Tantivy's log merge policy, merging the small segments updates add once there are
+        // 12 of them (its default, 8, came after a handful of updates of a small bundle, each
+        // adding one or two, and rewrote the segments holding deleted documents with them).
+        let mut policy = tantivy::merge_policy::LogMergePolicy::default();
+        policy.set_min_num_segments(12);
+        writer.writer.set_merge_policy(Box::new(policy));
         for k in deleted {
             writer
                 .writer
@@ -190,7 +268,7 @@ impl Writer {
         let threads = threads.clamp(1, 8);
         let writer = index
             .writer_with_num_threads::<TantivyDocument>(threads, threads * bytes_per_thread)?;
-        let mut fields = [Field::from_field_id(0); 8];
+        let mut fields = [Field::from_field_id(0); 11];
         let names = [
             "key",
             "title",
@@ -200,6 +278,9 @@ impl Writer {
             "body_w",
             "exact_path",
             "exact_title",
+            "kind",
+            "section",
+            "section_span",
         ];
         for (slot, name) in fields.iter_mut().zip(names) {
             *slot = field(&schema, name)?;
@@ -222,9 +303,11 @@ impl Writer {
 
     /// Adds the document of one page; callable from several threads at once.
     pub fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
-        let [key, title, path_f, meta, body, body_w, exact_path, exact_title] = self.fields;
+        let [key, title, path_f, meta, body, body_w, exact_path, exact_title, kind, section, span] =
+            self.fields;
         let mut d = TantivyDocument::default();
         d.add_u64(key, page.key);
+        d.add_u64(kind, DocKind::Page as u64);
         d.add_text(title, page.title);
         let path_words = page
             .path
@@ -240,6 +323,19 @@ impl Writer {
         }
         d.add_u64(exact_title, exact_term(&crate::text::exact_key(page.title)));
         self.writer.add_document(d)?;
+        for (first, count, range) in sections(&page.text.body) {
+            let mut d = TantivyDocument::default();
+            d.add_u64(key, page.key);
+            d.add_u64(kind, DocKind::Section as u64);
+            // Each section holds its page's title and metadata (description, tags, …): a
+            // section is read as part of its page (DPR's passages, title first), and a page of
+            // one section is then what the page lane sees.
+            d.add_text(section, page.title);
+            d.add_text(section, &page.text.metadata);
+            d.add_text(section, &page.text.body[range]);
+            d.add_u64(span, (u64::from(first) << 32) | u64::from(count));
+            self.writer.add_document(d)?;
+        }
         Ok(())
     }
 
@@ -251,8 +347,8 @@ impl Writer {
     }
 
     /// Commits the session. Deleted documents stay in their segments (BM25 counts only live
-    /// ones: `bm25::alive_doc_freq`, live field norms) until they are more than a tenth of a
-    /// segment or `MAX_DELETED` in all, when the segments holding them are merged: rewriting a
+    /// ones: `bm25::alive_doc_freq`, live field norms) until they are more than a fifth of a
+    /// segment (a changed page deletes its document and its sections') or `MAX_DELETED` in all, when the segments holding them are merged: rewriting a
     /// large segment for one changed page would cost more than the rest of the build.
     pub fn finish(mut self) -> Result<(), IndexError> {
         self.writer.commit()?;
@@ -262,7 +358,7 @@ impl Writer {
             .iter()
             .filter(|m| {
                 m.has_deletes()
-                    && (deleted_now > MAX_DELETED || m.num_deleted_docs() * 10 > m.max_doc())
+                    && (deleted_now > MAX_DELETED || m.num_deleted_docs() * 5 > m.max_doc())
             })
             .map(|m| m.id())
             .collect();
@@ -384,6 +480,7 @@ impl SearchIndex {
             body: field(&schema, "body")?,
             exact_path: field(&schema, "exact_path")?,
             exact_title: field(&schema, "exact_title")?,
+            kind: field(&schema, "kind")?,
         };
         let reader: IndexReader = index
             .reader_builder()
@@ -461,7 +558,12 @@ impl SearchIndex {
         {
             return Ok(v);
         }
-        let v = bm25::average_field_length(searcher, field)?;
+        let kind = if Some(field) == self.schema.get_field("section").ok() {
+            DocKind::Section
+        } else {
+            DocKind::Page
+        };
+        let v = bm25::average_field_length(searcher, field, kind as u64)?;
         if let Ok(mut m) = self.average_lengths.lock() {
             m.insert(field, v);
         }
@@ -550,6 +652,7 @@ impl SearchIndex {
         let collection = bm25::Collection {
             order: &order,
             average_field_length: &average,
+            total_docs: self.doc_count(searcher, DocKind::Page)?,
         };
         let top = bm25::top_docs(searcher, &queries, limit, &collection)?;
         self.hits(searcher, top)
@@ -577,6 +680,7 @@ impl SearchIndex {
         let collection = bm25::Collection {
             order: &order,
             average_field_length: &average,
+            total_docs: self.doc_count(searcher, DocKind::Page)?,
         };
         let top = bm25::top_docs_bm25f(
             searcher,
@@ -720,10 +824,77 @@ impl SearchIndex {
         })
     }
 
+    /// The live documents of one kind.
+    pub fn doc_count(&self, searcher: &Searcher, kind: DocKind) -> Result<u64, IndexError> {
+        bm25::alive_doc_freq(
+            searcher,
+            &bm25::deleted_docs(searcher),
+            &Term::from_field_u64(self.fields.kind, kind as u64),
+        )
+    }
+
+    /// The passage lane: BM25 over the sections of the pages ([`sections`]), with the lexical
+    /// lane's query terms and weights; each page once, at its best section, best first (ties
+    /// by path). `limit` bounds the sections scored into the list, not the pages.
+    pub fn passages(
+        &self,
+        searcher: &Searcher,
+        query_text: &str,
+        limit: usize,
+    ) -> Result<Vec<PassageHit>, IndexError> {
+        let Ok(section) = self.schema.get_field("section") else {
+            return Ok(Vec::new());
+        };
+        let terms = analysis::query_terms(query_text);
+        let weights = analysis::query_term_weights(&terms);
+        let queries = [bm25::FieldQuery {
+            field: section,
+            params: BM25,
+            terms: &terms,
+            term_weights: &weights,
+        }];
+        let positions = self.few_positions(searcher)?;
+        let order = |a: DocAddress| positions.order(a);
+        let average = |f: Field| self.average_field_length(searcher, f);
+        let collection = bm25::Collection {
+            order: &order,
+            average_field_length: &average,
+            total_docs: self.doc_count(searcher, DocKind::Section)?,
+        };
+        let top = bm25::top_docs(searcher, &queries, limit, &collection)?;
+        let spans = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| Ok(segment.fast_fields().u64("section_span")?))
+            .collect::<Result<Vec<Column<u64>>, IndexError>>()?;
+        let mut hits: Vec<PassageHit> = top
+            .into_iter()
+            .filter_map(|(score, address)| {
+                let span = spans
+                    .get(address.segment_ord as usize)?
+                    .first(address.doc_id)?;
+                Some(PassageHit {
+                    position: positions.get(address)?,
+                    score,
+                    span: ((span >> 32) as u32, span as u32),
+                })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.position.cmp(&b.position))
+                .then(a.span.cmp(&b.span))
+        });
+        let mut seen = std::collections::HashSet::new();
+        hits.retain(|h| seen.insert(h.position));
+        Ok(hits)
+    }
+
     /// The BM25 inverse document frequency of a `kb_text` term over the `body` field (as the
     /// lexical lane weighs it), for scoring text that is not in the index.
     pub fn idf(&self, searcher: &Searcher, term: &str) -> Result<f32, IndexError> {
-        let total = searcher.num_docs().max(1) as f32;
+        let total = self.doc_count(searcher, DocKind::Page)?.max(1) as f32;
         let df = bm25::alive_doc_freq(
             searcher,
             &bm25::deleted_docs(searcher),
@@ -734,7 +905,8 @@ impl SearchIndex {
 
     /// Number of indexed pages.
     pub fn num_docs(&self) -> u64 {
-        self.searcher().num_docs()
+        self.doc_count(&self.searcher(), DocKind::Page)
+            .unwrap_or_default()
     }
 }
 
@@ -868,6 +1040,17 @@ impl Excerpter {
         (!text.is_empty()).then_some(text)
     }
 
+    /// The best-matching passage of `text` (a section), or `None` when no query term is in it.
+    pub fn excerpt_matching(&self, text: &str) -> Option<String> {
+        let fragment = self.best_fragment(text);
+        if fragment.trim().is_empty() {
+            return None;
+        }
+        let text = crate::text::collapse_whitespace(fragment);
+        let text = crate::text::truncate_chars(&text, EXCERPT_MAX_CHARS).to_string();
+        (!text.is_empty()).then_some(text)
+    }
+
     /// The passage tantivy's `SnippetGenerator::snippet` picks (its fragment): the body's
     /// `kb_text` tokens are cut into consecutive windows of at most `max_num_chars` bytes, each
     /// scored by the summed weights of its query-term tokens, and the best window wins (the
@@ -941,6 +1124,33 @@ impl Excerpter {
 mod tests {
     use super::*;
     use tantivy::snippet::SnippetGenerator;
+
+    /// Sections split at the section breaks, short ones joined to the next (a short last one
+    /// to the one before), and each section's text found again from its span.
+    #[test]
+    fn sections_split_at_headings_and_join_short_ones() {
+        let brk = crate::markdown::SECTION_BREAK;
+        let long = |c: char| c.to_string().repeat(MIN_SECTION_BYTES);
+        let body = format!(
+            "{}{brk}short{brk}{}{brk}{}{brk}tail",
+            long('a'),
+            long('b'),
+            long('c')
+        );
+        let found = sections(&body);
+        let spans: Vec<(u32, u32)> = found.iter().map(|s| (s.0, s.1)).collect();
+        assert_eq!(spans, vec![(0, 1), (1, 2), (3, 2)]);
+        for (first, count, range) in &found {
+            assert_eq!(section_text(&body, (*first, *count)), &body[range.clone()]);
+        }
+        assert!(section_text(&body, (1, 2)).starts_with("short"));
+        assert!(section_text(&body, (3, 2)).ends_with("tail"));
+        // A page without headings, and an empty one, are one section.
+        assert_eq!(sections("no headings").len(), 1);
+        assert_eq!(sections("").len(), 1);
+        // Past the end is empty, not a panic.
+        assert_eq!(section_text("x", (5, 1)), "");
+    }
 
     #[test]
     fn excerpts_pick_the_snippet_generator_fragment() {
