@@ -674,21 +674,40 @@ const QUERY_STOP_WORDS: [&str; 22] = [
     "吧",
 ];
 
-/// The `kb_text` terms of a query: like [`terms`], without the CJK bigrams that overlap a
-/// question word or particle (an all-stop-word query keeps its terms).
+/// English words of the way questions are asked: question words, pronouns, auxiliaries,
+/// articles and prepositions. A question holds them where the page that answers it need not
+/// ("How do I …", "Why does my …"), and in a small knowledge base their document frequency is
+/// too low for BM25's IDF to discount them.
+const ENGLISH_QUERY_STOP_WORDS: [&str; 84] = [
+    "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by",
+    "can", "could", "did", "do", "does", "doing", "for", "from", "had", "has", "have", "having",
+    "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just",
+    "me", "might", "my", "myself", "of", "on", "or", "our", "ours", "please", "she", "should",
+    "so", "some", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this",
+    "those", "to", "us", "was", "we", "were", "what", "when", "where", "which", "who", "whom",
+    "why", "will", "with", "would", "you", "your", "yours", "i'm",
+];
+
+/// Whether `word` (a query's Latin word as written) is an English question or function word.
+fn is_english_stop_word(word: &str) -> bool {
+    word.len() <= 8 && ENGLISH_QUERY_STOP_WORDS.contains(&word.to_ascii_lowercase().as_str())
+}
+
+/// The `kb_text` terms of a query: like [`terms`], without English question and function words
+/// and without the CJK bigrams that overlap a question word or particle (an all-stop-word query
+/// keeps its terms).
 pub fn query_terms(text: &str) -> Vec<String> {
     let mut analyzer = text_analyzer();
-    if !has_cjk(text) {
-        return terms(&mut analyzer, text);
-    }
-    let own = query_dictionary(text);
-    let segmenter = own.as_deref().unwrap_or_else(|| jieba());
     let mut stop_spans: Vec<(usize, usize)> = Vec::new();
-    for run in runs(text) {
-        if let Run::Cjk(s, e) = run {
-            for word in segmenter.cut(&text[s..e], false) {
-                if QUERY_STOP_WORDS.contains(&word.word) {
-                    stop_spans.push((s + word.byte_start, s + word.byte_end));
+    if has_cjk(text) {
+        let own = query_dictionary(text);
+        let segmenter = own.as_deref().unwrap_or_else(|| jieba());
+        for run in runs(text) {
+            if let Run::Cjk(s, e) = run {
+                for word in segmenter.cut(&text[s..e], false) {
+                    if QUERY_STOP_WORDS.contains(&word.word) {
+                        stop_spans.push((s + word.byte_start, s + word.byte_end));
+                    }
                 }
             }
         }
@@ -700,7 +719,10 @@ pub fn query_terms(text: &str) -> Vec<String> {
         let t = stream.token();
         let stopped = stop_spans
             .iter()
-            .any(|&(s, e)| t.offset_from < e && s < t.offset_to);
+            .any(|&(s, e)| t.offset_from < e && s < t.offset_to)
+            || text
+                .get(t.offset_from..t.offset_to)
+                .is_some_and(is_english_stop_word);
         if !all.contains(&t.text) {
             all.push(t.text.clone());
         }
@@ -763,6 +785,20 @@ pub fn has_cjk(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A question's own words (question words, pronouns, auxiliaries) are no query terms; a
+    /// question of nothing else keeps them, and a word that only contains one stays.
+    #[test]
+    fn english_question_words_are_no_query_terms() {
+        assert_eq!(
+            query_terms("How do I cap how many instances KeepAlive holds?"),
+            vec!["cap", "mani", "instanc", "keepal", "hold"]
+        );
+        assert_eq!(query_terms("What is it?"), vec!["what", "is", "it"]);
+        assert_eq!(query_terms("howto whatever"), vec!["howto", "whatev"]);
+        // In a Chinese question too.
+        assert!(!query_terms("How 配置 Redis").contains(&"how".to_string()));
+    }
 
     /// The cached stemmer gives tantivy's English stemmer's tokens, also when a word comes back.
     #[test]

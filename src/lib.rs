@@ -27,6 +27,7 @@ pub mod markdown;
 pub mod mcp;
 pub mod okf;
 pub mod render;
+pub mod search;
 pub mod skill;
 pub mod text;
 pub mod tools;

@@ -100,6 +100,13 @@ fn vitepress_site_root_extensionless_and_html_links_resolve() {
             ("zh/guide/index.md", "zh/guide/install.md"),
             ("zh/guide/index.md", "zh/guide/oil.md"),
             ("zh/guide/install.md", "zh/guide/index.md"),
+            // Translations: the same path under the sibling language folder, both ways.
+            ("en/guide/index.md", "zh/guide/index.md"),
+            ("zh/guide/index.md", "en/guide/index.md"),
+            ("en/guide/install.md", "zh/guide/install.md"),
+            ("zh/guide/install.md", "en/guide/install.md"),
+            ("en/guide/oil.md", "zh/guide/oil.md"),
+            ("zh/guide/oil.md", "en/guide/oil.md"),
         ]),
     );
     // No `[[toc]]`, nothing from the code sample.

@@ -327,6 +327,38 @@ pub fn name_of(path: &str) -> &str {
     path.rfind('/').map_or(path, |i| &path[i + 1..])
 }
 
+/// Language codes recognized as a path segment of a bilingual knowledge base's language roots
+/// (ISO 639-1 with the common regional and script variants, DECISIONS 23). Only these count,
+/// so that sibling folders such as `js/` and `ts/` are never taken for translations.
+pub const LANGUAGE_CODES: [&str; 36] = [
+    "ar", "cs", "de", "en", "en-GB", "en-US", "es", "fa", "fr", "he", "hi", "id", "it", "ja", "ko",
+    "nl", "pl", "pt", "pt-BR", "pt-br", "ru", "sv", "th", "tr", "uk", "vi", "zh", "zh-CN", "zh-HK",
+    "zh-Hans", "zh-Hant", "zh-TW", "zh-cn", "zh-hans", "zh-hant", "zh-tw",
+];
+
+/// The paths `path` would have under its sibling language roots: each folder segment that is
+/// a language code ([`LANGUAGE_CODES`]) replaced by each other code, in code order.
+pub fn translation_paths(path: &str) -> Vec<String> {
+    let segments: Vec<&str> = path.split('/').collect();
+    let mut out = Vec::new();
+    // Folders only: a file named `en.md` is no language root.
+    for (i, segment) in segments
+        .iter()
+        .enumerate()
+        .take(segments.len().saturating_sub(1))
+    {
+        if !LANGUAGE_CODES.contains(segment) {
+            continue;
+        }
+        for code in LANGUAGE_CODES.iter().filter(|c| *c != segment) {
+            let mut other = segments.clone();
+            other[i] = code;
+            out.push(other.join("/"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -360,6 +360,23 @@ pub fn derive_relations(
             });
         }
     }
+    // Translations (DECISIONS 23): the same path under a sibling language root, both ways.
+    for file in pages {
+        for other in paths::translation_paths(file.path) {
+            if let Some((&to, other_title)) = titles.get_key_value(other.as_str()) {
+                relations.push(Relation {
+                    from: file.path.to_string(),
+                    to: to.to_string(),
+                    relation_type: "translation".into(),
+                    direction: "bidirectional".into(),
+                    reason: Some(format!(
+                        "{} and {} are translations of one page (the same path under sibling language folders).",
+                        titles[file.path], other_title
+                    )),
+                });
+            }
+        }
+    }
     relations.sort();
     relations.dedup();
     relations

@@ -1,12 +1,7 @@
-//! `search_files` → `searchGeneratedFiles`: candidate source pages for a question. Lanes
-//! (DECISIONS 13): exact path, exact title, BM25 `lexical` over weighted fields, the `jieba`
-//! dictionary-word lane, and, when the mode is not `file` (and the scope is `all`), the two graph
-//! lanes: `file_graph` (neighbours of the lexical candidates) and `file_relationship` (pages at
-//! either end of the relations near those candidates whose text matches the query); fused by
-//! weighted reciprocal rank (k = 60), exact-path hits first, then exact-title hits. Results are
-//! candidates to read, never answer evidence.
-
-use std::collections::HashMap;
+//! `search_files` → `searchGeneratedFiles`: candidate source pages for a question. This file
+//! holds the tool's contract: input validation (§8.1), the cursor, and the output (each
+//! result's fields, its excerpt — the best section's passage — and its graph context). The
+//! ranking itself is [`crate::search`]. Results are candidates to read, never answer evidence.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -16,12 +11,11 @@ use unicode_segmentation::UnicodeSegmentation;
 use super::{read_actions, tags_of, Input, RelatedFile};
 use crate::bundle::paths;
 use crate::cursor;
-use crate::error::{messages, ErrorCode, IndexError, ToolError};
-use crate::graph::Step;
+use crate::error::{messages, ToolError};
 use crate::ids::ReadActions;
-use crate::index::search_index::LaneHit;
 use crate::index::KnowledgeBase;
 use crate::okf::OkfSignals;
+pub use crate::search::{Candidate, Lane, LaneSet, Mode, Ranking, Scope};
 
 pub const NAME: &str = "search_files";
 const FIELDS: [&str; 14] = [
@@ -44,13 +38,6 @@ pub const DEFAULT_LIMIT: i64 = 10;
 pub const MAX_LIMIT: i64 = 50;
 const MAX_GRAPHEMES: usize = 512;
 const MAX_QUERY_BYTES: usize = 2048;
-/// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
-const LANE_DEPTH: usize = 1000;
-/// Lexical candidates that seed the graph lanes.
-const GRAPH_SEEDS: usize = 20;
-/// Results a cursor can page through.
-const MAX_RESULTS: usize = 1000;
-const RRF_K: f64 = 60.0;
 
 const NO_MATCH_MESSAGE: &str = "No generated files matched this query. The knowledge base may still contain relevant data through different titles, paths, or metadata terms.";
 const NO_MATCH_ACTIONS: [&str; 5] = [
@@ -61,112 +48,6 @@ const NO_MATCH_ACTIONS: [&str; 5] = [
     "Use graph or hybrid search mode when a direct file search does not find enough evidence.",
 ];
 const SORT: [&str; 3] = ["relevance_desc", "logical_path_asc", "source_file_id_asc"];
-
-/// A retrieval lane (an `evidenceStatus` family).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Lane {
-    ExactPath,
-    ExactTitle,
-    Lexical,
-    Jieba,
-    FileGraph,
-    FileRelationship,
-}
-
-impl Lane {
-    pub fn family(self) -> &'static str {
-        match self {
-            Lane::ExactPath => "exact_path",
-            Lane::ExactTitle => "exact_title",
-            Lane::Lexical => "lexical",
-            Lane::Jieba => "jieba",
-            Lane::FileGraph => "file_graph",
-            Lane::FileRelationship => "file_relationship",
-        }
-    }
-
-    fn weight(self) -> f64 {
-        match self {
-            Lane::ExactPath => 16.0,
-            Lane::ExactTitle => 12.0,
-            Lane::Lexical => 5.0,
-            Lane::Jieba => 4.0,
-            Lane::FileGraph => 3.0,
-            Lane::FileRelationship => 4.0,
-        }
-    }
-
-    /// The graph lanes run only when the mode is not `file` and the scope is `all`.
-    pub fn is_graph(self) -> bool {
-        matches!(self, Lane::FileGraph | Lane::FileRelationship)
-    }
-
-    /// "File evidence" of §8.4 (`matchType`).
-    fn is_file_evidence(self) -> bool {
-        matches!(
-            self,
-            Lane::ExactPath | Lane::ExactTitle | Lane::Lexical | Lane::Jieba
-        )
-    }
-
-    fn matched_field(self) -> &'static str {
-        match self {
-            Lane::ExactPath => "path",
-            Lane::ExactTitle => "title",
-            Lane::Lexical | Lane::Jieba => "content",
-            Lane::FileGraph => "graph_node",
-            Lane::FileRelationship => "file_relationship",
-        }
-    }
-}
-
-/// A set of lanes (a bit per lane), iterated in lane order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LaneSet(u8);
-
-impl LaneSet {
-    const ALL: [Lane; 6] = [
-        Lane::ExactPath,
-        Lane::ExactTitle,
-        Lane::Lexical,
-        Lane::Jieba,
-        Lane::FileGraph,
-        Lane::FileRelationship,
-    ];
-
-    fn bit(lane: Lane) -> u8 {
-        1 << lane as u8
-    }
-
-    /// Adds `lane`; false when it was in the set already.
-    pub fn insert(&mut self, lane: Lane) -> bool {
-        let had = self.contains(&lane);
-        self.0 |= Self::bit(lane);
-        !had
-    }
-
-    pub fn contains(&self, lane: &Lane) -> bool {
-        self.0 & Self::bit(*lane) != 0
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = Lane> + '_ {
-        Self::ALL.into_iter().filter(|lane| self.contains(lane))
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    All,
-    Path,
-    Metadata,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    File,
-    Graph,
-    Hybrid,
-}
 
 /// A validated request.
 #[derive(Debug, Clone)]
@@ -533,30 +414,6 @@ fn reranker_status(request: &Request) -> Status {
     }
 }
 
-/// The lanes a request runs (§8.4 lane plan, without vector lanes).
-fn plan(request: &Request) -> Vec<Lane> {
-    match request.scope {
-        Scope::Path => vec![Lane::ExactPath, Lane::ExactTitle],
-        Scope::Metadata => vec![Lane::Lexical],
-        Scope::All => {
-            let mut lanes = vec![Lane::ExactPath, Lane::ExactTitle];
-            if request.mode != Mode::Graph {
-                lanes.push(Lane::Lexical);
-                // The CJK word lane segments CJK text; a query without CJK has nothing for it
-                // to add (it would repeat the lexical lane), so it does not run.
-                if crate::analysis::has_cjk(&request.query) {
-                    lanes.push(Lane::Jieba);
-                }
-            }
-            if request.mode != Mode::File {
-                lanes.push(Lane::FileGraph);
-                lanes.push(Lane::FileRelationship);
-            }
-            lanes
-        }
-    }
-}
-
 /// The cursor scope: every input that shapes the result set, limit included (DECISIONS 10).
 fn cursor_scope(request: &Request) -> Value {
     json!({
@@ -621,23 +478,6 @@ fn no_content_output(request: &Request) -> Output {
         message: None,
         next_actions: None,
     }
-}
-
-/// A fused candidate.
-pub struct Candidate {
-    /// Catalog position of the page.
-    pub position: u32,
-    /// Weighted reciprocal-rank fusion score.
-    pub score: f64,
-    /// The lanes that returned it.
-    pub lanes: LaneSet,
-    /// Where the document sits in tantivy, from the first content lane that found it.
-    address: Option<tantivy::DocAddress>,
-}
-
-fn unavailable(e: crate::error::IndexError) -> ToolError {
-    ToolError::new(ErrorCode::SearchUnavailable, messages::SEARCH_UNAVAILABLE)
-        .with_detail("reason", e.to_string())
 }
 
 fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool {
@@ -733,194 +573,20 @@ pub fn ranked(
     Ok((ranking.candidates, ranking.lanes))
 }
 
-/// What [`rank`] finds: the fused candidates, the lanes that ran, and the graph walks of the
-/// graph lanes' seeds.
-struct Ranking {
-    candidates: Vec<Candidate>,
-    lanes: Vec<Lane>,
-    /// Each seed with its walk (unbounded in total).
-    walks: Vec<(u32, Vec<Step>)>,
-}
-
-impl Ranking {
-    /// The walk of `page` with at most `total` steps, when `page` was a seed: the first `total`
-    /// steps of its unbounded walk (a walk stops at its total, so it is always a prefix).
-    fn walk(&self, page: u32, total: usize) -> Option<&[Step]> {
-        self.walks
-            .iter()
-            .find(|(seed, _)| *seed == page)
-            .map(|(_, steps)| &steps[..steps.len().min(total)])
-    }
-}
-
+/// The engine's ranking for a validated request.
 fn rank(kb: &KnowledgeBase, request: &Request) -> Result<Ranking, ToolError> {
-    let started = std::time::Instant::now();
-    let check_deadline = || {
-        if started.elapsed() > kb.options.search_deadline {
-            Err(ToolError::new(
-                ErrorCode::SearchTimeout,
-                messages::SEARCH_TIMEOUT,
-            ))
-        } else {
-            Ok(())
-        }
-    };
-    let lanes = plan(request);
-    let searcher = kb.search.searcher();
-    let exact_key = crate::text::exact_key(&request.query);
-
-    let mut results: Vec<(Lane, Vec<LaneHit>)> = Vec::new();
-    for &lane in &lanes {
-        let hits = match lane {
-            Lane::ExactPath => kb.search.exact_path(&searcher, &exact_key),
-            Lane::ExactTitle => kb.search.exact_title(&searcher, &exact_key),
-            Lane::Lexical if request.scope == Scope::Metadata => {
-                kb.search.metadata(&searcher, &request.query, LANE_DEPTH)
-            }
-            Lane::Lexical => kb.search.lexical(&searcher, &request.query, LANE_DEPTH),
-            Lane::Jieba => kb.search.words(&searcher, &request.query, LANE_DEPTH),
-            // Filled below, from the lexical candidates.
-            Lane::FileGraph | Lane::FileRelationship => Ok(Vec::new()),
-        }
-        .map_err(unavailable)?;
-        results.push((lane, hits));
-        check_deadline()?;
-    }
-    // Quoted phrases must appear as written (in order, adjacent) in a content-lane hit.
-    let phrases = crate::text::quoted_phrases(&request.query);
-    let phrase_pages = if phrases.is_empty() {
-        None
-    } else {
-        Some(
-            kb.search
-                .phrase_matches(&searcher, &phrases)
-                .map_err(unavailable)?,
-        )
-    };
-    let keep = |position: u32| {
-        phrase_pages
-            .as_ref()
-            .is_none_or(|set| set.contains(&position))
-    };
-    for (lane, hits) in results.iter_mut() {
-        if matches!(lane, Lane::Lexical | Lane::Jieba) {
-            hits.retain(|h| keep(h.position));
-        }
-    }
-    let mut seed_walks: Vec<(u32, Vec<Step>)> = Vec::new();
-    if lanes.iter().any(|l| l.is_graph()) {
-        // The seeds: the best lexical candidates (in graph mode the lexical lane is not a ranked
-        // lane, but it still picks the seeds).
-        let seeds = match results.iter().find(|(l, _)| *l == Lane::Lexical) {
-            Some((_, hits)) => hits
-                .iter()
-                .take(GRAPH_SEEDS)
-                .map(|h| h.position)
-                .collect::<Vec<_>>(),
-            None => kb
-                .search
-                .lexical(
-                    &searcher,
-                    &request.query,
-                    if phrase_pages.is_some() {
-                        LANE_DEPTH
-                    } else {
-                        GRAPH_SEEDS
-                    },
-                )
-                .map_err(unavailable)?
-                .iter()
-                .map(|h| h.position)
-                .filter(|&p| keep(p))
-                .take(GRAPH_SEEDS)
-                .collect(),
-        };
-        // One bounded walk per seed (at most fanout + fanout² steps), shared by both lanes.
-        let walks: Vec<Vec<Step>> = seeds
-            .iter()
-            .map(|&seed| {
-                kb.graph.walk(
-                    &kb.catalog,
-                    seed,
-                    request.graph_depth,
-                    request.graph_fanout as usize,
-                    usize::MAX,
-                )
-            })
-            .collect();
-        for (lane, hits) in results.iter_mut() {
-            match lane {
-                Lane::FileGraph => *hits = graph_lane(kb, &seeds, &walks),
-                Lane::FileRelationship => {
-                    *hits = relationship_lane(kb, &searcher, &request.query, &walks)
-                        .map_err(unavailable)?
-                }
-                _ => {}
-            }
-        }
-        seed_walks = seeds.into_iter().zip(walks).collect();
-        check_deadline()?;
-    }
-
-    // Weighted reciprocal-rank fusion, one entry per source page: every hit as (page, lane,
-    // rank), sorted, so that each page's hits are together in lane order, then rank order (the
-    // order its score is summed in, a lane counting at its best rank).
-    let mut occurrences: Vec<(u32, u32, u32)> = Vec::new();
-    for (lane_index, (_, hits)) in results.iter().enumerate() {
-        for (rank, hit) in hits.iter().enumerate() {
-            occurrences.push((hit.position, lane_index as u32, rank as u32));
-        }
-    }
-    occurrences.sort_unstable();
-    let mut candidates: Vec<Candidate> = Vec::new();
-    for page in occurrences.chunk_by(|a, b| a.0 == b.0) {
-        let position = page[0].0;
-        if !kb.catalog.is_source(position) {
-            continue;
-        }
-        let mut candidate = Candidate {
-            position,
-            score: 0.0,
-            lanes: LaneSet::default(),
-            address: None,
-        };
-        for &(_, lane_index, rank) in page {
-            let (lane, hits) = &results[lane_index as usize];
-            if candidate.lanes.insert(*lane) {
-                candidate.score += lane.weight() / (RRF_K + rank as f64 + 1.0);
-            }
-            if candidate.address.is_none() && matches!(lane, Lane::Lexical | Lane::Jieba) {
-                candidate.address = Some(hits[rank as usize].address);
-            }
-        }
-        if passes_filters(kb, request, position) {
-            candidates.push(candidate);
-        }
-    }
-    let class = |c: &Candidate| {
-        if c.lanes.contains(&Lane::ExactPath) {
-            0
-        } else if c.lanes.contains(&Lane::ExactTitle) {
-            1
-        } else {
-            2
-        }
-    };
-    // (Pages have distinct paths: the order is total, and an unstable sort gives the one order.)
-    candidates.sort_unstable_by(|a, b| {
-        class(a)
-            .cmp(&class(b))
-            .then(b.score.total_cmp(&a.score))
-            // Catalog positions are in path order (and paths are distinct).
-            .then(a.position.cmp(&b.position))
-    });
-    candidates.truncate(MAX_RESULTS);
-    check_deadline()?;
-    Ok(Ranking {
-        candidates,
-        lanes,
-        walks: seed_walks,
-    })
+    let keep = |position: u32| passes_filters(kb, request, position);
+    crate::search::rank(
+        kb,
+        &crate::search::Query {
+            text: &request.query,
+            scope: request.scope,
+            mode: request.mode,
+            graph_depth: request.graph_depth,
+            graph_fanout: request.graph_fanout as usize,
+            keep: &keep,
+        },
+    )
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
@@ -971,6 +637,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let completed: Vec<&'static str> = {
         let mut families: Vec<&'static str> = lanes.iter().map(|l| l.family()).collect();
         families.sort_unstable();
+        families.dedup();
         families
     };
     let graph_available = request.mode != Mode::File;
@@ -1030,204 +697,6 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     })
 }
 
-/// Hits of a graph lane, best first, ties by path; only source pages (relations join source
-/// pages, but a graph lane never relies on that).
-fn graph_hits(kb: &KnowledgeBase, scores: HashMap<u32, f64>) -> Vec<LaneHit> {
-    let mut hits: Vec<(u32, f64)> = scores
-        .into_iter()
-        .filter(|&(position, score)| score > 0.0 && kb.catalog.is_source(position))
-        .collect();
-    hits.sort_by(|a, b| {
-        b.1.total_cmp(&a.1)
-            // Catalog positions are in path order.
-            .then(a.0.cmp(&b.0))
-    });
-    hits.into_iter()
-        .map(|(position, score)| LaneHit {
-            position,
-            score: score as f32,
-            address: tantivy::DocAddress::new(0, 0),
-        })
-        .collect()
-}
-
-/// The `file_graph` lane: the seed pages themselves (`1 / (60 + seed rank)`) and the pages
-/// their walks reach (the best over the seeds that reach them of `1 / ((60 + seed rank) ·
-/// (depth + 1))`).
-fn graph_lane(kb: &KnowledgeBase, seeds: &[u32], walks: &[Vec<Step>]) -> Vec<LaneHit> {
-    // Graph nodes are the source pages (their document records): a seed matches as a node in
-    // its own right; its neighbours follow, discounted by depth (depth 1 counts half). A page
-    // takes its best path, not the sum: summed, a page many seeds link to outranks the seeds
-    // themselves, and in a densely linked bundle the lane then ranks hubs over the matches.
-    let mut scores: HashMap<u32, f64> = HashMap::new();
-    let mut offer = |page: u32, score: f64| {
-        let best = scores.entry(page).or_default();
-        *best = best.max(score);
-    };
-    for (rank, &seed) in seeds.iter().enumerate() {
-        offer(seed, 1.0 / (RRF_K + rank as f64 + 1.0));
-    }
-    for (rank, steps) in walks.iter().enumerate() {
-        for step in steps {
-            offer(
-                step.to,
-                1.0 / ((RRF_K + rank as f64 + 1.0) * (f64::from(step.depth) + 1.0)),
-            );
-        }
-    }
-    graph_hits(kb, scores)
-}
-
-/// A relation of the `file_relationship` lane: an unordered page pair (the unit
-/// `indexedRelationshipCount` counts), at the shallowest depth any walk traversed it, with the
-/// best text score of its traversed relation records.
-struct ScoredPair {
-    a: u32,
-    b: u32,
-    depth: u8,
-    score: f64,
-}
-
-/// Which query terms a relation's text contains, analysed like the lexical lane (`kb_text`).
-/// `kb_text` tokens never span whitespace, so text is analysed one whitespace-separated chunk
-/// at a time, each distinct chunk once per query: titles and reason sentences repeat their
-/// words, so most relations cost a few hash lookups. A chunk's tokens are its token spans
-/// through the thread's span analyzer (the same terms as the analyzer's, see
-/// [`crate::analysis::SpanAnalyzer`]), which remembers the terms of words across queries.
-struct TermMatcher<'q, 'c> {
-    term_index: HashMap<&'q str, usize>,
-    chunks: HashMap<&'c str, Vec<usize>>,
-}
-
-impl<'q, 'c> TermMatcher<'q, 'c> {
-    fn new(terms: &'q [String]) -> Self {
-        TermMatcher {
-            term_index: terms
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (t.as_str(), i))
-                .collect(),
-            chunks: HashMap::new(),
-        }
-    }
-
-    /// Adds to `out` the indices of the query terms in `text` that it does not hold yet.
-    fn add_matches(&mut self, text: &'c str, out: &mut Vec<usize>) {
-        for chunk in text.split_whitespace() {
-            let found = match self.chunks.entry(chunk) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    let mut found = Vec::new();
-                    let term_index = &self.term_index;
-                    crate::analysis::with_span_analyzer(|spans| {
-                        crate::analysis::text_token_spans(chunk, |from, to, _| {
-                            let Some(term) = spans.term(&chunk[from..to]) else {
-                                return;
-                            };
-                            if let Some(&i) = term_index.get(term.as_ref()) {
-                                if !found.contains(&i) {
-                                    found.push(i);
-                                }
-                            }
-                        })
-                    });
-                    e.insert(found)
-                }
-            };
-            for &i in found.iter() {
-                if !out.contains(&i) {
-                    out.push(i);
-                }
-            }
-        }
-    }
-}
-
-/// The `file_relationship` lane, the offline counterpart of the online search over relationship
-/// documents. Every relation the seeds' walks traverse is scored by how well the query matches
-/// its text (both endpoint titles and the reason, analysed like the lexical lane): the sum of
-/// the body IDF of each distinct query term the text contains. A page scores the sum over the
-/// matching relations it is an endpoint of (either end, seeds included) of `score / depth`;
-/// pages whose relations match no query term are not returned. The work is bounded by the
-/// walks (≤ seeds × (fanout + fanout²) steps); nothing is read from disk.
-fn relationship_lane(
-    kb: &KnowledgeBase,
-    searcher: &tantivy::Searcher,
-    query: &str,
-    walks: &[Vec<Step>],
-) -> Result<Vec<LaneHit>, IndexError> {
-    if walks.iter().all(Vec::is_empty) {
-        return Ok(Vec::new());
-    }
-    let terms = crate::analysis::query_terms(query);
-    if terms.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut matcher = TermMatcher::new(&terms);
-    // IDF of the query terms, looked up when a relation first contains them.
-    let mut idf: Vec<Option<f64>> = vec![None; terms.len()];
-    let mut record_scores: HashMap<u32, f64> = HashMap::new();
-    let mut pairs: Vec<ScoredPair> = Vec::new();
-    let mut pair_of: HashMap<(u32, u32), usize> = HashMap::new();
-    let mut found: Vec<usize> = Vec::new();
-    for step in walks.iter().flatten() {
-        let score = match record_scores.get(&step.relation) {
-            Some(&score) => score,
-            None => {
-                let rel = kb.catalog.relation(step.relation);
-                found.clear();
-                for page in [rel.from, rel.to] {
-                    if let Some(title) = &kb.catalog.file(page).title {
-                        matcher.add_matches(title, &mut found);
-                    }
-                }
-                if let Some(reason) = &rel.reason {
-                    matcher.add_matches(reason, &mut found);
-                }
-                let mut score = 0.0;
-                for &i in &found {
-                    let weight = match idf[i] {
-                        Some(w) => w,
-                        None => {
-                            let w = f64::from(kb.search.idf(searcher, &terms[i])?);
-                            idf[i] = Some(w);
-                            w
-                        }
-                    };
-                    score += weight;
-                }
-                record_scores.insert(step.relation, score);
-                score
-            }
-        };
-        let key = (step.from.min(step.to), step.from.max(step.to));
-        match pair_of.get(&key) {
-            Some(&i) => {
-                let pair = &mut pairs[i];
-                pair.depth = pair.depth.min(step.depth);
-                pair.score = pair.score.max(score);
-            }
-            None => {
-                pair_of.insert(key, pairs.len());
-                pairs.push(ScoredPair {
-                    a: key.0,
-                    b: key.1,
-                    depth: step.depth,
-                    score,
-                });
-            }
-        }
-    }
-    // Sums in first-traversal order, so that equal inputs give equal bits.
-    let mut scores: HashMap<u32, f64> = HashMap::new();
-    for pair in pairs.iter().filter(|p| p.score > 0.0) {
-        let contribution = pair.score / f64::from(pair.depth.max(1));
-        *scores.entry(pair.a).or_default() += contribution;
-        *scores.entry(pair.b).or_default() += contribution;
-    }
-    Ok(graph_hits(kb, scores))
-}
-
 /// `matchType` (§8.4): file and graph evidence → `hybrid`; else `file_relationship` →
 /// `graph_edge`; else `file_graph` → `graph_neighbor`; else `file_direct`.
 fn match_type(lanes: &LaneSet) -> &'static str {
@@ -1264,9 +733,18 @@ fn result(
             fields.dedup();
             (fields.clone(), fields)
         };
-    let source_excerpt = match (candidate.address, excerpter) {
-        (Some(_), Some(excerpter)) => super::read_indexed_content(kb, file)
-            .and_then(|content| excerpter.excerpt(&crate::bundle::indexed_body_text(&content))),
+    let source_excerpt = match (candidate.content, excerpter) {
+        (true, Some(excerpter)) => super::read_indexed_content(kb, file).and_then(|content| {
+            let body = crate::bundle::indexed_body_text(&content);
+            // The best section's passage, else the best passage of the page.
+            candidate
+                .section
+                .and_then(|span| {
+                    excerpter
+                        .excerpt_matching(crate::index::search_index::section_text(&body, span))
+                })
+                .or_else(|| excerpter.excerpt(&body))
+        }),
         _ => None,
     };
     // Present only when the mode is not `file`, and only with a `graphRef` that opens

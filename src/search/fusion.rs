@@ -1,0 +1,184 @@
+//! One score per page from the lanes. The direct lanes are fused by weighted reciprocal rank
+//! (`weight / (k + rank)`) into the page's *file score*; the graph lanes and translations add
+//! to it shares of other pages' file scores ([`Scored`]); exact-path hits rank first, then
+//! exact-title hits, then the rest by score, ties by path.
+
+use std::collections::HashMap;
+
+use super::lexical::LaneHits;
+use super::{Candidate, Lane, LaneSet, Mode, Query, MAX_RESULTS};
+use crate::index::KnowledgeBase;
+
+/// The fusion's parameters ([`WEIGHTS`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Weights {
+    pub rrf_k: f64,
+    pub exact_path: f64,
+    pub exact_title: f64,
+    pub lexical: f64,
+    pub passage: f64,
+    pub jieba: f64,
+    /// Seeds of the graph lanes: the best pages by file score.
+    pub seeds: usize,
+    /// Share of a seed's file score a page it links to gets (depth 1).
+    pub graph: f64,
+    /// Each further depth divides the share by this.
+    pub graph_depth: f64,
+    /// Exponent of the hub damping: the share is divided by `relations ^ hub`.
+    pub hub: f64,
+    /// Share of a seed's file score a related page gets when the relation's text holds every
+    /// query term (less when it holds fewer).
+    pub relationship: f64,
+    /// Share of a page's score its translation gets.
+    pub translation: f64,
+    /// Pages (best first) whose translations follow them.
+    pub translated: usize,
+}
+
+/// The weights in use, chosen on the dev sets (nDCG@10, `kbtools eval`; README "Ranking"):
+/// a small `k` (5, not the online 60) so that a lane's first ranks count for more than its
+/// tenth — over the 36 to 162 pages of a knowledge base, 60 made every lane's top ten nearly
+/// equal and any added share outweighed the lexical order; passages weigh three times the
+/// whole page (answers sit in one section of a long page); graph shares of a fifth, damped
+/// by the square root of the page's relation count; translations at half their page's score.
+pub const WEIGHTS: Weights = Weights {
+    rrf_k: 5.0,
+    exact_path: 16.0,
+    exact_title: 12.0,
+    lexical: 3.0,
+    passage: 10.0,
+    jieba: 4.0,
+    seeds: 20,
+    graph: 0.2,
+    graph_depth: 2.0,
+    hub: 0.5,
+    relationship: 0.2,
+    translation: 0.5,
+    translated: 50,
+};
+
+/// The weights in use.
+pub fn weights() -> &'static Weights {
+    &WEIGHTS
+}
+
+fn lane_weight(w: &Weights, lane: Lane) -> f64 {
+    match lane {
+        Lane::ExactPath => w.exact_path,
+        Lane::ExactTitle => w.exact_title,
+        Lane::Lexical => w.lexical,
+        Lane::Passage => w.passage,
+        Lane::Jieba => w.jieba,
+        Lane::FileGraph | Lane::FileRelationship => 0.0,
+    }
+}
+
+/// What is known of one page while the lanes are fused.
+#[derive(Debug, Clone, Default)]
+pub struct Entry {
+    /// Fused direct-lane score.
+    pub file: f64,
+    /// Added by the graph lanes (the best share offered, per lane).
+    pub graph: f64,
+    pub relationship: f64,
+    /// Added as the translation of a better page.
+    pub translation: f64,
+    /// The reported lanes that found it.
+    pub lanes: LaneSet,
+    /// Found by a reported content lane (it then has an excerpt; DECISIONS 17: exact-only and
+    /// graph-only hits have none).
+    pub content: bool,
+    pub section: Option<(u32, u32)>,
+}
+
+impl Entry {
+    pub fn score(&self) -> f64 {
+        self.file + self.graph + self.relationship + self.translation
+    }
+}
+
+/// Every page some lane found, by catalog position.
+pub type Scored = HashMap<u32, Entry>;
+
+/// The file score of every page a direct lane found (each lane counts at the page's best rank
+/// in it).
+pub fn file_scores(kb: &KnowledgeBase, direct: &[LaneHits]) -> Scored {
+    let w = weights();
+    let mut scored = Scored::new();
+    for lane in direct {
+        let weight = lane_weight(w, lane.lane);
+        let mut rank = 0usize;
+        for hit in &lane.hits {
+            if !kb.catalog.is_source(hit.position) {
+                continue;
+            }
+            let entry = scored.entry(hit.position).or_default();
+            entry.file += weight / (w.rrf_k + rank as f64 + 1.0);
+            rank += 1;
+            if lane.reported {
+                entry.lanes.insert(lane.lane);
+            }
+            if lane.reported && lane.lane.is_content() {
+                entry.content = true;
+            }
+            if hit.section.is_some() && entry.section.is_none() {
+                entry.section = hit.section;
+            }
+        }
+    }
+    scored
+}
+
+/// Pages ordered by `score`, best first, ties by catalog position (path order).
+pub fn ordered(scored: &Scored, score: impl Fn(&Entry) -> f64) -> Vec<(u32, f64)> {
+    let mut pages: Vec<(u32, f64)> = scored.iter().map(|(&p, e)| (p, score(e))).collect();
+    pages.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    pages
+}
+
+/// The graph lanes' seeds: the best pages by file score.
+pub fn seeds(scored: &Scored) -> Vec<u32> {
+    ordered(scored, |e| e.file)
+        .into_iter()
+        .filter(|&(_, s)| s > 0.0)
+        .take(weights().seeds)
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// The final list: source pages that pass the filters, exact-path hits first, then
+/// exact-title hits, then by score; at most [`MAX_RESULTS`]. In `graph` mode a page needs graph
+/// evidence (a seed is a graph node in its own right) or an exact hit.
+pub fn finish(kb: &KnowledgeBase, query: &Query<'_>, scored: Scored) -> Vec<Candidate> {
+    let mut candidates: Vec<Candidate> = scored
+        .into_iter()
+        .filter(|(position, _)| kb.catalog.is_source(*position))
+        .filter(|(_, e)| query.mode != Mode::Graph || e.lanes.iter().next().is_some())
+        .filter(|(position, _)| (query.keep)(*position))
+        .map(|(position, e)| Candidate {
+            position,
+            score: e.score(),
+            lanes: e.lanes,
+            content: e.content,
+            section: e.section,
+        })
+        .collect();
+    let class = |c: &Candidate| {
+        if c.lanes.contains(&Lane::ExactPath) {
+            0
+        } else if c.lanes.contains(&Lane::ExactTitle) {
+            1
+        } else {
+            2
+        }
+    };
+    candidates.sort_unstable_by(|a, b| {
+        class(a)
+            .cmp(&class(b))
+            .then(b.score.total_cmp(&a.score))
+            // Catalog positions are in path order (and paths are distinct).
+            .then(a.position.cmp(&b.position))
+    });
+    candidates.truncate(MAX_RESULTS);
+    candidates
+}

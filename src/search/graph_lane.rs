@@ -1,0 +1,46 @@
+//! The `file_graph` lane: a page that a well-matching page links to is worth reading even when
+//! the question does not match it well. Each seed (the best pages by file score,
+//! [`super::fusion::seeds`]) offers the pages its walk reaches a share of its own file score,
+//! divided by the depth factor per step and by `relations ^ hub` of the page reached, so that a
+//! hub (a README linked from and to everything) is not lifted by every question; a page keeps
+//! the best offer. A seed is a graph node in its own right: it gets the lane, not a score.
+
+use super::fusion::{weights, Scored};
+use super::Lane;
+use crate::graph::Step;
+use crate::index::KnowledgeBase;
+
+/// The hub damping of `page`: its relation count to the power `hub` (at least 1).
+pub fn hub_damping(kb: &KnowledgeBase, page: u32, hub: f64) -> f64 {
+    let relations = kb
+        .catalog
+        .relation_range(page)
+        .map_or(0, |r| r.len())
+        .max(1);
+    (relations as f64).powf(hub)
+}
+
+pub fn add(kb: &KnowledgeBase, scored: &mut Scored, walks: &[(u32, Vec<Step>)]) {
+    let w = weights();
+    let mut offers: Vec<(u32, f64)> = Vec::new();
+    for (seed, steps) in walks {
+        let seed_score = scored.get(seed).map_or(0.0, |e| e.file);
+        if let Some(entry) = scored.get_mut(seed) {
+            entry.lanes.insert(Lane::FileGraph);
+        }
+        for step in steps {
+            if !kb.catalog.is_source(step.to) {
+                continue;
+            }
+            let share = w.graph * seed_score
+                / w.graph_depth.powi(i32::from(step.depth) - 1)
+                / hub_damping(kb, step.to, w.hub);
+            offers.push((step.to, share));
+        }
+    }
+    for (page, share) in offers {
+        let entry = scored.entry(page).or_default();
+        entry.lanes.insert(Lane::FileGraph);
+        entry.graph = entry.graph.max(share);
+    }
+}

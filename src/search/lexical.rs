@@ -1,0 +1,95 @@
+//! The direct lanes: exact path, exact title, the BM25F page lane (`lexical`), the passage lane
+//! (BM25 over each page's heading sections, reported as `lexical` evidence) and the CJK word
+//! lane (`jieba`). Quoted phrases must appear as written in a content-lane hit.
+
+use tantivy::Searcher;
+
+use super::{Lane, Mode, Query, Scope};
+use crate::error::IndexError;
+use crate::index::KnowledgeBase;
+
+/// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
+pub const LANE_DEPTH: usize = 1000;
+/// Sections the passage lane scores into its list (several per page).
+const PASSAGE_DEPTH: usize = 3 * LANE_DEPTH;
+
+/// A hit of a direct lane, best first within its lane.
+#[derive(Debug, Clone, Copy)]
+pub struct Hit {
+    pub position: u32,
+    /// The page's best section (passage lane only).
+    pub section: Option<(u32, u32)>,
+}
+
+/// One direct lane's hits, and whether the lane is reported (in `graph` mode the page and
+/// passage lanes run only to pick the graph lanes' seeds).
+pub struct LaneHits {
+    pub lane: Lane,
+    pub reported: bool,
+    pub hits: Vec<Hit>,
+}
+
+pub fn run(
+    kb: &KnowledgeBase,
+    searcher: &Searcher,
+    query: &Query<'_>,
+    lanes: &[Lane],
+) -> Result<Vec<LaneHits>, IndexError> {
+    let text = query.text;
+    let exact_key = crate::text::exact_key(text);
+    let page_hits = |hits: Vec<crate::index::search_index::LaneHit>| {
+        hits.into_iter()
+            .map(|h| Hit {
+                position: h.position,
+                section: None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut wanted: Vec<(Lane, bool)> = lanes
+        .iter()
+        .filter(|l| !l.is_graph())
+        .map(|&l| (l, true))
+        .collect();
+    // Graph mode seeds its lanes from the content lanes without reporting them.
+    if query.mode == Mode::Graph && query.scope == Scope::All {
+        wanted.push((Lane::Lexical, false));
+        wanted.push((Lane::Passage, false));
+    }
+    let mut out = Vec::with_capacity(wanted.len());
+    for (lane, reported) in wanted {
+        let hits = match lane {
+            Lane::ExactPath => page_hits(kb.search.exact_path(searcher, &exact_key)?),
+            Lane::ExactTitle => page_hits(kb.search.exact_title(searcher, &exact_key)?),
+            Lane::Lexical if query.scope == Scope::Metadata => {
+                page_hits(kb.search.metadata(searcher, text, LANE_DEPTH)?)
+            }
+            Lane::Lexical => page_hits(kb.search.lexical(searcher, text, LANE_DEPTH)?),
+            Lane::Passage => kb
+                .search
+                .passages(searcher, text, PASSAGE_DEPTH)?
+                .into_iter()
+                .take(LANE_DEPTH)
+                .map(|h| Hit {
+                    position: h.position,
+                    section: Some(h.span),
+                })
+                .collect(),
+            Lane::Jieba => page_hits(kb.search.words(searcher, text, LANE_DEPTH)?),
+            Lane::FileGraph | Lane::FileRelationship => continue,
+        };
+        out.push(LaneHits {
+            lane,
+            reported,
+            hits,
+        });
+    }
+    // Quoted phrases must appear as written (in order, adjacent) in a content-lane hit.
+    let phrases = crate::text::quoted_phrases(text);
+    if !phrases.is_empty() {
+        let pages = kb.search.phrase_matches(searcher, &phrases)?;
+        for lane in out.iter_mut().filter(|l| l.lane.is_content()) {
+            lane.hits.retain(|h| pages.contains(&h.position));
+        }
+    }
+    Ok(out)
+}

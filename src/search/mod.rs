@@ -1,0 +1,258 @@
+//! The ranking engine of `search_files`: which lanes a query runs, each lane's candidates, and
+//! how they are fused into one ordered list. `tools::search_files` validates the input, pages
+//! through this list and shapes the contract output; nothing here knows the output format.
+//!
+//! One file per lane family: [`lexical`] (exact path, exact title, the BM25F page lane, the
+//! passage lane over heading sections and the CJK word lane: direct file evidence),
+//! [`graph_lane`] (`file_graph`: pages a matching page links to), [`relationship`]
+//! (`file_relationship`: relations whose text matches the query), [`translation`] (the same
+//! page in the knowledge base's other language roots), and [`fusion`], which turns the lanes
+//! into one score per page.
+//!
+//! The fusion (DECISIONS 13, with this tool's own weights and passage evidence): the direct
+//! lanes are fused by weighted reciprocal rank into a *file score*; the graph lanes do not rank
+//! pages on their own but add to a page a share of the file score of the matching page that
+//! points to it, damped by how many relations the page has (a hub linked from everywhere is
+//! evidence for nothing in particular); a page's translation follows it at a fraction of its
+//! score. The README records the weights and the figures that chose them.
+
+pub mod fusion;
+pub mod graph_lane;
+pub mod lexical;
+pub mod relationship;
+pub mod translation;
+
+use crate::error::{messages, ErrorCode, IndexError, ToolError};
+use crate::graph::Step;
+use crate::index::KnowledgeBase;
+
+/// A retrieval lane (an `evidenceStatus` family; the passage lane is lexical evidence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Lane {
+    ExactPath,
+    ExactTitle,
+    Lexical,
+    Passage,
+    Jieba,
+    FileGraph,
+    FileRelationship,
+}
+
+impl Lane {
+    pub fn family(self) -> &'static str {
+        match self {
+            Lane::ExactPath => "exact_path",
+            Lane::ExactTitle => "exact_title",
+            Lane::Lexical | Lane::Passage => "lexical",
+            Lane::Jieba => "jieba",
+            Lane::FileGraph => "file_graph",
+            Lane::FileRelationship => "file_relationship",
+        }
+    }
+
+    /// The graph lanes run only when the mode is not `file` and the scope is `all`.
+    pub fn is_graph(self) -> bool {
+        matches!(self, Lane::FileGraph | Lane::FileRelationship)
+    }
+
+    /// "File evidence" of §8.4 (`matchType`).
+    pub fn is_file_evidence(self) -> bool {
+        !self.is_graph()
+    }
+
+    /// Content lanes: what a quoted phrase filters, and where an excerpt comes from.
+    pub fn is_content(self) -> bool {
+        matches!(self, Lane::Lexical | Lane::Passage | Lane::Jieba)
+    }
+
+    pub fn matched_field(self) -> &'static str {
+        match self {
+            Lane::ExactPath => "path",
+            Lane::ExactTitle => "title",
+            Lane::Lexical | Lane::Passage | Lane::Jieba => "content",
+            Lane::FileGraph => "graph_node",
+            Lane::FileRelationship => "file_relationship",
+        }
+    }
+}
+
+/// A set of lanes (a bit per lane), iterated in lane order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaneSet(u8);
+
+impl LaneSet {
+    const ALL: [Lane; 7] = [
+        Lane::ExactPath,
+        Lane::ExactTitle,
+        Lane::Lexical,
+        Lane::Passage,
+        Lane::Jieba,
+        Lane::FileGraph,
+        Lane::FileRelationship,
+    ];
+
+    fn bit(lane: Lane) -> u8 {
+        1 << lane as u8
+    }
+
+    /// Adds `lane`; false when it was in the set already.
+    pub fn insert(&mut self, lane: Lane) -> bool {
+        let had = self.contains(&lane);
+        self.0 |= Self::bit(lane);
+        !had
+    }
+
+    pub fn contains(&self, lane: &Lane) -> bool {
+        self.0 & Self::bit(*lane) != 0
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Lane> + '_ {
+        Self::ALL.into_iter().filter(|lane| self.contains(lane))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Path,
+    Metadata,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    File,
+    Graph,
+    Hybrid,
+}
+
+/// What the engine needs of a validated request.
+pub struct Query<'a> {
+    pub text: &'a str,
+    pub scope: Scope,
+    pub mode: Mode,
+    pub graph_depth: u8,
+    pub graph_fanout: usize,
+    /// Whether a page passes the request's filters (OKF signals).
+    pub keep: &'a (dyn Fn(u32) -> bool + Sync),
+}
+
+/// A fused candidate.
+pub struct Candidate {
+    /// Catalog position of the page.
+    pub position: u32,
+    /// The fused score.
+    pub score: f64,
+    /// The lanes that returned it.
+    pub lanes: LaneSet,
+    /// Whether a content lane matched the page (it then has an excerpt).
+    pub content: bool,
+    /// The page's best section ([`crate::index::search_index::PassageHit::span`]), when the
+    /// passage lane found one: the excerpt comes from it.
+    pub section: Option<(u32, u32)>,
+}
+
+/// What [`rank`] finds: the fused candidates, the lanes that ran, and the graph walks of the
+/// graph lanes' seeds.
+pub struct Ranking {
+    pub candidates: Vec<Candidate>,
+    pub lanes: Vec<Lane>,
+    /// Each seed with its walk (unbounded in total).
+    pub walks: Vec<(u32, Vec<Step>)>,
+}
+
+impl Ranking {
+    /// The walk of `page` with at most `total` steps, when `page` was a seed: the first `total`
+    /// steps of its unbounded walk (a walk stops at its total, so it is always a prefix).
+    pub fn walk(&self, page: u32, total: usize) -> Option<&[Step]> {
+        self.walks
+            .iter()
+            .find(|(seed, _)| *seed == page)
+            .map(|(_, steps)| &steps[..steps.len().min(total)])
+    }
+}
+
+/// Results a cursor can page through.
+pub const MAX_RESULTS: usize = 1000;
+
+/// The lanes a request runs (§8.4 lane plan, without vector lanes).
+pub fn plan(scope: Scope, mode: Mode, query: &str) -> Vec<Lane> {
+    match scope {
+        Scope::Path => vec![Lane::ExactPath, Lane::ExactTitle],
+        Scope::Metadata => vec![Lane::Lexical],
+        Scope::All => {
+            let mut lanes = vec![Lane::ExactPath, Lane::ExactTitle];
+            if mode != Mode::Graph {
+                lanes.push(Lane::Lexical);
+                lanes.push(Lane::Passage);
+                // The CJK word lane segments CJK text; a query without CJK has nothing for it
+                // to add (it would repeat the lexical lane), so it does not run.
+                if crate::analysis::has_cjk(query) {
+                    lanes.push(Lane::Jieba);
+                }
+            }
+            if mode != Mode::File {
+                lanes.push(Lane::FileGraph);
+                lanes.push(Lane::FileRelationship);
+            }
+            lanes
+        }
+    }
+}
+
+pub(crate) fn unavailable(e: IndexError) -> ToolError {
+    ToolError::new(ErrorCode::SearchUnavailable, messages::SEARCH_UNAVAILABLE)
+        .with_detail("reason", e.to_string())
+}
+
+/// Ranks the source pages for `query`: at most [`MAX_RESULTS`], best first.
+pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError> {
+    let started = std::time::Instant::now();
+    let check_deadline = || {
+        if started.elapsed() > kb.options.search_deadline {
+            Err(ToolError::new(
+                ErrorCode::SearchTimeout,
+                messages::SEARCH_TIMEOUT,
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let lanes = plan(query.scope, query.mode, query.text);
+    let searcher = kb.search.searcher();
+    let direct = lexical::run(kb, &searcher, query, &lanes).map_err(unavailable)?;
+    check_deadline()?;
+    let mut scored = fusion::file_scores(kb, &direct);
+    let mut walks: Vec<(u32, Vec<Step>)> = Vec::new();
+    if lanes.iter().any(|l| l.is_graph()) {
+        let seeds = fusion::seeds(&scored);
+        walks = seeds
+            .iter()
+            .map(|&seed| {
+                (
+                    seed,
+                    kb.graph.walk(
+                        &kb.catalog,
+                        seed,
+                        query.graph_depth,
+                        query.graph_fanout,
+                        usize::MAX,
+                    ),
+                )
+            })
+            .collect();
+        graph_lane::add(kb, &mut scored, &walks);
+        relationship::add(kb, &searcher, query.text, &mut scored, &walks).map_err(unavailable)?;
+        // Translations are graph evidence: a zero depth or fanout turns them off too.
+        if query.graph_depth > 0 && query.graph_fanout > 0 {
+            translation::add(kb, &mut scored);
+        }
+        check_deadline()?;
+    }
+    let candidates = fusion::finish(kb, query, scored);
+    check_deadline()?;
+    Ok(Ranking {
+        candidates,
+        lanes,
+        walks,
+    })
+}

@@ -1,0 +1,45 @@
+//! Translations: a bilingual knowledge base keeps each page under sibling language-code roots
+//! with the same relative path (`pages/en/a.md` and `pages/zh-CN/a.md`; DECISIONS 23). A page's
+//! translation holds the same answer in the other language, so the translations of the best
+//! pages follow them, at a share of their score (reported as `file_graph` evidence: the pair is
+//! an edge of the knowledge base, not a match of the question).
+
+use super::fusion::{ordered, weights, Scored};
+use super::Lane;
+use crate::bundle::paths;
+use crate::index::KnowledgeBase;
+
+/// The source pages with the same path as `path` under a sibling language root.
+pub fn translations(kb: &KnowledgeBase, path: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for other in paths::translation_paths(path) {
+        if let Some(p) = kb.catalog.by_exact_path(&other) {
+            if kb.catalog.is_source(p) && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+pub fn add(kb: &KnowledgeBase, scored: &mut Scored) {
+    let w = weights();
+    if w.translation <= 0.0 {
+        return;
+    }
+    let best = ordered(scored, |e| e.file + e.graph + e.relationship);
+    let mut offers: Vec<(u32, f64)> = Vec::new();
+    for (page, score) in best.into_iter().take(w.translated) {
+        if score <= 0.0 {
+            break;
+        }
+        for other in translations(kb, &kb.catalog.file(page).path) {
+            offers.push((other, w.translation * score));
+        }
+    }
+    for (page, offer) in offers {
+        let entry = scored.entry(page).or_default();
+        entry.lanes.insert(Lane::FileGraph);
+        entry.translation = entry.translation.max(offer);
+    }
+}
