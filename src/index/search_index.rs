@@ -155,6 +155,9 @@ fn schema() -> Schema {
     builder.add_u64_field("kind", INDEXED | FAST);
     builder.add_text_field("section", text(TEXT_ANALYZER, IndexRecordOption::WithFreqs));
     builder.add_u64_field("section_span", FAST);
+    // On a page's document: how many sections it has. A page of one section has no section
+    // documents: it is its own passage (the passage lane ranks it as the page lane does).
+    builder.add_u64_field("sections", FAST);
     // The exact lanes' keys, as their hashes ([`exact_term`]): a key is a whole normalized path
     // or title, and the term dictionary of the keys themselves was most of its bytes (on SciFact,
     // 650 KB of keys against 240 KB of body terms), built at a tenth of the build's time.
@@ -220,7 +223,7 @@ const MAX_DELETED: u32 = 2_000;
 pub struct Writer {
     index: Index,
     writer: tantivy::IndexWriter<TantivyDocument>,
-    fields: [Field; 11],
+    fields: [Field; 12],
 }
 
 impl Writer {
@@ -268,7 +271,7 @@ impl Writer {
         let threads = threads.clamp(1, 8);
         let writer = index
             .writer_with_num_threads::<TantivyDocument>(threads, threads * bytes_per_thread)?;
-        let mut fields = [Field::from_field_id(0); 11];
+        let mut fields = [Field::from_field_id(0); 12];
         let names = [
             "key",
             "title",
@@ -281,6 +284,7 @@ impl Writer {
             "kind",
             "section",
             "section_span",
+            "sections",
         ];
         for (slot, name) in fields.iter_mut().zip(names) {
             *slot = field(&schema, name)?;
@@ -303,8 +307,9 @@ impl Writer {
 
     /// Adds the document of one page; callable from several threads at once.
     pub fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
-        let [key, title, path_f, meta, body, body_w, exact_path, exact_title, kind, section, span] =
+        let [key, title, path_f, meta, body, body_w, exact_path, exact_title, kind, section, span, count] =
             self.fields;
+        let sections = sections(&page.text.body);
         let mut d = TantivyDocument::default();
         d.add_u64(key, page.key);
         d.add_u64(kind, DocKind::Page as u64);
@@ -322,18 +327,20 @@ impl Writer {
             d.add_u64(exact_path, exact_term(&k));
         }
         d.add_u64(exact_title, exact_term(&crate::text::exact_key(page.title)));
+        d.add_u64(count, sections.len() as u64);
         self.writer.add_document(d)?;
-        for (first, count, range) in sections(&page.text.body) {
+        if sections.len() < 2 {
+            return Ok(());
+        }
+        for (first, parts, range) in sections {
             let mut d = TantivyDocument::default();
             d.add_u64(key, page.key);
             d.add_u64(kind, DocKind::Section as u64);
-            // Each section holds its page's title and metadata (description, tags, …): a
-            // section is read as part of its page (DPR's passages, title first), and a page of
-            // one section is then what the page lane sees.
+            // Each section holds its page's title: a section is read as part of its page (DPR's
+            // passages, title first).
             d.add_text(section, page.title);
-            d.add_text(section, &page.text.metadata);
             d.add_text(section, &page.text.body[range]);
-            d.add_u64(span, (u64::from(first) << 32) | u64::from(count));
+            d.add_u64(span, (u64::from(first) << 32) | u64::from(parts));
             self.writer.add_document(d)?;
         }
         Ok(())
@@ -646,16 +653,28 @@ impl SearchIndex {
                 term_weights: if words { &[] } else { &text_weights },
             })
             .collect();
+        let top = self.with_collection(searcher, DocKind::Page, |collection| {
+            bm25::top_docs(searcher, &queries, limit, collection)
+        })?;
+        self.hits(searcher, top)
+    }
+
+    /// Runs `score` with the collection statistics of the documents of `kind` (ties ordered by
+    /// catalog position).
+    fn with_collection<T>(
+        &self,
+        searcher: &Searcher,
+        kind: DocKind,
+        score: impl FnOnce(&bm25::Collection<'_>) -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
         let positions = self.few_positions(searcher)?;
         let order = |a: DocAddress| positions.order(a);
         let average = |f: Field| self.average_field_length(searcher, f);
-        let collection = bm25::Collection {
+        score(&bm25::Collection {
             order: &order,
             average_field_length: &average,
-            total_docs: self.doc_count(searcher, DocKind::Page)?,
-        };
-        let top = bm25::top_docs(searcher, &queries, limit, &collection)?;
-        self.hits(searcher, top)
+            total_docs: self.doc_count(searcher, kind)?,
+        })
     }
 
     /// BM25F over `kb_text` fields: the query's terms in every field, frequencies weighted and
@@ -674,23 +693,11 @@ impl SearchIndex {
             .collect();
         let terms = analysis::query_terms(query_text);
         let weights = analysis::query_term_weights(&terms);
-        let positions = self.few_positions(searcher)?;
-        let order = |a: DocAddress| positions.order(a);
-        let average = |f: Field| self.average_field_length(searcher, f);
-        let collection = bm25::Collection {
-            order: &order,
-            average_field_length: &average,
-            total_docs: self.doc_count(searcher, DocKind::Page)?,
-        };
-        let top = bm25::top_docs_bm25f(
-            searcher,
-            &fields,
-            &terms,
-            &weights,
-            BM25.k1,
-            limit,
-            &collection,
-        )?;
+        let top = self.with_collection(searcher, DocKind::Page, |collection| {
+            bm25::top_docs_bm25f(
+                searcher, &fields, &terms, &weights, BM25.k1, limit, collection,
+            )
+        })?;
         self.hits(searcher, top)
     }
 
@@ -853,42 +860,74 @@ impl SearchIndex {
             terms: &terms,
             term_weights: &weights,
         }];
+        let top = self.with_collection(searcher, DocKind::Section, |collection| {
+            bm25::top_docs(searcher, &queries, limit, collection)
+        })?;
         let positions = self.few_positions(searcher)?;
-        let order = |a: DocAddress| positions.order(a);
-        let average = |f: Field| self.average_field_length(searcher, f);
-        let collection = bm25::Collection {
-            order: &order,
-            average_field_length: &average,
-            total_docs: self.doc_count(searcher, DocKind::Section)?,
-        };
-        let top = bm25::top_docs(searcher, &queries, limit, &collection)?;
         let spans = searcher
             .segment_readers()
             .iter()
             .map(|segment| Ok(segment.fast_fields().u64("section_span")?))
             .collect::<Result<Vec<Column<u64>>, IndexError>>()?;
-        let mut hits: Vec<PassageHit> = top
+        let span_of = |address: DocAddress| {
+            spans
+                .get(address.segment_ord as usize)
+                .and_then(|c| c.first(address.doc_id))
+                .map_or((u32::MAX, 0), |span| ((span >> 32) as u32, span as u32))
+        };
+        // Best first (ties by path), then each page at its best section: of equal ones the
+        // first in the page, not the first the writer threads placed (two builds place
+        // documents differently). Spans are read for the kept hits and their ties only.
+        let mut placed: Vec<(f32, u32, DocAddress)> = top
             .into_iter()
-            .filter_map(|(score, address)| {
-                let span = spans
-                    .get(address.segment_ord as usize)?
-                    .first(address.doc_id)?;
-                Some(PassageHit {
-                    position: positions.get(address)?,
-                    score,
-                    span: ((span >> 32) as u32, span as u32),
-                })
-            })
+            .filter_map(|(score, address)| Some((score, positions.get(address)?, address)))
             .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(a.position.cmp(&b.position))
-                .then(a.span.cmp(&b.span))
-        });
-        let mut seen = std::collections::HashSet::new();
-        hits.retain(|h| seen.insert(h.position));
-        Ok(hits)
+        placed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut kept: Vec<PassageHit> = Vec::new();
+        let mut at: rustc_hash::FxHashMap<u32, usize> = rustc_hash::FxHashMap::default();
+        for (score, position, address) in placed {
+            match at.get(&position) {
+                None => {
+                    at.insert(position, kept.len());
+                    kept.push(PassageHit {
+                        position,
+                        score,
+                        span: span_of(address),
+                    });
+                }
+                Some(&i) if kept[i].score == score => {
+                    let span = span_of(address);
+                    if span < kept[i].span {
+                        kept[i].span = span;
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(kept)
+    }
+
+    /// Whether each hit's page has one section (and so no section documents: it is its own
+    /// passage).
+    pub fn single_section(
+        &self,
+        searcher: &Searcher,
+        hits: &[LaneHit],
+    ) -> Result<Vec<bool>, IndexError> {
+        let counts = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| Ok(segment.fast_fields().u64("sections")?))
+            .collect::<Result<Vec<Column<u64>>, IndexError>>()?;
+        Ok(hits
+            .iter()
+            .map(|h| {
+                counts
+                    .get(h.address.segment_ord as usize)
+                    .and_then(|c| c.first(h.address.doc_id))
+                    .is_some_and(|n| n < 2)
+            })
+            .collect())
     }
 
     /// The BM25 inverse document frequency of a `kb_text` term over the `body` field (as the

@@ -3,8 +3,6 @@
 //! to it shares of other pages' file scores ([`Scored`]); exact-path hits rank first, then
 //! exact-title hits, then the rest by score, ties by path.
 
-use std::collections::HashMap;
-
 use super::lexical::LaneHits;
 use super::{Candidate, Lane, LaneSet, Mode, Query, MAX_RESULTS};
 use crate::index::KnowledgeBase;
@@ -98,23 +96,21 @@ impl Entry {
 }
 
 /// Every page some lane found, by catalog position.
-pub type Scored = HashMap<u32, Entry>;
+pub type Scored = rustc_hash::FxHashMap<u32, Entry>;
 
-/// The file score of every page a direct lane found (each lane counts at the page's best rank
-/// in it).
+/// The file score of every page a direct lane found (each lane counts at the page's rank in
+/// it; a page is in a lane once).
 pub fn file_scores(kb: &KnowledgeBase, direct: &[LaneHits]) -> Scored {
     let w = weights();
-    let mut scored = Scored::new();
+    let mut scored = Scored::default();
     for lane in direct {
         let weight = lane_weight(w, lane.lane);
-        let mut rank = 0usize;
         for hit in &lane.hits {
             if !kb.catalog.is_source(hit.position) {
                 continue;
             }
             let entry = scored.entry(hit.position).or_default();
-            entry.file += weight / (w.rrf_k + rank as f64 + 1.0);
-            rank += 1;
+            entry.file += weight / (w.rrf_k + f64::from(hit.rank) + 1.0);
             if lane.reported {
                 entry.lanes.insert(lane.lane);
             }
@@ -129,19 +125,23 @@ pub fn file_scores(kb: &KnowledgeBase, direct: &[LaneHits]) -> Scored {
     scored
 }
 
-/// Pages ordered by `score`, best first, ties by catalog position (path order).
-pub fn ordered(scored: &Scored, score: impl Fn(&Entry) -> f64) -> Vec<(u32, f64)> {
+/// The best `take` pages by `score`, best first, ties by catalog position (path order).
+pub fn best(scored: &Scored, take: usize, score: impl Fn(&Entry) -> f64) -> Vec<(u32, f64)> {
     let mut pages: Vec<(u32, f64)> = scored.iter().map(|(&p, e)| (p, score(e))).collect();
-    pages.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let order = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if take < pages.len() {
+        pages.select_nth_unstable_by(take, order);
+        pages.truncate(take);
+    }
+    pages.sort_unstable_by(order);
     pages
 }
 
 /// The graph lanes' seeds: the best pages by file score.
 pub fn seeds(scored: &Scored) -> Vec<u32> {
-    ordered(scored, |e| e.file)
+    best(scored, weights().seeds, |e| e.file)
         .into_iter()
         .filter(|&(_, s)| s > 0.0)
-        .take(weights().seeds)
         .map(|(p, _)| p)
         .collect()
 }

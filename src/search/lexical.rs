@@ -17,6 +17,8 @@ const PASSAGE_DEPTH: usize = 3 * LANE_DEPTH;
 #[derive(Debug, Clone, Copy)]
 pub struct Hit {
     pub position: u32,
+    /// Its rank in the lane (0 = best).
+    pub rank: u32,
     /// The page's best section (passage lane only).
     pub section: Option<(u32, u32)>,
 }
@@ -39,12 +41,16 @@ pub fn run(
     let exact_key = crate::text::exact_key(text);
     let page_hits = |hits: Vec<crate::index::search_index::LaneHit>| {
         hits.into_iter()
-            .map(|h| Hit {
+            .enumerate()
+            .map(|(rank, h)| Hit {
                 position: h.position,
+                rank: rank as u32,
                 section: None,
             })
             .collect::<Vec<_>>()
     };
+    // The page lane's hits whose page is one section, in its order.
+    let mut single: Vec<Hit> = Vec::new();
     let mut wanted: Vec<(Lane, bool)> = lanes
         .iter()
         .filter(|l| !l.is_graph())
@@ -63,14 +69,27 @@ pub fn run(
             Lane::Lexical if query.scope == Scope::Metadata => {
                 page_hits(kb.search.metadata(searcher, text, LANE_DEPTH)?)
             }
-            Lane::Lexical => page_hits(kb.search.lexical(searcher, text, LANE_DEPTH)?),
+            Lane::Lexical => {
+                let hits = kb.search.lexical(searcher, text, LANE_DEPTH)?;
+                let singles = kb.search.single_section(searcher, &hits)?;
+                let hits = page_hits(hits);
+                single = hits
+                    .iter()
+                    .zip(singles)
+                    .filter(|(_, one)| *one)
+                    .map(|(h, _)| *h)
+                    .collect();
+                hits
+            }
             Lane::Passage => kb
                 .search
                 .passages(searcher, text, PASSAGE_DEPTH)?
                 .into_iter()
                 .take(LANE_DEPTH)
-                .map(|h| Hit {
+                .enumerate()
+                .map(|(rank, h)| Hit {
                     position: h.position,
+                    rank: rank as u32,
                     section: Some(h.span),
                 })
                 .collect(),
@@ -82,6 +101,11 @@ pub fn run(
             reported,
             hits,
         });
+    }
+    // A page of one section is its own passage: in the passage lane it has its page-lane rank
+    // (the lexical lane runs before the passage lane).
+    if let Some(passages) = out.iter_mut().find(|l| l.lane == Lane::Passage) {
+        passages.hits.extend(single);
     }
     // Quoted phrases must appear as written (in order, adjacent) in a content-lane hit.
     let phrases = crate::text::quoted_phrases(text);

@@ -4,7 +4,7 @@
 //! pages follow them, at a share of their score (reported as `file_graph` evidence: the pair is
 //! an edge of the knowledge base, not a match of the question).
 
-use super::fusion::{ordered, weights, Scored};
+use super::fusion::{best, weights, Scored};
 use super::Lane;
 use crate::bundle::paths;
 use crate::index::KnowledgeBase;
@@ -27,9 +27,8 @@ pub fn add(kb: &KnowledgeBase, scored: &mut Scored) {
     if w.translation <= 0.0 {
         return;
     }
-    let best = ordered(scored, |e| e.file + e.graph + e.relationship);
     let mut offers: Vec<(u32, f64)> = Vec::new();
-    for (page, score) in best.into_iter().take(w.translated) {
+    for (page, score) in best(scored, w.translated, |e| e.file + e.graph + e.relationship) {
         if score <= 0.0 {
             break;
         }
