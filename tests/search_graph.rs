@@ -644,3 +644,35 @@ fn deeper_walks_only_add_graph_candidates() {
         }
     }
 }
+
+/// Translations (DECISIONS 23): in `hybrid` mode the same page under the other language root
+/// follows the page that answers, below it, as graph evidence; the hub pages that link to the
+/// answer (the OpenAPI overview, the README) do not outrank it.
+#[test]
+fn translations_follow_the_answer_and_hubs_do_not_outrank_it() {
+    let opened = open_fixture("focowiki-docs");
+    let kb = &opened.kb;
+    let en = "pages/en/openapi/webhook-delivery.md";
+    let zh = "pages/zh-CN/openapi/webhook-delivery.md";
+    let query = "Which HTTP status must the endpoint that receives webhooks answer with?";
+    let paths = |out: &Value| -> Vec<String> {
+        items(out)
+            .iter()
+            .map(|i| i["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let hybrid = search(kb, json!({ "query": query, "mode": "hybrid" }));
+    let ranked = paths(&hybrid);
+    let rank = |list: &[String], path: &str| list.iter().position(|p| p == path);
+    assert_eq!(rank(&ranked, en), Some(0), "{ranked:?}");
+    let translated = rank(&ranked, zh).unwrap_or_else(|| panic!("no translation: {ranked:?}"));
+    assert!(translated > 0, "{ranked:?}");
+    let hit = item(&hybrid, zh).unwrap();
+    assert!(strings(&hit["matchedFields"]).contains(&"graph_node".to_string()));
+    // File mode ranks by the question alone: the Chinese page is lower or absent.
+    let file = paths(&search(kb, json!({ "query": query, "mode": "file" })));
+    assert!(
+        rank(&file, zh).is_none_or(|r| r > translated),
+        "file {file:?}, hybrid {ranked:?}"
+    );
+}
