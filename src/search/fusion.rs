@@ -55,11 +55,6 @@ pub const WEIGHTS: Weights = Weights {
     translated: 50,
 };
 
-/// The weights in use.
-pub fn weights() -> &'static Weights {
-    &WEIGHTS
-}
-
 fn lane_weight(w: &Weights, lane: Lane) -> f64 {
     match lane {
         Lane::ExactPath => w.exact_path,
@@ -101,7 +96,7 @@ pub type Scored = rustc_hash::FxHashMap<u32, Entry>;
 /// The file score of every page a direct lane found (each lane counts at the page's rank in
 /// it; a page is in a lane once).
 pub fn file_scores(kb: &KnowledgeBase, direct: &[LaneHits]) -> Scored {
-    let w = weights();
+    let w = &WEIGHTS;
     let mut scored = Scored::default();
     for lane in direct {
         let weight = lane_weight(w, lane.lane);
@@ -139,7 +134,7 @@ pub fn best(scored: &Scored, take: usize, score: impl Fn(&Entry) -> f64) -> Vec<
 
 /// The graph lanes' seeds: the best pages by file score.
 pub fn seeds(scored: &Scored) -> Vec<u32> {
-    best(scored, weights().seeds, |e| e.file)
+    best(scored, WEIGHTS.seeds, |e| e.file)
         .into_iter()
         .filter(|&(_, s)| s > 0.0)
         .map(|(p, _)| p)

@@ -5,7 +5,7 @@
 //! hub (a README linked from and to everything) is not lifted by every question; a page keeps
 //! the best offer. A seed is a graph node in its own right: it gets the lane, not a score.
 
-use super::fusion::{weights, Scored};
+use super::fusion::{Scored, WEIGHTS};
 use super::Lane;
 use crate::graph::Step;
 use crate::index::KnowledgeBase;
@@ -21,7 +21,7 @@ pub fn hub_damping(kb: &KnowledgeBase, page: u32, hub: f64) -> f64 {
 }
 
 pub fn add(kb: &KnowledgeBase, scored: &mut Scored, walks: &[(u32, Vec<Step>)]) {
-    let w = weights();
+    let w = &WEIGHTS;
     let mut offers: Vec<(u32, f64)> = Vec::new();
     for (seed, steps) in walks {
         let seed_score = scored.get(seed).map_or(0.0, |e| e.file);

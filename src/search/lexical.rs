@@ -9,7 +9,7 @@ use crate::error::IndexError;
 use crate::index::KnowledgeBase;
 
 /// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
-pub const LANE_DEPTH: usize = 1000;
+const LANE_DEPTH: usize = 1000;
 /// Sections the passage lane scores into its list (several per page).
 const PASSAGE_DEPTH: usize = 3 * LANE_DEPTH;
 

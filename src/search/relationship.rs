@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::fusion::{weights, Scored};
+use super::fusion::{Scored, WEIGHTS};
 use super::graph_lane::hub_damping;
 use super::Lane;
 use crate::error::IndexError;
@@ -85,7 +85,7 @@ pub fn add(
     if terms.is_empty() {
         return Ok(());
     }
-    let w = weights();
+    let w = &WEIGHTS;
     let mut idf: Vec<f64> = Vec::with_capacity(terms.len());
     for term in &terms {
         idf.push(f64::from(kb.search.idf(searcher, term)?));

@@ -4,7 +4,7 @@
 //! pages follow them, at a share of their score (reported as `file_graph` evidence: the pair is
 //! an edge of the knowledge base, not a match of the question).
 
-use super::fusion::{best, weights, Scored};
+use super::fusion::{best, Scored, WEIGHTS};
 use super::Lane;
 use crate::bundle::paths;
 use crate::index::KnowledgeBase;
@@ -23,7 +23,7 @@ pub fn translations(kb: &KnowledgeBase, path: &str) -> Vec<u32> {
 }
 
 pub fn add(kb: &KnowledgeBase, scored: &mut Scored) {
-    let w = weights();
+    let w = &WEIGHTS;
     if w.translation <= 0.0 {
         return;
     }
