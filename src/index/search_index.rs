@@ -111,6 +111,22 @@ pub struct PassageHit {
     pub span: (u32, u32),
 }
 
+/// A query's `kb_text` terms and their weights ([`analysis::query_terms`],
+/// [`analysis::query_term_weights`]): analysed once per query (a CJK query is segmented by
+/// jieba) and shared by every lane that reads them.
+pub struct QueryTerms {
+    pub terms: Vec<String>,
+    pub weights: Vec<f32>,
+}
+
+impl QueryTerms {
+    pub fn of(query: &str) -> Self {
+        let terms = analysis::query_terms(query);
+        let weights = analysis::query_term_weights(&terms);
+        QueryTerms { terms, weights }
+    }
+}
+
 /// A hit of one lane: the catalog position, the lane score and where the document is.
 #[derive(Debug, Clone, Copy)]
 pub struct LaneHit {
@@ -634,11 +650,10 @@ impl SearchIndex {
         searcher: &Searcher,
         fields: &[(&str, f32)],
         query_text: &str,
+        text: &QueryTerms,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
         let weighted = self.weighted(fields);
-        let text_terms = analysis::query_terms(query_text);
-        let text_weights = analysis::query_term_weights(&text_terms);
         let word_terms = if weighted.iter().any(|(words, _, _)| *words) {
             analysis::query_words(query_text)
         } else {
@@ -649,8 +664,8 @@ impl SearchIndex {
             .map(|(words, field, params)| bm25::FieldQuery {
                 field,
                 params,
-                terms: if words { &word_terms } else { &text_terms },
-                term_weights: if words { &[] } else { &text_weights },
+                terms: if words { &word_terms } else { &text.terms },
+                term_weights: if words { &[] } else { &text.weights },
             })
             .collect();
         let top = self.with_collection(searcher, DocKind::Page, |collection| {
@@ -683,7 +698,7 @@ impl SearchIndex {
         &self,
         searcher: &Searcher,
         fields: &[(&str, f32)],
-        query_text: &str,
+        query: &QueryTerms,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
         let fields: Vec<(Field, bm25::FieldParams)> = self
@@ -691,11 +706,10 @@ impl SearchIndex {
             .into_iter()
             .map(|(_, field, params)| (field, params))
             .collect();
-        let terms = analysis::query_terms(query_text);
-        let weights = analysis::query_term_weights(&terms);
+        let (terms, weights) = (&query.terms, &query.weights);
         let top = self.with_collection(searcher, DocKind::Page, |collection| {
             bm25::top_docs_bm25f(
-                searcher, &fields, &terms, &weights, BM25.k1, limit, collection,
+                searcher, &fields, terms, weights, BM25.k1, limit, collection,
             )
         })?;
         self.hits(searcher, top)
@@ -705,30 +719,32 @@ impl SearchIndex {
     pub fn lexical(
         &self,
         searcher: &Searcher,
-        query_text: &str,
+        query: &QueryTerms,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        self.fielded(searcher, &LEXICAL_FIELDS, query_text, limit)
+        self.fielded(searcher, &LEXICAL_FIELDS, query, limit)
     }
 
     /// The `lexical` lane with `scope=metadata`: title, path and metadata only.
     pub fn metadata(
         &self,
         searcher: &Searcher,
-        query_text: &str,
+        query: &QueryTerms,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        self.fielded(searcher, &METADATA_FIELDS, query_text, limit)
+        self.fielded(searcher, &METADATA_FIELDS, query, limit)
     }
 
-    /// The `jieba` lane: BM25 with dictionary-word analysis.
+    /// The `jieba` lane: BM25 with dictionary-word analysis (of `query_text`) and the query's
+    /// `kb_text` terms.
     pub fn words(
         &self,
         searcher: &Searcher,
         query_text: &str,
+        query: &QueryTerms,
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
-        self.lane(searcher, &WORD_FIELDS, query_text, limit)
+        self.lane(searcher, &WORD_FIELDS, query_text, query, limit)
     }
 
     /// Catalog positions of the pages whose body contains every phrase, in order and adjacent
@@ -846,19 +862,17 @@ impl SearchIndex {
     pub fn passages(
         &self,
         searcher: &Searcher,
-        query_text: &str,
+        query: &QueryTerms,
         limit: usize,
     ) -> Result<Vec<PassageHit>, IndexError> {
         let Ok(section) = self.schema.get_field("section") else {
             return Ok(Vec::new());
         };
-        let terms = analysis::query_terms(query_text);
-        let weights = analysis::query_term_weights(&terms);
         let queries = [bm25::FieldQuery {
             field: section,
             params: BM25,
-            terms: &terms,
-            term_weights: &weights,
+            terms: &query.terms,
+            term_weights: &query.weights,
         }];
         let top = self.with_collection(searcher, DocKind::Section, |collection| {
             bm25::top_docs(searcher, &queries, limit, collection)

@@ -6,6 +6,7 @@ use tantivy::Searcher;
 
 use super::{Lane, Mode, Query, Scope};
 use crate::error::IndexError;
+use crate::index::search_index::QueryTerms;
 use crate::index::KnowledgeBase;
 
 /// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
@@ -35,6 +36,7 @@ pub fn run(
     kb: &KnowledgeBase,
     searcher: &Searcher,
     query: &Query<'_>,
+    terms: &QueryTerms,
     lanes: &[Lane],
 ) -> Result<Vec<LaneHits>, IndexError> {
     let text = query.text;
@@ -67,10 +69,10 @@ pub fn run(
             Lane::ExactPath => page_hits(kb.search.exact_path(searcher, &exact_key)?),
             Lane::ExactTitle => page_hits(kb.search.exact_title(searcher, &exact_key)?),
             Lane::Lexical if query.scope == Scope::Metadata => {
-                page_hits(kb.search.metadata(searcher, text, LANE_DEPTH)?)
+                page_hits(kb.search.metadata(searcher, terms, LANE_DEPTH)?)
             }
             Lane::Lexical => {
-                let hits = kb.search.lexical(searcher, text, LANE_DEPTH)?;
+                let hits = kb.search.lexical(searcher, terms, LANE_DEPTH)?;
                 let singles = kb.search.single_section(searcher, &hits)?;
                 let hits = page_hits(hits);
                 single = hits
@@ -83,7 +85,7 @@ pub fn run(
             }
             Lane::Passage => kb
                 .search
-                .passages(searcher, text, PASSAGE_DEPTH)?
+                .passages(searcher, terms, PASSAGE_DEPTH)?
                 .into_iter()
                 .take(LANE_DEPTH)
                 .enumerate()
@@ -93,7 +95,7 @@ pub fn run(
                     section: Some(h.span),
                 })
                 .collect(),
-            Lane::Jieba => page_hits(kb.search.words(searcher, text, LANE_DEPTH)?),
+            Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
             Lane::FileGraph | Lane::FileRelationship => continue,
         };
         out.push(LaneHits {

@@ -24,6 +24,7 @@ pub mod translation;
 
 use crate::error::{messages, ErrorCode, IndexError, ToolError};
 use crate::graph::Step;
+use crate::index::search_index::QueryTerms;
 use crate::index::KnowledgeBase;
 
 /// A retrieval lane (an `evidenceStatus` family; the passage lane is lexical evidence).
@@ -219,7 +220,8 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
     };
     let lanes = plan(query.scope, query.mode, query.text);
     let searcher = kb.search.searcher();
-    let direct = lexical::run(kb, &searcher, query, &lanes).map_err(unavailable)?;
+    let terms = QueryTerms::of(query.text);
+    let direct = lexical::run(kb, &searcher, query, &terms, &lanes).map_err(unavailable)?;
     check_deadline()?;
     let mut scored = fusion::file_scores(kb, &direct);
     let mut walks: Vec<(u32, Vec<Step>)> = Vec::new();
@@ -241,7 +243,7 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
             })
             .collect();
         graph_lane::add(kb, &mut scored, &walks);
-        relationship::add(kb, &searcher, query.text, &mut scored, &walks).map_err(unavailable)?;
+        relationship::add(kb, &searcher, &terms.terms, &mut scored, &walks).map_err(unavailable)?;
         // Translations are graph evidence: a zero depth or fanout turns them off too.
         if query.graph_depth > 0 && query.graph_fanout > 0 {
             translation::add(kb, &mut scored);

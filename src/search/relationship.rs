@@ -74,27 +74,26 @@ impl<'q, 'c> TermMatcher<'q, 'c> {
 pub fn add(
     kb: &KnowledgeBase,
     searcher: &tantivy::Searcher,
-    query: &str,
+    terms: &[String],
     scored: &mut Scored,
     walks: &[(u32, Vec<Step>)],
 ) -> Result<(), IndexError> {
     if walks.iter().all(|(_, steps)| steps.is_empty()) {
         return Ok(());
     }
-    let terms = crate::analysis::query_terms(query);
     if terms.is_empty() {
         return Ok(());
     }
     let w = &WEIGHTS;
     let mut idf: Vec<f64> = Vec::with_capacity(terms.len());
-    for term in &terms {
+    for term in terms {
         idf.push(f64::from(kb.search.idf(searcher, term)?));
     }
     let total: f64 = idf.iter().sum();
     if total <= 0.0 {
         return Ok(());
     }
-    let mut matcher = TermMatcher::new(&terms);
+    let mut matcher = TermMatcher::new(terms);
     let mut shares: HashMap<u32, f64> = HashMap::new();
     let mut found: Vec<usize> = Vec::new();
     let mut offers: Vec<(u32, u32, f64)> = Vec::new();
