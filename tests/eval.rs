@@ -4,9 +4,24 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
+
+/// `kbtools --bundle BUNDLE --index INDEX -q eval ARGS…`.
+fn eval_on(bundle: &Path, index: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec![
+        "--bundle",
+        bundle.to_str().unwrap(),
+        "--index",
+        index.to_str().unwrap(),
+        "-q",
+        "eval",
+    ];
+    all.extend(args);
+    kbtools(&all)
+}
 
 fn kbtools(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kbtools"))
@@ -44,21 +59,19 @@ fn metrics_on_a_tiny_judged_set() {
     .unwrap();
     let index = dir.path().join("index");
     let fixture = common::fixture("focowiki-docs");
-    let (code, stdout, stderr) = kbtools(&[
-        "--bundle",
-        fixture.to_str().unwrap(),
-        "--index",
-        index.to_str().unwrap(),
-        "-q",
-        "eval",
-        "--queries",
-        queries.to_str().unwrap(),
-        "--qrels",
-        qrels.to_str().unwrap(),
-        "--mode",
-        "file",
-        "--json",
-    ]);
+    let (code, stdout, stderr) = eval_on(
+        &fixture,
+        &index,
+        &[
+            "--queries",
+            queries.to_str().unwrap(),
+            "--qrels",
+            qrels.to_str().unwrap(),
+            "--mode",
+            "file",
+            "--json",
+        ],
+    );
     assert_eq!(code, 0, "{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
     let file = &report["modes"]["file"];
@@ -91,20 +104,9 @@ fn graded_questions_with_groups_and_a_threshold() {
     let index = dir.path().join("index");
     let fixture = common::fixture("focowiki-docs");
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "--bundle",
-            fixture.to_str().unwrap(),
-            "--index",
-            index.to_str().unwrap(),
-            "-q",
-            "eval",
-            "--questions",
-            questions.to_str().unwrap(),
-            "--mode",
-            "file",
-        ];
+        let mut args = vec!["--questions", questions.to_str().unwrap(), "--mode", "file"];
         args.extend(extra);
-        kbtools(&args)
+        eval_on(&fixture, &index, &args)
     };
     let (code, stdout, stderr) = run(&["--json", "--min-ndcg", "0.5"]);
     assert_eq!(code, 0, "{stderr}");
@@ -169,25 +171,20 @@ fn shared_eval(bundle: &str, split: &str) -> Option<(f64, f64)> {
         .join("../shared/corpora")
         .join(bundle);
     let index = tempfile::tempdir().unwrap();
-    let (code, stdout, stderr) = kbtools(&[
-        "--bundle",
-        path.to_str().unwrap(),
-        "--index",
-        index.path().to_str().unwrap(),
-        "-q",
-        "eval",
-        "--queries",
-        corpus.join("queries.jsonl").to_str().unwrap(),
-        "--qrels",
-        corpus
-            .join("qrels")
-            .join(format!("{split}.tsv"))
-            .to_str()
-            .unwrap(),
-        "--mode",
-        "hybrid",
-        "--json",
-    ]);
+    let qrels = corpus.join("qrels").join(format!("{split}.tsv"));
+    let (code, stdout, stderr) = eval_on(
+        &path,
+        index.path(),
+        &[
+            "--queries",
+            corpus.join("queries.jsonl").to_str().unwrap(),
+            "--qrels",
+            qrels.to_str().unwrap(),
+            "--mode",
+            "hybrid",
+            "--json",
+        ],
+    );
     assert_eq!(code, 0, "{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
     let hybrid = &report["modes"]["hybrid"];
