@@ -49,10 +49,10 @@ impl RelationGraph {
         };
         let mut out: Vec<(u32, &CatalogRelation)> =
             range.map(|r| (r, catalog.relation(r))).collect();
+        // Catalog positions are in path order: comparing them compares the target paths.
         out.sort_by(|a, b| {
-            let (fa, fb) = (catalog.file(a.1.to), catalog.file(b.1.to));
-            fa.path
-                .cmp(&fb.path)
+            a.1.to
+                .cmp(&b.1.to)
                 .then(preference(a.1).cmp(&preference(b.1)))
                 .then(a.1.relation_type.cmp(&b.1.relation_type))
                 .then(a.0.cmp(&b.0))

@@ -658,21 +658,25 @@ fn files_of_each_kind(index_dir: &Path) -> Vec<String> {
         "diagnostics.json",
         "search/meta.json",
         "search/.managed.json",
+        "search/sections/meta.json",
+        "search/sections/.managed.json",
     ] {
         out.push(format!("{generation}/{name}"));
     }
     let mut extensions = BTreeMap::new();
+    // The pages' index and the sections' (`search/sections/`).
     for name in files_under(&index_dir.join(generation).join("search")) {
-        if let Some((_, ext)) = name.split_once('.') {
-            if !name.starts_with('.') && ext != "json" {
+        let (folder, base) = name.rsplit_once('/').unwrap_or(("", &name));
+        if let Some((_, ext)) = base.split_once('.') {
+            if !base.starts_with('.') && ext != "json" {
                 extensions
-                    .entry(ext.to_string())
+                    .entry((folder.to_string(), ext.to_string()))
                     .or_insert(format!("{generation}/search/{name}"));
             }
         }
     }
     assert!(
-        extensions.len() >= 5,
+        extensions.len() >= 8,
         "segment files of few kinds: {extensions:?}"
     );
     out.extend(extensions.into_values());

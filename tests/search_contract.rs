@@ -1354,3 +1354,50 @@ fn scope_metadata_reports_metadata_matches() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Passages: a long page's excerpt comes from its best heading section
+
+/// A plain folder with one long page of three sections (the last two score the same for
+/// "zebra": same length, same counts) and a page without headings.
+fn sectioned_bundle() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let filler = |word: &str| vec![word; 90].join(" ");
+    let page = format!(
+        "# Field notes\n\n{}\n\n## Stripes\n\nzebra {}\n\n## Manes\n\nzebra {}\n",
+        filler("savanna"),
+        filler("alpha"),
+        filler("omega"),
+    );
+    std::fs::write(dir.path().join("notes.md"), page).unwrap();
+    std::fs::write(
+        dir.path().join("short.md"),
+        "# Short\n\nA zebra crossing, and nothing else.\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn excerpts_come_from_the_best_section_and_equal_sections_from_the_first() {
+    let bundle = sectioned_bundle();
+    let opened = common::open_bundle(bundle.path());
+    for mode in ["file", "hybrid"] {
+        let out = search(&opened.kb, json!({ "query": "zebra", "mode": mode }));
+        let notes = items(&out)
+            .into_iter()
+            .find(|i| i["path"] == "pages/notes.md")
+            .unwrap_or_else(|| panic!("{mode}: {out}"));
+        let excerpt = notes["sourceExcerpt"].as_str().unwrap();
+        // The first of the two equal sections, not the page's first section nor the other one.
+        assert!(excerpt.contains("zebra alpha"), "{mode}: {excerpt}");
+        assert!(!excerpt.contains("omega"), "{mode}: {excerpt}");
+        assert!(!excerpt.contains("savanna"), "{mode}: {excerpt}");
+        // A page of one section is its own passage.
+        let short = items(&out)
+            .into_iter()
+            .find(|i| i["path"] == "pages/short.md")
+            .unwrap();
+        assert!(short["sourceExcerpt"].as_str().unwrap().contains("zebra"));
+    }
+}

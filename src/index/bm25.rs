@@ -37,9 +37,9 @@ pub fn top_docs(
     fields: &[FieldQuery<'_>],
     limit: usize,
     collection: &Collection<'_>,
-) -> Result<Vec<(f32, DocAddress)>, IndexError> {
+) -> Result<Vec<TopDoc>, IndexError> {
     let total_docs = collection.total_docs.max(1) as f32;
-    let deleted = deleted_docs(searcher);
+    let deleted = collection.deleted;
     // Collection statistics: document frequency and average field length, over all segments.
     let mut average_length = Vec::with_capacity(fields.len());
     for fq in fields {
@@ -49,8 +49,7 @@ pub fn top_docs(
     for fq in fields {
         let mut row = Vec::with_capacity(fq.terms.len());
         for t in fq.terms {
-            let df =
-                alive_doc_freq(searcher, &deleted, &Term::from_field_text(fq.field, t))? as f32;
+            let df = alive_doc_freq(searcher, deleted, &Term::from_field_text(fq.field, t))? as f32;
             row.push(
                 (1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln()
                     * term_weight(fq.term_weights, row.len()),
@@ -106,9 +105,9 @@ pub fn top_docs_bm25f(
     k1: f32,
     limit: usize,
     collection: &Collection<'_>,
-) -> Result<Vec<(f32, DocAddress)>, IndexError> {
+) -> Result<Vec<TopDoc>, IndexError> {
     let total_docs = collection.total_docs.max(1) as f32;
-    let deleted = deleted_docs(searcher);
+    let deleted = collection.deleted;
     let mut average_length = Vec::with_capacity(fields.len());
     for (field, _) in fields {
         average_length.push((collection.average_field_length)(*field)?);
@@ -119,7 +118,7 @@ pub fn top_docs_bm25f(
         for (field, _) in fields {
             df = df.max(alive_doc_freq(
                 searcher,
-                &deleted,
+                deleted,
                 &Term::from_field_text(*field, t),
             )?);
         }
@@ -192,8 +191,10 @@ pub struct Collection<'a> {
     pub order: &'a dyn Fn(DocAddress) -> u64,
     /// The average length of a field over the live documents.
     pub average_field_length: &'a dyn Fn(Field) -> Result<f32, IndexError>,
-    /// The documents the queried fields belong to (pages, or sections), for the IDF.
+    /// The live documents of the index, for the IDF.
     pub total_docs: u64,
+    /// The deleted documents of each segment ([`deleted_docs`]).
+    pub deleted: &'a [Vec<DocId>],
 }
 
 /// The query weight of term `i` (1 when none is given).
@@ -205,19 +206,14 @@ fn term_weight(weights: &[f32], i: usize) -> f32 {
 /// field norms the scores use. Tantivy's own token totals are estimates once a segment with
 /// deleted documents is merged, and the average must not depend on how the index was built
 /// (incrementally or at once).
-pub fn average_field_length(
-    searcher: &Searcher,
-    field: Field,
-    kind: u64,
-) -> Result<f32, IndexError> {
+pub fn average_field_length(searcher: &Searcher, field: Field) -> Result<f32, IndexError> {
     let mut total = 0u64;
     let mut docs = 0u64;
     for segment in searcher.segment_readers() {
         let norms = segment.get_fieldnorms_reader(field)?;
-        let kinds = segment.fast_fields().u64("kind")?;
         let alive = segment.alive_bitset();
         for doc in 0..segment.max_doc() {
-            if alive.is_some_and(|a| !a.is_alive(doc)) || kinds.first(doc) != Some(kind) {
+            if alive.is_some_and(|a| !a.is_alive(doc)) {
                 continue;
             }
             total += u64::from(norms.fieldnorm(doc));
@@ -305,16 +301,19 @@ fn zeroed(buffer: &mut Vec<f32>, len: usize) -> &mut [f32] {
     buffer
 }
 
-/// A scored document in the ranking order: higher score first, then lower `order` (the catalog
-/// position: where the writer put a document must not decide which of two equal documents
-/// makes the cut), then lower address. `Less` is better.
-struct Ranked {
-    score: f32,
-    order: u64,
-    address: DocAddress,
+/// A kept document of [`TopK`]: its score, address and ranking order (the catalog position,
+/// `u64::MAX` when the catalog does not know it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopDoc {
+    pub score: f32,
+    pub address: DocAddress,
+    pub order: u64,
 }
 
-impl Ranked {
+impl TopDoc {
+    /// The ranking order: higher score first, then lower `order` (where the writer put a
+    /// document must not decide which of two equal documents makes the cut), then lower
+    /// address. `Less` is better.
     fn rank(&self, other: &Self) -> Ordering {
         other
             .score
@@ -324,37 +323,24 @@ impl Ranked {
     }
 }
 
-impl PartialEq for Ranked {
-    fn eq(&self, other: &Self) -> bool {
-        self.rank(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Ranked {}
-
-impl PartialOrd for Ranked {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Ranked {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.rank(other)
-    }
-}
-
-/// The best `limit` documents of those offered, in the ranking order of [`Ranked`] (a total
-/// order, so the kept set is the first `limit` of a full sort, whatever the offering order).
+/// The best `limit` documents of those offered, in the ranking order of [`TopDoc::rank`] (a
+/// total order, so the kept set is the first `limit` of a full sort, whatever the offering
+/// order).
 ///
-/// A segment's scores are read in one pass against a bound estimated from a sample of them, so
-/// that only about 1.5 × `limit` documents become candidates to order exactly. When fewer than
-/// `limit` documents reach the bound, the rest are added too. Either way every document of the
-/// segment's best `limit` is a candidate, and a document of the overall best `limit` is among
-/// its own segment's best `limit`.
+/// A segment's scores are read in one pass against a bound: the higher of a score estimated
+/// from a sample of them, which about 1.5 × `limit` documents of the segment reach, and the
+/// `limit`-th best score kept from the segments before (the floor). When fewer than `limit`
+/// documents of the segment reach the sampled bound, the rest down to the floor are added too.
+/// Either way every document that can be among the overall best `limit` is a candidate: one
+/// below the sampled bound has `limit` better ones in its own segment, one below the floor has
+/// `limit` better ones already kept. Candidates are ordered by score alone until the end; the
+/// tie order (a catalog lookup each) is read only for the documents kept then.
 struct TopK<'a> {
     limit: usize,
-    candidates: Vec<Ranked>,
+    candidates: Vec<(f32, DocAddress)>,
+    /// The key of the `limit`-th best score kept so far (0, below every key, until `limit`
+    /// documents are kept).
+    floor: u32,
     order: &'a dyn Fn(DocAddress) -> u64,
 }
 
@@ -383,6 +369,7 @@ impl<'a> TopK<'a> {
         TopK {
             limit,
             candidates: Vec::new(),
+            floor: 0,
             order,
         }
     }
@@ -392,33 +379,27 @@ impl<'a> TopK<'a> {
         if self.limit == 0 {
             return;
         }
+        let floor = self.floor;
         let is_offered = |doc: usize, score: f32| {
             is_scored(score) && alive.is_none_or(|a| a.is_alive(doc as u32))
         };
-        // The bound: a sampled score that about 1.5 × `limit` documents should reach (0, below
-        // every key, when the sample is too small to tell).
+        // The sampled bound: a score that about 1.5 × `limit` documents should reach (the
+        // floor when the sample is too small to tell).
         let stride = (scores.len() / SAMPLES).max(1);
         let mut sample: Vec<u32> = scores
             .iter()
             .enumerate()
             .step_by(stride)
-            .filter(|&(doc, &score)| is_offered(doc, score))
+            .filter(|&(doc, &score)| key(score) >= floor && is_offered(doc, score))
             .map(|(_, &score)| key(score))
             .collect();
         let rank = (self.limit * 3).div_ceil(2 * stride) + 8;
         let bound = if rank < sample.len() {
             *sample.select_nth_unstable_by(rank, |a, b| b.cmp(a)).1
         } else {
-            0
+            floor
         };
-        let mut offer = |doc: usize, score: f32| {
-            let address = DocAddress::new(segment_ord as u32, doc as u32);
-            self.candidates.push(Ranked {
-                score,
-                order: (self.order)(address),
-                address,
-            });
-        };
+        let candidates = &mut self.candidates;
         let mut reached = 0usize;
         for (block, chunk) in scores.chunks(SCAN_BLOCK).enumerate() {
             // The block's documents at or above the bound, as bits (no branch per document).
@@ -430,31 +411,56 @@ impl<'a> TopK<'a> {
                 at_bound &= at_bound - 1;
                 let (doc, score) = (block * SCAN_BLOCK + i, chunk[i]);
                 if is_offered(doc, score) {
-                    offer(doc, score);
+                    candidates.push((score, DocAddress::new(segment_ord as u32, doc as u32)));
                     reached += 1;
                 }
             }
         }
-        if reached < self.limit && bound > 0 {
+        if reached < self.limit && bound > floor {
             for (doc, &score) in scores.iter().enumerate() {
-                if key(score) < bound && is_offered(doc, score) {
-                    offer(doc, score);
+                let k = key(score);
+                if k < bound && k >= floor && is_offered(doc, score) {
+                    candidates.push((score, DocAddress::new(segment_ord as u32, doc as u32)));
                 }
             }
         }
+        self.prune();
+    }
+
+    /// Keeps the candidates that score at least the `limit`-th best score (all its ties: the
+    /// tie order is not read yet), and raises the floor to it.
+    fn prune(&mut self) {
+        if self.candidates.len() <= self.limit {
+            return;
+        }
+        let nth = self
+            .candidates
+            .select_nth_unstable_by(self.limit - 1, |a, b| b.0.total_cmp(&a.0))
+            .1
+             .0;
+        self.floor = key(nth);
+        let floor = self.floor;
+        self.candidates.retain(|c| key(c.0) >= floor);
     }
 
     /// The kept documents, best first.
-    fn into_sorted(mut self) -> Vec<(f32, DocAddress)> {
-        if self.candidates.len() > self.limit {
-            self.candidates.select_nth_unstable(self.limit);
-            self.candidates.truncate(self.limit);
-        }
-        self.candidates.sort_unstable();
-        self.candidates
+    fn into_sorted(self) -> Vec<TopDoc> {
+        let order = self.order;
+        let mut kept: Vec<TopDoc> = self
+            .candidates
             .into_iter()
-            .map(|r| (r.score, r.address))
-            .collect()
+            .map(|(score, address)| TopDoc {
+                score,
+                address,
+                order: order(address),
+            })
+            .collect();
+        if kept.len() > self.limit {
+            kept.select_nth_unstable_by(self.limit, TopDoc::rank);
+            kept.truncate(self.limit);
+        }
+        kept.sort_unstable_by(TopDoc::rank);
+        kept
     }
 }
 
@@ -530,8 +536,14 @@ mod tests {
                 for (ord, scores) in segments.iter().enumerate() {
                     top.collect(None, ord, scores);
                 }
+                let kept: Vec<(f32, DocAddress)> = top
+                    .into_sorted()
+                    .into_iter()
+                    .inspect(|d| assert_eq!(d.order, order(d.address)))
+                    .map(|d| (d.score, d.address))
+                    .collect();
                 assert_eq!(
-                    top.into_sorted(),
+                    kept,
                     full_sort(&segments, limit, &order),
                     "case {case}, limit {limit}"
                 );

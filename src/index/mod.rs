@@ -84,7 +84,7 @@ use catalog::Catalog;
 use search_index::SearchIndex;
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
-pub const INDEX_FORMAT_VERSION: u64 = 13;
+pub const INDEX_FORMAT_VERSION: u64 = 14;
 
 /// Counts recorded in the manifest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -449,12 +449,16 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
+/// The sections' index, inside the search index's folder.
+const SECTIONS_FOLDER: &str = "search/sections";
+
 /// Files every generation records (a manifest that lists none of them is not one of ours).
-const RECORDED: [&str; 4] = [
+const RECORDED: [&str; 5] = [
     CATALOG_FILE,
     INGEST_CACHE_FILE,
     "diagnostics.json",
     "search/meta.json",
+    "search/sections/meta.json",
 ];
 
 /// Checks the files of `generation` against its manifest's record at `level` (module docs):
@@ -523,7 +527,7 @@ fn record_files(
     written: &[(&str, u32)],
 ) -> Result<Vec<FileRecord>, IndexError> {
     let mut records = Vec::new();
-    for sub in ["", "search"] {
+    for sub in ["", "search", SECTIONS_FOLDER] {
         let folder = dir.join(sub);
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&folder).map_err(|e| IndexError::io(&folder, e))? {
@@ -766,9 +770,9 @@ fn sync_dir(dir: &Path) {
     }
 }
 
-/// Makes `to` a copy of the folder `from` (hard links where the file system allows, copies
-/// otherwise). Tantivy never modifies a file it has written, so linked files stay valid for
-/// both generations.
+/// Makes `to` a copy of the folder `from` and of its folders (hard links where the file
+/// system allows, copies otherwise). Tantivy never modifies a file it has written, so linked
+/// files stay valid for both generations.
 fn link_dir(from: &Path, to: &Path) -> Result<(), IndexError> {
     std::fs::create_dir_all(to).map_err(|e| IndexError::io(to, e))?;
     for entry in std::fs::read_dir(from).map_err(|e| IndexError::io(from, e))? {
@@ -780,11 +784,12 @@ fn link_dir(from: &Path, to: &Path) -> Result<(), IndexError> {
         }
         let source = entry.path();
         let target = to.join(&name);
-        if !entry
-            .file_type()
-            .map_err(|e| IndexError::io(&source, e))?
-            .is_file()
-        {
+        let file_type = entry.file_type().map_err(|e| IndexError::io(&source, e))?;
+        if file_type.is_dir() {
+            link_dir(&source, &target)?;
+            continue;
+        }
+        if !file_type.is_file() {
             continue;
         }
         if std::fs::hard_link(&source, &target).is_err() {

@@ -42,17 +42,12 @@ struct Fields {
     body: Field,
     exact_path: Field,
     exact_title: Field,
-    kind: Field,
 }
 
-/// What a document of the index is: a page, or one section of a page (the passage lane's
-/// unit). Page lanes count pages only (document frequencies, lengths), the passage lane
-/// sections only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DocKind {
-    Page = 0,
-    Section = 1,
-}
+/// The folder, inside the search index's, of the index of sections (the passage lane's
+/// documents). Sections are an index of their own, so that the page lanes' document counts,
+/// lengths and per-document score arrays cover pages only.
+pub const SECTIONS_DIR: &str = "sections";
 
 /// A section shorter than this (bytes of indexed text) is joined to the one after it: a
 /// heading with a line under it is no passage, and BM25's length normalization would rank such
@@ -92,7 +87,8 @@ pub fn sections(body: &str) -> Vec<(u32, u32, std::ops::Range<usize>)> {
     out
 }
 
-/// The text of the section `span` ([`PassageHit::span`]) of a page's indexed body text.
+/// The text of the section `span` ([`SearchIndex::section_span`]) of a page's indexed body
+/// text.
 pub fn section_text(body: &str, span: (u32, u32)) -> &str {
     let mut parts = body.split_inclusive(crate::markdown::SECTION_BREAK);
     let skipped: usize = parts.by_ref().take(span.0 as usize).map(str::len).sum();
@@ -107,9 +103,13 @@ pub fn section_text(body: &str, span: (u32, u32)) -> &str {
 pub struct PassageHit {
     pub position: u32,
     pub score: f32,
-    /// The section as (first part, part count) of the body split at section breaks.
-    pub span: (u32, u32),
+    pub section: Section,
 }
+
+/// A section document of the open index ([`SearchIndex::section_span`] says where it is in
+/// its page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Section(DocAddress);
 
 /// A query's `kb_text` terms and their weights ([`analysis::query_terms`],
 /// [`analysis::query_term_weights`]): analysed once per query (a CJK query is segmented by
@@ -144,16 +144,19 @@ pub struct IndexedPage<'a> {
     pub text: &'a PageText,
 }
 
-fn schema() -> Schema {
+/// Text indexing options: `analyzer`, recording `record`. Nothing is stored: excerpts are
+/// made from the page files (the bundle is read anyway).
+fn text(analyzer: &str, record: IndexRecordOption) -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(analyzer)
+            .set_index_option(record),
+    )
+}
+
+/// The schema of the pages' index.
+fn page_schema() -> Schema {
     let mut builder = Schema::builder();
-    // Nothing is stored: excerpts are made from the page files (the bundle is read anyway).
-    let text = |analyzer: &str, record: IndexRecordOption| {
-        TextOptions::default().set_indexing_options(
-            TextFieldIndexing::default()
-                .set_tokenizer(analyzer)
-                .set_index_option(record),
-        )
-    };
     // Positions only where phrases are matched (the body): no query reads the others'.
     let counted = text(TEXT_ANALYZER, IndexRecordOption::WithFreqs);
     let positioned = text(TEXT_ANALYZER, IndexRecordOption::WithFreqsAndPositions);
@@ -166,19 +169,25 @@ fn schema() -> Schema {
     builder.add_text_field("meta", counted);
     builder.add_text_field("body", positioned);
     builder.add_text_field("body_w", words);
-    // Sections: their own documents (same key as their page, so deleting a page deletes them),
-    // holding only their text and where they are in the page.
-    builder.add_u64_field("kind", INDEXED | FAST);
-    builder.add_text_field("section", text(TEXT_ANALYZER, IndexRecordOption::WithFreqs));
-    builder.add_u64_field("section_span", FAST);
-    // On a page's document: how many sections it has. A page of one section has no section
-    // documents: it is its own passage (the passage lane ranks it as the page lane does).
+    // How many sections the page has. A page of one section has no section documents: it is
+    // its own passage (the passage lane ranks it as the page lane does).
     builder.add_u64_field("sections", FAST);
     // The exact lanes' keys, as their hashes ([`exact_term`]): a key is a whole normalized path
     // or title, and the term dictionary of the keys themselves was most of its bytes (on SciFact,
     // 650 KB of keys against 240 KB of body terms), built at a tenth of the build's time.
     builder.add_u64_field("exact_path", INDEXED);
     builder.add_u64_field("exact_title", INDEXED);
+    builder.build()
+}
+
+/// The schema of the sections' index: a section's text (with its page's title), its page's
+/// key (the same as the page document's, so deleting a page deletes its sections) and where
+/// it is in the page.
+fn section_schema() -> Schema {
+    let mut builder = Schema::builder();
+    builder.add_u64_field("key", INDEXED | FAST);
+    builder.add_text_field("section", text(TEXT_ANALYZER, IndexRecordOption::WithFreqs));
+    builder.add_u64_field("section_span", FAST);
     builder.build()
 }
 
@@ -234,146 +243,37 @@ const FULL_BUILD_BYTES_PER_THREAD: usize = 128_000_000;
 /// Deleted documents kept in all before the segments holding them are merged.
 const MAX_DELETED: u32 = 2_000;
 
-/// One writer session over a search index: pages are added batch by batch, and
-/// [`Writer::finish`] commits them all at once.
+/// One writer session over a search index (the pages' and the sections' indexes): pages are
+/// added batch by batch, and [`Writer::finish`] commits them all at once.
 pub struct Writer {
-    index: Index,
-    writer: tantivy::IndexWriter<TantivyDocument>,
-    fields: [Field; 12],
+    pages: Session,
+    sections: Session,
+    /// key, title, path, meta, body, body_w, exact_path, exact_title, sections.
+    fields: [Field; 9],
+    /// key, section, section_span.
+    section_fields: [Field; 3],
 }
 
-impl Writer {
-    /// A session writing a new index into `dir` (which must exist and be empty).
-    pub fn create(dir: &Path, threads: usize) -> Result<Self, IndexError> {
-        let index = Index::create_in_dir(dir, schema())?;
-        let writer = Self::with_index(index, threads, FULL_BUILD_BYTES_PER_THREAD)?;
-        writer
-            .writer
-            .set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
-        Ok(writer)
-    }
+/// One tantivy index's writer of a [`Writer`] session.
+struct Session {
+    index: Index,
+    writer: tantivy::IndexWriter<TantivyDocument>,
+}
 
-    /// A session updating the index in `dir` (a copy of a previous generation's): the documents
-    /// of the `deleted` keys are deleted first.
-    pub fn update(dir: &Path, deleted: &[u64], threads: usize) -> Result<Self, IndexError> {
-        let index = Index::open_in_dir(dir)?;
-        if index.schema() != schema() {
-            return Err(IndexError::Tantivy(
-                "the previous index has another schema".into(),
-            ));
-        }
-        let writer = Self::with_index(index, threads, WRITER_BYTES_PER_THREAD)?;
-        // Tantivy's log merge policy, merging the small segments updates add once there are
-        // 12 of them (its default, 8, came after a handful of updates of a small bundle, each
-        // adding one or two, and rewrote the segments holding deleted documents with them).
-        let mut policy = tantivy::merge_policy::LogMergePolicy::default();
-        policy.set_min_num_segments(12);
-        writer.writer.set_merge_policy(Box::new(policy));
-        for k in deleted {
-            writer
-                .writer
-                .delete_term(Term::from_field_u64(writer.fields[0], *k));
-        }
-        Ok(writer)
-    }
-
-    fn with_index(
-        index: Index,
-        threads: usize,
-        bytes_per_thread: usize,
-    ) -> Result<Self, IndexError> {
+impl Session {
+    fn new(index: Index, threads: usize, bytes_per_thread: usize) -> Result<Self, IndexError> {
         analysis::register(&index);
-        let schema = index.schema();
-        let threads = threads.clamp(1, 8);
         let writer = index
             .writer_with_num_threads::<TantivyDocument>(threads, threads * bytes_per_thread)?;
-        let mut fields = [Field::from_field_id(0); 12];
-        let names = [
-            "key",
-            "title",
-            "path",
-            "meta",
-            "body",
-            "body_w",
-            "exact_path",
-            "exact_title",
-            "kind",
-            "section",
-            "section_span",
-            "sections",
-        ];
-        for (slot, name) in fields.iter_mut().zip(names) {
-            *slot = field(&schema, name)?;
-        }
-        Ok(Writer {
-            index,
-            writer,
-            fields,
-        })
+        Ok(Session { index, writer })
     }
 
-    /// Adds the documents of `pages` (indexed by the writer's threads while the caller reads
-    /// the next batch).
-    pub fn add(&mut self, pages: &[IndexedPage<'_>]) -> Result<(), IndexError> {
-        for page in pages {
-            self.add_one(page)?;
-        }
-        Ok(())
-    }
-
-    /// Adds the document of one page; callable from several threads at once.
-    pub fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
-        let [key, title, path_f, meta, body, body_w, exact_path, exact_title, kind, section, span, count] =
-            self.fields;
-        let sections = sections(&page.text.body);
-        let mut d = TantivyDocument::default();
-        d.add_u64(key, page.key);
-        d.add_u64(kind, DocKind::Page as u64);
-        d.add_text(title, page.title);
-        let path_words = page
-            .path
-            .strip_prefix("pages/")
-            .unwrap_or(page.path)
-            .replace(['/', '_', '-', '.'], " ");
-        d.add_text(path_f, &path_words);
-        d.add_text(meta, &page.text.metadata);
-        d.add_text(body, &page.text.body);
-        d.add_text(body_w, &page.text.body);
-        for k in exact_path_keys(page.path) {
-            d.add_u64(exact_path, exact_term(&k));
-        }
-        d.add_u64(exact_title, exact_term(&crate::text::exact_key(page.title)));
-        d.add_u64(count, sections.len() as u64);
-        self.writer.add_document(d)?;
-        if sections.len() < 2 {
-            return Ok(());
-        }
-        for (first, parts, range) in sections {
-            let mut d = TantivyDocument::default();
-            d.add_u64(key, page.key);
-            d.add_u64(kind, DocKind::Section as u64);
-            // Each section holds its page's title: a section is read as part of its page (DPR's
-            // passages, title first).
-            d.add_text(section, page.title);
-            d.add_text(section, &page.text.body[range]);
-            d.add_u64(span, (u64::from(first) << 32) | u64::from(parts));
-            self.writer.add_document(d)?;
-        }
-        Ok(())
-    }
-
-    /// Deletes the documents of the page `key` added so far in this session (and before it):
-    /// pages added after this call stay.
-    pub fn delete(&self, key: u64) {
-        self.writer
-            .delete_term(Term::from_field_u64(self.fields[0], key));
-    }
-
-    /// Commits the session. Deleted documents stay in their segments (BM25 counts only live
-    /// ones: `bm25::alive_doc_freq`, live field norms) until they are more than a fifth of a
-    /// segment (a changed page deletes its document and its sections') or `MAX_DELETED` in all, when the segments holding them are merged: rewriting a
-    /// large segment for one changed page would cost more than the rest of the build.
-    pub fn finish(mut self) -> Result<(), IndexError> {
+    /// Commits, then merges the segments whose deleted documents are more than a fifth of
+    /// them (a changed page deletes its document and its sections') or `MAX_DELETED` in all:
+    /// rewriting a large segment for one changed page would cost more than the rest of the
+    /// build. Deleted documents stay in their segments until then (BM25 counts only live ones:
+    /// `bm25::alive_doc_freq`, live field norms).
+    fn finish(mut self) -> Result<(), IndexError> {
         self.writer.commit()?;
         let metas = self.index.searchable_segment_metas()?;
         let deleted_now: u32 = metas.iter().map(|m| m.num_deleted_docs()).sum();
@@ -393,18 +293,188 @@ impl Writer {
     }
 }
 
-/// An open index, ready for queries.
+/// The fields `names` of `schema`, in order.
+fn named_fields<const N: usize>(
+    schema: &Schema,
+    names: [&str; N],
+) -> Result<[Field; N], IndexError> {
+    let mut out = [Field::from_field_id(0); N];
+    for (slot, name) in out.iter_mut().zip(names) {
+        *slot = field(schema, name)?;
+    }
+    Ok(out)
+}
+
+const PAGE_FIELDS: [&str; 9] = [
+    "key",
+    "title",
+    "path",
+    "meta",
+    "body",
+    "body_w",
+    "exact_path",
+    "exact_title",
+    "sections",
+];
+const SECTION_FIELDS: [&str; 3] = ["key", "section", "section_span"];
+
+impl Writer {
+    /// A session writing a new index into `dir` (which must exist and be empty).
+    pub fn create(dir: &Path, threads: usize) -> Result<Self, IndexError> {
+        let pages = Index::create_in_dir(dir, page_schema())?;
+        let sections_dir = dir.join(SECTIONS_DIR);
+        std::fs::create_dir(&sections_dir).map_err(|e| IndexError::io(&sections_dir, e))?;
+        let sections = Index::create_in_dir(&sections_dir, section_schema())?;
+        let writer = Self::with_indexes(pages, sections, threads, FULL_BUILD_BYTES_PER_THREAD)?;
+        for session in [&writer.pages, &writer.sections] {
+            session
+                .writer
+                .set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+        }
+        Ok(writer)
+    }
+
+    /// A session updating the index in `dir` (a copy of a previous generation's): the documents
+    /// of the `deleted` keys are deleted first.
+    pub fn update(dir: &Path, deleted: &[u64], threads: usize) -> Result<Self, IndexError> {
+        let pages = Index::open_in_dir(dir)?;
+        let sections = Index::open_in_dir(dir.join(SECTIONS_DIR))?;
+        if pages.schema() != page_schema() || sections.schema() != section_schema() {
+            return Err(IndexError::Tantivy(
+                "the previous index has another schema".into(),
+            ));
+        }
+        let writer = Self::with_indexes(pages, sections, threads, WRITER_BYTES_PER_THREAD)?;
+        for session in [&writer.pages, &writer.sections] {
+            // Tantivy's log merge policy, merging the small segments updates add once there are
+            // 12 of them (its default, 8, came after a handful of updates of a small bundle,
+            // each adding one or two, and rewrote the segments holding deleted documents with
+            // them).
+            let mut policy = tantivy::merge_policy::LogMergePolicy::default();
+            policy.set_min_num_segments(12);
+            session.writer.set_merge_policy(Box::new(policy));
+        }
+        for k in deleted {
+            writer.delete(*k);
+        }
+        Ok(writer)
+    }
+
+    fn with_indexes(
+        pages: Index,
+        sections: Index,
+        threads: usize,
+        bytes_per_thread: usize,
+    ) -> Result<Self, IndexError> {
+        let threads = threads.clamp(1, 8);
+        let fields = named_fields(&pages.schema(), PAGE_FIELDS)?;
+        let section_fields = named_fields(&sections.schema(), SECTION_FIELDS)?;
+        // Sections hold the body once (no dictionary words, no positions): half the arena.
+        Ok(Writer {
+            pages: Session::new(pages, threads, bytes_per_thread)?,
+            sections: Session::new(sections, threads, bytes_per_thread / 2)?,
+            fields,
+            section_fields,
+        })
+    }
+
+    /// Adds the documents of `pages` (indexed by the writer's threads while the caller reads
+    /// the next batch).
+    pub fn add(&mut self, pages: &[IndexedPage<'_>]) -> Result<(), IndexError> {
+        for page in pages {
+            self.add_one(page)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the documents of one page; callable from several threads at once.
+    pub fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
+        let [key, title, path_f, meta, body, body_w, exact_path, exact_title, count] = self.fields;
+        let sections = sections(&page.text.body);
+        let mut d = TantivyDocument::default();
+        d.add_u64(key, page.key);
+        d.add_text(title, page.title);
+        let path_words = page
+            .path
+            .strip_prefix("pages/")
+            .unwrap_or(page.path)
+            .replace(['/', '_', '-', '.'], " ");
+        d.add_text(path_f, &path_words);
+        d.add_text(meta, &page.text.metadata);
+        d.add_text(body, &page.text.body);
+        d.add_text(body_w, &page.text.body);
+        for k in exact_path_keys(page.path) {
+            d.add_u64(exact_path, exact_term(&k));
+        }
+        d.add_u64(exact_title, exact_term(&crate::text::exact_key(page.title)));
+        d.add_u64(count, sections.len() as u64);
+        self.pages.writer.add_document(d)?;
+        if sections.len() < 2 {
+            return Ok(());
+        }
+        let [key, section, span] = self.section_fields;
+        let documents = sections.into_iter().map(|(first, parts, range)| {
+            let mut d = TantivyDocument::default();
+            d.add_u64(key, page.key);
+            // Each section holds its page's title: a section is read as part of its page (DPR's
+            // passages, title first).
+            d.add_text(section, page.title);
+            d.add_text(section, &page.text.body[range]);
+            d.add_u64(span, (u64::from(first) << 32) | u64::from(parts));
+            tantivy::indexer::UserOperation::Add(d)
+        });
+        // One group: a page's sections are adjacent documents of one segment.
+        self.sections.writer.run(documents)?;
+        Ok(())
+    }
+
+    /// Deletes the documents of the page `key` added so far in this session (and before it):
+    /// pages added after this call stay.
+    pub fn delete(&self, key: u64) {
+        self.pages
+            .writer
+            .delete_term(Term::from_field_u64(self.fields[0], key));
+        self.sections
+            .writer
+            .delete_term(Term::from_field_u64(self.section_fields[0], key));
+    }
+
+    /// Commits the session ([`Session::finish`], the pages' index, then the sections').
+    pub fn finish(self) -> Result<(), IndexError> {
+        self.pages.finish()?;
+        self.sections.finish()
+    }
+}
+
+/// An open index, ready for queries: the pages' index and the sections'.
 pub struct SearchIndex {
-    reader: IndexReader,
+    pages: Part,
+    sections: Part,
     schema: Schema,
     fields: Fields,
+    /// The sections' text field.
+    section: Field,
     /// Page key → catalog position (the catalog's table, read in place).
     positions: KeyTable,
+}
+
+/// One open tantivy index of a [`SearchIndex`], with what its queries read once.
+struct Part {
+    reader: IndexReader,
     /// The catalog position of every document of the open generation, per segment, read on
     /// first use (a one-shot call maps its hits and nothing else).
     doc_positions: std::sync::OnceLock<DocPositions>,
     /// Average field lengths, computed on first use.
     average_lengths: std::sync::Mutex<HashMap<Field, f32>>,
+    /// The deleted documents of the opened segments, read on first use: every document
+    /// frequency and count subtracts them, and finding them scans each segment with deletes.
+    deleted: std::sync::OnceLock<Deleted>,
+}
+
+/// The deleted documents of each segment ([`bm25::deleted_docs`]), with the segments' ids.
+struct Deleted {
+    segments: Vec<tantivy::index::SegmentId>,
+    docs: Vec<Vec<tantivy::DocId>>,
 }
 
 /// The search index folder of a published generation, which nothing writes again: reading it
@@ -472,10 +542,128 @@ impl tantivy::Directory for PublishedDirectory {
     }
 }
 
+impl Part {
+    fn open(dir: &Path) -> Result<(Self, Schema), IndexError> {
+        let mmap = tantivy::directory::MmapDirectory::open(dir)
+            .map_err(|e| IndexError::Tantivy(e.to_string()))?;
+        let index = Index::open(PublishedDirectory(mmap))?;
+        analysis::register(&index);
+        let reader: IndexReader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let part = Part {
+            reader,
+            doc_positions: std::sync::OnceLock::new(),
+            average_lengths: std::sync::Mutex::new(HashMap::new()),
+            deleted: std::sync::OnceLock::new(),
+        };
+        Ok((part, index.schema()))
+    }
+
+    /// The catalog positions of the documents of `searcher`'s segments: those read at open
+    /// (the reader never reloads), or read now for another set of segments.
+    fn doc_positions<'s>(
+        &'s self,
+        searcher: &Searcher,
+        keys: &KeyTable,
+    ) -> Result<std::borrow::Cow<'s, DocPositions>, IndexError> {
+        let opened = self.reader.searcher();
+        if opened.segment_readers().len() == searcher.segment_readers().len()
+            && self.doc_positions.get().is_none()
+        {
+            // The usual case: read the positions of the opened segments once.
+            let read = DocPositions::read(&opened, keys)?;
+            let _ = self.doc_positions.set(read);
+        }
+        if let Some(known) = self.doc_positions.get().filter(|d| d.matches(searcher)) {
+            Ok(std::borrow::Cow::Borrowed(known))
+        } else {
+            Ok(std::borrow::Cow::Owned(DocPositions::read(searcher, keys)?))
+        }
+    }
+
+    /// Positions for looking up a few documents (hits, ties near the top): the table when it
+    /// was read already, else each document's key looked up in the catalog's key table, so that
+    /// a one-shot call does not read the key of every document.
+    fn few_positions<'s>(
+        &'s self,
+        searcher: &Searcher,
+        keys: &'s KeyTable,
+    ) -> Result<Positions<'s>, IndexError> {
+        if let Some(known) = self.doc_positions.get().filter(|d| d.matches(searcher)) {
+            return Ok(Positions::Table(known));
+        }
+        let columns = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| Ok(segment.fast_fields().u64("key")?))
+            .collect::<Result<Vec<Column<u64>>, IndexError>>()?;
+        Ok(Positions::Keys { columns, keys })
+    }
+
+    /// The deleted documents of `searcher`'s segments: those of the opened segments read once
+    /// (the reader never reloads), or read now for another set of segments.
+    fn deleted<'s>(&'s self, searcher: &Searcher) -> std::borrow::Cow<'s, [Vec<tantivy::DocId>]> {
+        let ids = |s: &Searcher| -> Vec<tantivy::index::SegmentId> {
+            s.segment_readers().iter().map(|r| r.segment_id()).collect()
+        };
+        let opened = self.deleted.get_or_init(|| {
+            let opened = self.reader.searcher();
+            Deleted {
+                segments: ids(&opened),
+                docs: bm25::deleted_docs(&opened),
+            }
+        });
+        if opened.segments == ids(searcher) {
+            std::borrow::Cow::Borrowed(&opened.docs)
+        } else {
+            std::borrow::Cow::Owned(bm25::deleted_docs(searcher))
+        }
+    }
+
+    /// The average length of `field`, computed once (the reader never reloads).
+    fn average_field_length(&self, searcher: &Searcher, field: Field) -> Result<f32, IndexError> {
+        if let Some(v) = self
+            .average_lengths
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&field).copied())
+        {
+            return Ok(v);
+        }
+        let v = bm25::average_field_length(searcher, field)?;
+        if let Ok(mut m) = self.average_lengths.lock() {
+            m.insert(field, v);
+        }
+        Ok(v)
+    }
+
+    /// Runs `score` with this index's collection statistics (ties ordered by catalog
+    /// position).
+    fn with_collection<T>(
+        &self,
+        searcher: &Searcher,
+        keys: &KeyTable,
+        score: impl FnOnce(&bm25::Collection<'_>) -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
+        let positions = self.few_positions(searcher, keys)?;
+        let order = |a: DocAddress| positions.order(a);
+        let average = |f: Field| self.average_field_length(searcher, f);
+        score(&bm25::Collection {
+            order: &order,
+            average_field_length: &average,
+            total_docs: searcher.num_docs(),
+            deleted: &self.deleted(searcher),
+        })
+    }
+}
+
 impl SearchIndex {
-    /// Opens the index in `dir`; `positions` maps each indexed page's key to its catalog
-    /// position. Tantivy panics on some damaged files (a fast-field table that points past its
-    /// end, say) where it would rather fail: such a panic is an error here.
+    /// Opens the index in `dir` (and its sections' index in [`SECTIONS_DIR`]); `positions`
+    /// maps each indexed page's key to its catalog position. Tantivy panics on some damaged
+    /// files (a fast-field table that points past its end, say) where it would rather fail:
+    /// such a panic is an error here.
     pub fn open(dir: &Path, positions: KeyTable) -> Result<Self, IndexError> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             Self::open_unchecked(dir, positions)
@@ -494,103 +682,36 @@ impl SearchIndex {
     }
 
     fn open_unchecked(dir: &Path, positions: KeyTable) -> Result<Self, IndexError> {
-        let mmap = tantivy::directory::MmapDirectory::open(dir)
-            .map_err(|e| IndexError::Tantivy(e.to_string()))?;
-        let index = Index::open(PublishedDirectory(mmap))?;
-        analysis::register(&index);
-        let schema = index.schema();
+        let (pages, schema) = Part::open(dir)?;
+        let (sections, section_schema) = Part::open(&dir.join(SECTIONS_DIR))?;
         let fields = Fields {
             body: field(&schema, "body")?,
             exact_path: field(&schema, "exact_path")?,
             exact_title: field(&schema, "exact_title")?,
-            kind: field(&schema, "kind")?,
         };
-        let reader: IndexReader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
         Ok(SearchIndex {
-            reader,
-            schema,
+            pages,
+            sections,
             fields,
-            doc_positions: std::sync::OnceLock::new(),
+            section: field(&section_schema, "section")?,
+            schema,
             positions,
-            average_lengths: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
+    /// A searcher of the pages' index.
     pub fn searcher(&self) -> Searcher {
-        self.reader.searcher()
-    }
-
-    /// The catalog positions of the documents of `searcher`'s segments: those read at open
-    /// (the reader never reloads), or read now for another set of segments.
-    fn doc_positions<'s>(
-        &'s self,
-        searcher: &Searcher,
-    ) -> Result<std::borrow::Cow<'s, DocPositions>, IndexError> {
-        let opened = self.reader.searcher();
-        if opened.segment_readers().len() == searcher.segment_readers().len()
-            && self.doc_positions.get().is_none()
-        {
-            // The usual case: read the positions of the opened segments once.
-            let read = DocPositions::read(&opened, &self.positions)?;
-            let _ = self.doc_positions.set(read);
-        }
-        if let Some(known) = self.doc_positions.get().filter(|d| d.matches(searcher)) {
-            Ok(std::borrow::Cow::Borrowed(known))
-        } else {
-            Ok(std::borrow::Cow::Owned(DocPositions::read(
-                searcher,
-                &self.positions,
-            )?))
-        }
+        self.pages.reader.searcher()
     }
 
     /// Reads the catalog position of every document now (a long-running server: each query then
     /// maps its candidates by table lookups, where a one-shot call reads the few it needs).
     pub fn read_doc_positions(&self) -> Result<(), IndexError> {
-        self.doc_positions(&self.reader.searcher()).map(drop)
-    }
-
-    /// Positions for looking up a few documents (hits, ties near the top): the table when it
-    /// was read already, else each document's key looked up in the catalog's key table, so that
-    /// a one-shot call does not read the key of every document.
-    fn few_positions<'s>(&'s self, searcher: &Searcher) -> Result<Positions<'s>, IndexError> {
-        if let Some(known) = self.doc_positions.get().filter(|d| d.matches(searcher)) {
-            return Ok(Positions::Table(known));
-        }
-        let columns = searcher
-            .segment_readers()
-            .iter()
-            .map(|segment| Ok(segment.fast_fields().u64("key")?))
-            .collect::<Result<Vec<Column<u64>>, IndexError>>()?;
-        Ok(Positions::Keys {
-            columns,
-            keys: &self.positions,
-        })
-    }
-
-    /// The average length of `field`, computed once (the reader never reloads).
-    fn average_field_length(&self, searcher: &Searcher, field: Field) -> Result<f32, IndexError> {
-        if let Some(v) = self
-            .average_lengths
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&field).copied())
-        {
-            return Ok(v);
-        }
-        let kind = if Some(field) == self.schema.get_field("section").ok() {
-            DocKind::Section
-        } else {
-            DocKind::Page
-        };
-        let v = bm25::average_field_length(searcher, field, kind as u64)?;
-        if let Ok(mut m) = self.average_lengths.lock() {
-            m.insert(field, v);
-        }
-        Ok(v)
+        self.pages
+            .doc_positions(&self.pages.reader.searcher(), &self.positions)?;
+        self.sections
+            .doc_positions(&self.sections.reader.searcher(), &self.positions)
+            .map(drop)
     }
 
     fn run(
@@ -600,33 +721,38 @@ impl SearchIndex {
         limit: usize,
     ) -> Result<Vec<LaneHit>, IndexError> {
         let top = searcher.search(query, &TopDocs::with_limit(limit.max(1)).order_by_score())?;
-        self.hits(searcher, top)
-    }
-
-    /// Maps scored addresses to catalog positions. Equal scores rank by catalog position (path
-    /// order), not by where the writer threads put the documents: ranks feed the fusion.
-    fn hits(
-        &self,
-        searcher: &Searcher,
-        top: Vec<(f32, DocAddress)>,
-    ) -> Result<Vec<LaneHit>, IndexError> {
-        let positions = self.few_positions(searcher)?;
-        let mut hits: Vec<LaneHit> = top
+        let positions = self.pages.few_positions(searcher, &self.positions)?;
+        let mut top: Vec<bm25::TopDoc> = top
             .into_iter()
-            .filter_map(|(score, address)| {
-                Some(LaneHit {
-                    position: positions.get(address)?,
-                    score,
-                    address,
-                })
+            .map(|(score, address)| bm25::TopDoc {
+                score,
+                address,
+                order: positions.order(address),
             })
             .collect();
-        hits.sort_by(|a, b| {
+        // Equal scores rank by catalog position (path order), not by where the writer threads
+        // put the documents: ranks feed the fusion.
+        top.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
-                .then(a.position.cmp(&b.position))
+                .then(a.order.cmp(&b.order))
+                .then(a.address.cmp(&b.address))
         });
-        Ok(hits)
+        Ok(Self::hits(top))
+    }
+
+    /// The hits of scored documents (best first, equal scores by catalog position) that the
+    /// catalog knows.
+    fn hits(top: Vec<bm25::TopDoc>) -> Vec<LaneHit> {
+        top.into_iter()
+            .filter_map(|d| {
+                Some(LaneHit {
+                    position: u32::try_from(d.order).ok().filter(|&p| p != u32::MAX)?,
+                    score: d.score,
+                    address: d.address,
+                })
+            })
+            .collect()
     }
 
     /// Schema fields with their BM25 parameters and whether they hold dictionary words (`*_w`);
@@ -668,28 +794,12 @@ impl SearchIndex {
                 term_weights: if words { &[] } else { &text.weights },
             })
             .collect();
-        let top = self.with_collection(searcher, DocKind::Page, |collection| {
-            bm25::top_docs(searcher, &queries, limit, collection)
-        })?;
-        self.hits(searcher, top)
-    }
-
-    /// Runs `score` with the collection statistics of the documents of `kind` (ties ordered by
-    /// catalog position).
-    fn with_collection<T>(
-        &self,
-        searcher: &Searcher,
-        kind: DocKind,
-        score: impl FnOnce(&bm25::Collection<'_>) -> Result<T, IndexError>,
-    ) -> Result<T, IndexError> {
-        let positions = self.few_positions(searcher)?;
-        let order = |a: DocAddress| positions.order(a);
-        let average = |f: Field| self.average_field_length(searcher, f);
-        score(&bm25::Collection {
-            order: &order,
-            average_field_length: &average,
-            total_docs: self.doc_count(searcher, kind)?,
-        })
+        let top = self
+            .pages
+            .with_collection(searcher, &self.positions, |collection| {
+                bm25::top_docs(searcher, &queries, limit, collection)
+            })?;
+        Ok(Self::hits(top))
     }
 
     /// BM25F over `kb_text` fields: the query's terms in every field, frequencies weighted and
@@ -707,12 +817,14 @@ impl SearchIndex {
             .map(|(_, field, params)| (field, params))
             .collect();
         let (terms, weights) = (&query.terms, &query.weights);
-        let top = self.with_collection(searcher, DocKind::Page, |collection| {
-            bm25::top_docs_bm25f(
-                searcher, &fields, terms, weights, BM25.k1, limit, collection,
-            )
-        })?;
-        self.hits(searcher, top)
+        let top = self
+            .pages
+            .with_collection(searcher, &self.positions, |collection| {
+                bm25::top_docs_bm25f(
+                    searcher, &fields, terms, weights, BM25.k1, limit, collection,
+                )
+            })?;
+        Ok(Self::hits(top))
     }
 
     /// The `lexical` lane: BM25F over the weighted fields with the `kb_text` analysis.
@@ -789,7 +901,7 @@ impl SearchIndex {
         if clauses.is_empty() {
             return Ok(self.positions.positions().collect());
         }
-        let positions = self.doc_positions(searcher)?;
+        let positions = self.pages.doc_positions(searcher, &self.positions)?;
         let docs = searcher.search(
             &BooleanQuery::new(clauses),
             &tantivy::collector::DocSetCollector,
@@ -828,7 +940,7 @@ impl SearchIndex {
         }
         // As `SnippetGenerator::create` weighs terms (1 / (1 + document frequency)), with the
         // frequency among live documents: an incremental build keeps deleted ones around.
-        let deleted = bm25::deleted_docs(searcher);
+        let deleted = self.pages.deleted(searcher);
         let mut weights = BTreeMap::new();
         for term in terms {
             let df = bm25::alive_doc_freq(
@@ -847,78 +959,55 @@ impl SearchIndex {
         })
     }
 
-    /// The live documents of one kind.
-    pub fn doc_count(&self, searcher: &Searcher, kind: DocKind) -> Result<u64, IndexError> {
-        bm25::alive_doc_freq(
-            searcher,
-            &bm25::deleted_docs(searcher),
-            &Term::from_field_u64(self.fields.kind, kind as u64),
-        )
-    }
-
     /// The passage lane: BM25 over the sections of the pages ([`sections`]), with the lexical
     /// lane's query terms and weights; each page once, at its best section, best first (ties
     /// by path). `limit` bounds the sections scored into the list, not the pages.
     pub fn passages(
         &self,
-        searcher: &Searcher,
         query: &QueryTerms,
         limit: usize,
     ) -> Result<Vec<PassageHit>, IndexError> {
-        let Ok(section) = self.schema.get_field("section") else {
-            return Ok(Vec::new());
-        };
+        let searcher = &self.sections.reader.searcher();
         let queries = [bm25::FieldQuery {
-            field: section,
+            field: self.section,
             params: BM25,
             terms: &query.terms,
             term_weights: &query.weights,
         }];
-        let top = self.with_collection(searcher, DocKind::Section, |collection| {
-            bm25::top_docs(searcher, &queries, limit, collection)
-        })?;
-        let positions = self.few_positions(searcher)?;
-        let spans = searcher
-            .segment_readers()
-            .iter()
-            .map(|segment| Ok(segment.fast_fields().u64("section_span")?))
-            .collect::<Result<Vec<Column<u64>>, IndexError>>()?;
-        let span_of = |address: DocAddress| {
-            spans
-                .get(address.segment_ord as usize)
-                .and_then(|c| c.first(address.doc_id))
-                .map_or((u32::MAX, 0), |span| ((span >> 32) as u32, span as u32))
-        };
-        // Best first (ties by path), then each page at its best section: of equal ones the
-        // first in the page, not the first the writer threads placed (two builds place
-        // documents differently). Spans are read for the kept hits and their ties only.
-        let mut placed: Vec<(f32, u32, DocAddress)> = top
+        let top = self
+            .sections
+            .with_collection(searcher, &self.positions, |collection| {
+                bm25::top_docs(searcher, &queries, limit, collection)
+            })?;
+        // Best first, equal scores by path, then by address: a page's sections are adjacent
+        // documents of one segment in page order, so of a page's equal sections the first in
+        // the page comes first (not the first some writer thread placed). Each page keeps its
+        // first, best section.
+        let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
+        Ok(Self::hits(top)
             .into_iter()
-            .filter_map(|(score, address)| Some((score, positions.get(address)?, address)))
-            .collect();
-        placed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut kept: Vec<PassageHit> = Vec::new();
-        let mut at: rustc_hash::FxHashMap<u32, usize> = rustc_hash::FxHashMap::default();
-        for (score, position, address) in placed {
-            match at.get(&position) {
-                None => {
-                    at.insert(position, kept.len());
-                    kept.push(PassageHit {
-                        position,
-                        score,
-                        span: span_of(address),
-                    });
-                }
-                Some(&i) if kept[i].score == score => {
-                    let span = span_of(address);
-                    if span < kept[i].span {
-                        kept[i].span = span;
-                    }
-                }
-                Some(_) => {}
-            }
-        }
-        Ok(kept)
+            .filter(|hit| seen.insert(hit.position))
+            .map(|hit| PassageHit {
+                position: hit.position,
+                score: hit.score,
+                section: Section(hit.address),
+            })
+            .collect())
+    }
+
+    /// Where `section` is in its page's body text: (first part, part count) of the body split
+    /// at section breaks ([`section_text`]); `None` when the index does not hold it.
+    pub fn section_span(&self, section: Section) -> Option<(u32, u32)> {
+        let searcher = self.sections.reader.searcher();
+        let segment = searcher
+            .segment_readers()
+            .get(section.0.segment_ord as usize)?;
+        let span = segment
+            .fast_fields()
+            .u64("section_span")
+            .ok()?
+            .first(section.0.doc_id)?;
+        Some(((span >> 32) as u32, span as u32))
     }
 
     /// Whether each hit's page has one section (and so no section documents: it is its own
@@ -947,10 +1036,10 @@ impl SearchIndex {
     /// The BM25 inverse document frequency of a `kb_text` term over the `body` field (as the
     /// lexical lane weighs it), for scoring text that is not in the index.
     pub fn idf(&self, searcher: &Searcher, term: &str) -> Result<f32, IndexError> {
-        let total = self.doc_count(searcher, DocKind::Page)?.max(1) as f32;
+        let total = searcher.num_docs().max(1) as f32;
         let df = bm25::alive_doc_freq(
             searcher,
-            &bm25::deleted_docs(searcher),
+            &self.pages.deleted(searcher),
             &Term::from_field_text(self.fields.body, term),
         )? as f32;
         Ok((1.0 + (total - df + 0.5) / (df + 0.5)).ln())
@@ -958,8 +1047,7 @@ impl SearchIndex {
 
     /// Number of indexed pages.
     pub fn num_docs(&self) -> u64 {
-        self.doc_count(&self.searcher(), DocKind::Page)
-            .unwrap_or_default()
+        self.searcher().num_docs()
     }
 }
 

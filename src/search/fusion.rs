@@ -81,7 +81,7 @@ pub struct Entry {
     /// Found by a reported content lane (it then has an excerpt; DECISIONS 17: exact-only and
     /// graph-only hits have none).
     pub content: bool,
-    pub section: Option<(u32, u32)>,
+    pub section: Option<crate::index::search_index::Section>,
 }
 
 impl Entry {

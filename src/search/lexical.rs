@@ -12,7 +12,7 @@ use crate::index::KnowledgeBase;
 /// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
 const LANE_DEPTH: usize = 1000;
 /// Sections the passage lane scores into its list (several per page).
-const PASSAGE_DEPTH: usize = 3 * LANE_DEPTH;
+const PASSAGE_DEPTH: usize = LANE_DEPTH;
 
 /// A hit of a direct lane, best first within its lane.
 #[derive(Debug, Clone, Copy)]
@@ -21,7 +21,7 @@ pub struct Hit {
     /// Its rank in the lane (0 = best).
     pub rank: u32,
     /// The page's best section (passage lane only).
-    pub section: Option<(u32, u32)>,
+    pub section: Option<crate::index::search_index::Section>,
 }
 
 /// One direct lane's hits, and whether the lane is reported (in `graph` mode the page and
@@ -85,14 +85,14 @@ pub fn run(
             }
             Lane::Passage => kb
                 .search
-                .passages(searcher, terms, PASSAGE_DEPTH)?
+                .passages(terms, PASSAGE_DEPTH)?
                 .into_iter()
                 .take(LANE_DEPTH)
                 .enumerate()
                 .map(|(rank, h)| Hit {
                     position: h.position,
                     rank: rank as u32,
-                    section: Some(h.span),
+                    section: Some(h.section),
                 })
                 .collect(),
             Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),

@@ -147,9 +147,9 @@ pub struct Candidate {
     pub lanes: LaneSet,
     /// Whether a content lane matched the page (it then has an excerpt).
     pub content: bool,
-    /// The page's best section ([`crate::index::search_index::PassageHit::span`]), when the
+    /// The page's best section ([`crate::index::search_index::PassageHit::section`]), when the
     /// passage lane found one: the excerpt comes from it.
-    pub section: Option<(u32, u32)>,
+    pub section: Option<crate::index::search_index::Section>,
 }
 
 /// What [`rank`] finds: the fused candidates, the lanes that ran, and the graph walks of the

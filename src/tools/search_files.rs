@@ -739,6 +739,7 @@ fn result(
             // The best section's passage, else the best passage of the page.
             candidate
                 .section
+                .and_then(|section| kb.search.section_span(section))
                 .and_then(|span| {
                     excerpter
                         .excerpt_matching(crate::index::search_index::section_text(&body, span))
