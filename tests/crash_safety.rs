@@ -825,13 +825,13 @@ fn the_command_line_names_a_damaged_file_and_rebuilds_it() {
     let (status, expected, stderr) = call(&reference, true);
     assert!(status.success(), "{stderr}");
     let expected: Value = serde_json::from_str(&expected).unwrap();
-    // One file of each of kbtools' own kinds and two of tantivy's (the library test above
-    // covers every kind).
+    // One file of each of kbtools' own kinds and two of tantivy's in each of the pages' and
+    // the sections' index (the library test above covers every kind).
     let files: Vec<String> = files_of_each_kind(&reference)
         .into_iter()
         .filter(|f| !f.contains("/search/") || f.ends_with("meta.json") || f.ends_with(".idx"))
         .collect();
-    assert_eq!(files.len(), 7, "{files:?}");
+    assert_eq!(files.len(), 9, "{files:?}");
     for (i, file) in files.iter().enumerate() {
         let name = file.rsplit('/').next().unwrap();
         let no_index = file == "CURRENT" || file.ends_with("manifest.json");
