@@ -449,9 +449,6 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-/// The sections' index, inside the search index's folder.
-const SECTIONS_FOLDER: &str = "search/sections";
-
 /// Files every generation records (a manifest that lists none of them is not one of ours).
 const RECORDED: [&str; 5] = [
     CATALOG_FILE,
@@ -527,7 +524,9 @@ fn record_files(
     written: &[(&str, u32)],
 ) -> Result<Vec<FileRecord>, IndexError> {
     let mut records = Vec::new();
-    for sub in ["", "search", SECTIONS_FOLDER] {
+    // The generation, the pages' index and the sections' index inside it.
+    let sections = format!("search/{}", search_index::SECTIONS_DIR);
+    for sub in ["", "search", sections.as_str()] {
         let folder = dir.join(sub);
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&folder).map_err(|e| IndexError::io(&folder, e))? {
