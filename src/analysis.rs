@@ -11,7 +11,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -559,7 +558,7 @@ impl Tokenizer for WholeTokenizer {
 /// spans (CJK characters and bigrams, mostly) are too many and too varied to be worth it.
 pub struct SpanAnalyzer {
     analyzer: TextAnalyzer,
-    words: HashMap<Box<str>, Option<Box<str>>>,
+    words: rustc_hash::FxHashMap<Box<str>, Option<Box<str>>>,
 }
 
 /// ASCII words a [`SpanAnalyzer`] remembers at most.
@@ -571,7 +570,7 @@ impl Default for SpanAnalyzer {
     fn default() -> Self {
         SpanAnalyzer {
             analyzer: with_text_filters(WholeTokenizer),
-            words: HashMap::new(),
+            words: rustc_hash::FxHashMap::default(),
         }
     }
 }

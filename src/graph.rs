@@ -3,8 +3,6 @@
 //! `fanout` new relations per explored node, each target listed once at its shallowest depth
 //! (DECISIONS 11), relations taken in target-path order.
 
-use std::collections::HashSet;
-
 use crate::index::catalog::{Catalog, CatalogRelation};
 
 /// One step of a walk: a relation from `from` to `to`, found at `depth`.
@@ -74,7 +72,8 @@ impl RelationGraph {
         if depth == 0 || fanout == 0 || total == 0 {
             return steps;
         }
-        let mut visited = HashSet::from([seed]);
+        let mut visited = rustc_hash::FxHashSet::default();
+        visited.insert(seed);
         let mut frontier = vec![seed];
         for d in 1..=depth {
             let mut next = Vec::new();

@@ -1207,7 +1207,8 @@ impl Excerpter {
         text: &'b str,
         analyzer: &mut analysis::SpanAnalyzer,
     ) -> &'b str {
-        let mut classes: HashMap<&'b str, SpanClass> = HashMap::with_capacity(1024);
+        let mut classes: rustc_hash::FxHashMap<&'b str, SpanClass> =
+            rustc_hash::FxHashMap::with_capacity_and_hasher(1024, Default::default());
         let mut fragments: Vec<Fragment> = Vec::new();
         let mut fragment = Fragment {
             score: 0.0,

@@ -2,6 +2,7 @@
 //! (BM25 over each page's heading sections, reported as `lexical` evidence) and the CJK word
 //! lane (`jieba`). Quoted phrases must appear as written in a content-lane hit.
 
+use rayon::prelude::*;
 use tantivy::Searcher;
 
 use super::{Lane, Mode, Query, Scope};
@@ -51,8 +52,6 @@ pub fn run(
             })
             .collect::<Vec<_>>()
     };
-    // The page lane's hits whose page is one section, in its order.
-    let mut single: Vec<Hit> = Vec::new();
     let mut wanted: Vec<(Lane, bool)> = lanes
         .iter()
         .filter(|l| !l.is_graph())
@@ -63,49 +62,66 @@ pub fn run(
         wanted.push((Lane::Lexical, false));
         wanted.push((Lane::Passage, false));
     }
-    let mut out = Vec::with_capacity(wanted.len());
-    for (lane, reported) in wanted {
-        let hits = match lane {
-            Lane::ExactPath => page_hits(kb.search.exact_path(searcher, &exact_key)?),
-            Lane::ExactTitle => page_hits(kb.search.exact_title(searcher, &exact_key)?),
-            Lane::Lexical if query.scope == Scope::Metadata => {
-                page_hits(kb.search.metadata(searcher, terms, LANE_DEPTH)?)
-            }
-            Lane::Lexical => {
-                let hits = kb.search.lexical(searcher, terms, LANE_DEPTH)?;
-                let singles = kb.search.single_section(searcher, &hits)?;
-                let hits = page_hits(hits);
-                single = hits
-                    .iter()
-                    .zip(singles)
-                    .filter(|(_, one)| *one)
-                    .map(|(h, _)| *h)
-                    .collect();
-                hits
-            }
-            Lane::Passage => kb
-                .search
-                .passages(terms, PASSAGE_DEPTH)?
-                .into_iter()
-                .take(LANE_DEPTH)
-                .enumerate()
-                .map(|(rank, h)| Hit {
-                    position: h.position,
-                    rank: rank as u32,
-                    section: Some(h.section),
-                })
-                .collect(),
-            Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
-            Lane::FileGraph | Lane::FileRelationship => continue,
-        };
-        out.push(LaneHits {
-            lane,
-            reported,
-            hits,
-        });
+    // The lanes are independent reads of the index: they run at once (the page and passage
+    // lanes each cost about as much as the rest of a query together), results in lane order.
+    // The page lane also says which of its hits are pages of one section.
+    let ran: Vec<(LaneHits, Vec<Hit>)> = wanted
+        .into_par_iter()
+        .map(|(lane, reported)| {
+            let mut single: Vec<Hit> = Vec::new();
+            let hits = match lane {
+                Lane::ExactPath => page_hits(kb.search.exact_path(searcher, &exact_key)?),
+                Lane::ExactTitle => page_hits(kb.search.exact_title(searcher, &exact_key)?),
+                Lane::Lexical if query.scope == Scope::Metadata => {
+                    page_hits(kb.search.metadata(searcher, terms, LANE_DEPTH)?)
+                }
+                Lane::Lexical => {
+                    let hits = kb.search.lexical(searcher, terms, LANE_DEPTH)?;
+                    let singles = kb.search.single_section(searcher, &hits)?;
+                    let hits = page_hits(hits);
+                    single = hits
+                        .iter()
+                        .zip(singles)
+                        .filter(|(_, one)| *one)
+                        .map(|(h, _)| *h)
+                        .collect();
+                    hits
+                }
+                Lane::Passage => kb
+                    .search
+                    .passages(terms, PASSAGE_DEPTH)?
+                    .into_iter()
+                    .take(LANE_DEPTH)
+                    .enumerate()
+                    .map(|(rank, h)| Hit {
+                        position: h.position,
+                        rank: rank as u32,
+                        section: Some(h.section),
+                    })
+                    .collect(),
+                Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
+                // Not direct lanes (left out of `wanted`).
+                Lane::FileGraph | Lane::FileRelationship => Vec::new(),
+            };
+            let hits = LaneHits {
+                lane,
+                reported,
+                hits,
+            };
+            Ok((hits, single))
+        })
+        .collect::<Result<_, IndexError>>()?;
+    let mut out = Vec::with_capacity(ran.len());
+    // The page lane's hits whose page is one section, in its order.
+    let mut single: Vec<Hit> = Vec::new();
+    for (hits, singles) in ran {
+        if hits.lane == Lane::Lexical {
+            single = singles;
+        }
+        out.push(hits);
     }
     // A page of one section is its own passage: in the passage lane it has its page-lane rank
-    // (the lexical lane runs before the passage lane).
+    // (after the sections the passage lane scored).
     if let Some(passages) = out.iter_mut().find(|l| l.lane == Lane::Passage) {
         passages.hits.extend(single);
     }

@@ -7,7 +7,7 @@
 //! best offer. The work is bounded by the walks (≤ seeds × (fanout + fanout²) steps); nothing
 //! is read from disk.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::fusion::{Scored, WEIGHTS};
 use super::graph_lane::hub_damping;
@@ -23,8 +23,8 @@ use crate::index::KnowledgeBase;
 /// span analyzer (the same terms as the analyzer's, see [`crate::analysis::SpanAnalyzer`]),
 /// which remembers the terms of words across queries.
 struct TermMatcher<'q, 'c> {
-    term_index: HashMap<&'q str, usize>,
-    chunks: HashMap<&'c str, Vec<usize>>,
+    term_index: FxHashMap<&'q str, usize>,
+    chunks: FxHashMap<&'c str, Vec<usize>>,
 }
 
 impl<'q, 'c> TermMatcher<'q, 'c> {
@@ -35,7 +35,7 @@ impl<'q, 'c> TermMatcher<'q, 'c> {
                 .enumerate()
                 .map(|(i, t)| (t.as_str(), i))
                 .collect(),
-            chunks: HashMap::new(),
+            chunks: FxHashMap::default(),
         }
     }
 
@@ -94,7 +94,7 @@ pub fn add(
         return Ok(());
     }
     let mut matcher = TermMatcher::new(terms);
-    let mut shares: HashMap<u32, f64> = HashMap::new();
+    let mut shares: FxHashMap<u32, f64> = FxHashMap::default();
     let mut found: Vec<usize> = Vec::new();
     let mut offers: Vec<(u32, u32, f64)> = Vec::new();
     for (seed, steps) in walks {
