@@ -360,3 +360,71 @@ fn vitepress_target(pages: &BTreeSet<String>, from: &str, destination: &str) -> 
     .into_iter()
     .find(|c| pages.contains(c))
 }
+
+/// Translations named in frontmatter (DECISIONS 23): two pages under different names that share
+/// Hugo's `translationKey` are a `translation` relation both ways, and in `hybrid` mode the
+/// translation follows the page that answers as graph evidence (file mode, by the question's
+/// words alone, does not find it).
+#[test]
+fn frontmatter_translation_keys_relate_and_rank_translations() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |path: &str, text: &str| {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "en/setup.md",
+        "---\ntitle: Setup\ntranslationKey: setup-guide\n---\n\nInstall the frobnicator with \
+         its installer, then restart the daemon.\n",
+    );
+    write(
+        "fr/mise-en-place.md",
+        "---\ntitle: Mise en place\ntranslationKey: setup-guide\n---\n\nInstallez le logiciel \
+         puis redémarrez le service.\n",
+    );
+    write(
+        "en/other.md",
+        "---\ntitle: Other\n---\n\nNothing about installing here, only gardening.\n",
+    );
+    let opened = open_bundle(dir.path());
+    assert_eq!(
+        linked_pairs(&opened),
+        expected(&[
+            ("en/setup.md", "fr/mise-en-place.md"),
+            ("fr/mise-en-place.md", "en/setup.md"),
+        ]),
+    );
+    let related = call(
+        &opened.kb,
+        "read_related",
+        json!({"fileId": "pages/en/setup.md"}),
+    )
+    .unwrap();
+    let item = &related["items"][0];
+    assert_eq!(item["relationType"], "translation");
+    assert_eq!(item["direction"], "bidirectional");
+    assert!(
+        item["reason"].as_str().unwrap().contains("translationKey"),
+        "{item}"
+    );
+    let paths = |mode: &str| -> Vec<String> {
+        let found = call(
+            &opened.kb,
+            "search_files",
+            json!({"query": "frobnicator daemon", "mode": mode}),
+        )
+        .unwrap();
+        found["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        paths("hybrid"),
+        ["pages/en/setup.md", "pages/fr/mise-en-place.md"]
+    );
+    assert_eq!(paths("file"), ["pages/en/setup.md"]);
+}

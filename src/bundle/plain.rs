@@ -1,6 +1,8 @@
 //! Relations of a plain Markdown folder (DECISIONS 20): Markdown links, wiki links and the
 //! frontmatter keys `references`, `related`, `links`, `see_also`, `seeAlso` become `references`
 //! relations with a direction and a reason sentence, as the Focowiki generator words them.
+//! Translations (DECISIONS 23) become `translation` relations: the same path under sibling
+//! language folders, or a translation key the pages share in their frontmatter.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -11,6 +13,35 @@ use crate::markdown::Link;
 use crate::text::{exact_key, nfc, percent_decode_once};
 
 const METADATA_KEYS: [&str; 5] = ["references", "related", "links", "see_also", "seeAlso"];
+
+/// Pages sharing one translation key that are read as translations of one another; a larger
+/// group is a key used for something else (a diagnostic says so).
+const MAX_TRANSLATIONS: usize = 16;
+
+/// The translation key a page's frontmatter names, with the key's name: Hugo's
+/// `translationKey` (any case: Hugo reads front matter keys case-insensitively, and
+/// `translation_key`), or `ref` beside `lang` (the convention of multilingual Jekyll sites).
+fn translation_key(frontmatter: &serde_json::Map<String, Value>) -> Option<(&'static str, String)> {
+    let text = |v: &Value| match v {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    for (key, value) in frontmatter {
+        let folded = key.to_ascii_lowercase();
+        if folded == "translationkey" || folded == "translation_key" {
+            if let Some(v) = text(value) {
+                return Some(("translationKey", v));
+            }
+        }
+    }
+    if frontmatter.get("lang").and_then(text).is_some() {
+        if let Some(v) = frontmatter.get("ref").and_then(text) {
+            return Some(("ref", v));
+        }
+    }
+    None
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Evidence {
@@ -377,6 +408,59 @@ pub fn derive_relations(
             }
         }
     }
+    // Translations named in frontmatter: the pages that share a translation key, both ways,
+    // each pair once (a pair under sibling language folders has its relation already). Pages
+    // with the same `lang` are no translations of each other.
+    let mut groups: BTreeMap<(&str, String), Vec<&PlainPage<'_>>> = BTreeMap::new();
+    for file in pages {
+        if let Some(key) = translation_key(&file.frontmatter) {
+            groups.entry(key).or_default().push(file);
+        }
+    }
+    fn lang<'p>(page: &'p PlainPage<'_>) -> Option<&'p str> {
+        page.frontmatter.get("lang").and_then(Value::as_str)
+    }
+    let mut paired: std::collections::HashSet<(String, String)> = relations
+        .iter()
+        .filter(|r| r.relation_type == "translation")
+        .map(|r| (r.from.clone(), r.to.clone()))
+        .collect();
+    for ((name, value), members) in &groups {
+        if members.len() > MAX_TRANSLATIONS {
+            diagnostics.push(Diagnostic::new(
+                members[0].path.to_string(),
+                None,
+                format!(
+                    "frontmatter `{name}: {value}` is shared by {} pages, so none of them is read \
+                     as a translation (at most {MAX_TRANSLATIONS}); give each page's translations \
+                     a key of their own",
+                    members.len()
+                ),
+            ));
+            continue;
+        }
+        for a in members {
+            for b in members {
+                let same_lang = lang(a).is_some() && lang(a) == lang(b);
+                if a.path == b.path || same_lang {
+                    continue;
+                }
+                if !paired.insert((a.path.to_string(), b.path.to_string())) {
+                    continue;
+                }
+                relations.push(Relation {
+                    from: a.path.to_string(),
+                    to: b.path.to_string(),
+                    relation_type: "translation".into(),
+                    direction: "bidirectional".into(),
+                    reason: Some(format!(
+                        "{} and {} are translations of one page (the same `{name}` in their frontmatter).",
+                        a.title, b.title
+                    )),
+                });
+            }
+        }
+    }
     relations.sort();
     relations.dedup();
     relations
@@ -385,6 +469,86 @@ pub fn derive_relations(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pages sharing a translation key in their frontmatter are translations of one another,
+    /// both ways and once per pair (also beside a pair under sibling language folders); pages
+    /// of one language sharing a `ref` are not; a key shared by too many pages is reported.
+    #[test]
+    fn frontmatter_translation_keys_make_translation_relations() {
+        let fm = |pairs: &[(&str, &str)]| -> serde_json::Map<String, Value> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+                .collect()
+        };
+        let page = |path: &'static str, frontmatter| PlainPage {
+            path,
+            title: path,
+            frontmatter,
+            links: &[],
+        };
+        let mut pages = vec![
+            page("pages/about.md", fm(&[("translationKey", "about")])),
+            page("pages/a-propos.md", fm(&[("TranslationKey", "about")])),
+            page("pages/en/x.md", fm(&[("translation_key", "x")])),
+            page("pages/zh/x.md", fm(&[("translation_key", "x")])),
+            page("pages/team.md", fm(&[("lang", "en"), ("ref", "team")])),
+            page("pages/equipe.md", fm(&[("lang", "fr"), ("ref", "team")])),
+            page("pages/staff.md", fm(&[("lang", "en"), ("ref", "team")])),
+            page("pages/no-lang.md", fm(&[("ref", "about")])),
+        ];
+        let shared: Vec<&'static str> = (0..=MAX_TRANSLATIONS)
+            .map(|i| &*Box::leak(format!("pages/many/{i}.md").into_boxed_str()))
+            .collect();
+        for path in &shared {
+            pages.push(page(path, fm(&[("translationKey", "same")])));
+        }
+        let mut diagnostics = Vec::new();
+        let relations = derive_relations(&pages, &mut diagnostics);
+        let mut pairs: Vec<(&str, &str)> = relations
+            .iter()
+            .filter(|r| r.relation_type == "translation")
+            .map(|r| (r.from.as_str(), r.to.as_str()))
+            .collect();
+        pairs.sort_unstable();
+        assert_eq!(
+            pairs,
+            [
+                ("pages/a-propos.md", "pages/about.md"),
+                ("pages/about.md", "pages/a-propos.md"),
+                ("pages/en/x.md", "pages/zh/x.md"),
+                ("pages/equipe.md", "pages/staff.md"),
+                ("pages/equipe.md", "pages/team.md"),
+                ("pages/staff.md", "pages/equipe.md"),
+                ("pages/team.md", "pages/equipe.md"),
+                ("pages/zh/x.md", "pages/en/x.md"),
+            ]
+        );
+        let reasons: Vec<&str> = relations
+            .iter()
+            .filter(|r| r.from == "pages/about.md")
+            .filter_map(|r| r.reason.as_deref())
+            .collect();
+        assert_eq!(
+            reasons,
+            ["pages/about.md and pages/a-propos.md are translations of one page (the same `translationKey` in their frontmatter)."]
+        );
+        // The sibling-folder pair keeps its own reason, once.
+        let x: Vec<&Relation> = relations
+            .iter()
+            .filter(|r| r.from == "pages/en/x.md")
+            .collect();
+        assert_eq!(x.len(), 1);
+        assert!(x[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("sibling language folders"));
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        assert!(diagnostics[0]
+            .message
+            .contains(&format!("shared by {} pages", MAX_TRANSLATIONS + 1)));
+    }
 
     #[test]
     fn link_paths_skip_urls_and_anchors() {

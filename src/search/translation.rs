@@ -6,16 +6,29 @@
 
 use super::fusion::{best, Scored, WEIGHTS};
 use super::Lane;
-use crate::bundle::paths;
+use crate::bundle::{paths, BundleKind};
 use crate::index::KnowledgeBase;
 
-/// The source pages with the same path as `path` under a sibling language root.
-pub fn translations(kb: &KnowledgeBase, path: &str) -> Vec<u32> {
+/// The translations of source page `page`: the source pages with its path under a sibling
+/// language root, and in a plain folder also its `translation` relations (which hold the
+/// translations its frontmatter names).
+pub fn translations(kb: &KnowledgeBase, page: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    for other in paths::translation_paths(path) {
+    for other in paths::translation_paths(&kb.catalog.file(page).path) {
         if let Some(p) = kb.catalog.by_exact_path(&other) {
             if kb.catalog.is_source(p) && !out.contains(&p) {
                 out.push(p);
+            }
+        }
+    }
+    if kb.catalog.kind() == BundleKind::PlainFolder {
+        for r in kb.catalog.relation_range(page).unwrap_or_default() {
+            let rel = kb.catalog.relation(r);
+            if rel.relation_type == "translation"
+                && kb.catalog.is_source(rel.to)
+                && !out.contains(&rel.to)
+            {
+                out.push(rel.to);
             }
         }
     }
@@ -32,7 +45,7 @@ pub fn add(kb: &KnowledgeBase, scored: &mut Scored) {
         if score <= 0.0 {
             break;
         }
-        for other in translations(kb, &kb.catalog.file(page).path) {
+        for other in translations(kb, page) {
             offers.push((other, w.translation * score));
         }
     }
