@@ -18,6 +18,17 @@ const METADATA_KEYS: [&str; 5] = ["references", "related", "links", "see_also", 
 /// group is a key used for something else (a diagnostic says so).
 const MAX_TRANSLATIONS: usize = 16;
 
+/// A `translation` relation of `from` to `to` (DECISIONS 23: both ways, with a reason).
+fn translation(from: &str, to: &str, reason: String) -> Relation {
+    Relation {
+        from: from.to_string(),
+        to: to.to_string(),
+        relation_type: "translation".into(),
+        direction: "bidirectional".into(),
+        reason: Some(reason),
+    }
+}
+
 /// The translation key a page's frontmatter names, with the key's name: Hugo's
 /// `translationKey` (any case: Hugo reads front matter keys case-insensitively, and
 /// `translation_key`), or `ref` beside `lang` (the convention of multilingual Jekyll sites).
@@ -395,16 +406,14 @@ pub fn derive_relations(
     for file in pages {
         for other in paths::translation_paths(file.path) {
             if let Some((&to, other_title)) = titles.get_key_value(other.as_str()) {
-                relations.push(Relation {
-                    from: file.path.to_string(),
-                    to: to.to_string(),
-                    relation_type: "translation".into(),
-                    direction: "bidirectional".into(),
-                    reason: Some(format!(
+                relations.push(translation(
+                    file.path,
+                    to,
+                    format!(
                         "{} and {} are translations of one page (the same path under sibling language folders).",
                         titles[file.path], other_title
-                    )),
-                });
+                    ),
+                ));
             }
         }
     }
@@ -448,16 +457,14 @@ pub fn derive_relations(
                 if !paired.insert((a.path.to_string(), b.path.to_string())) {
                     continue;
                 }
-                relations.push(Relation {
-                    from: a.path.to_string(),
-                    to: b.path.to_string(),
-                    relation_type: "translation".into(),
-                    direction: "bidirectional".into(),
-                    reason: Some(format!(
+                relations.push(translation(
+                    a.path,
+                    b.path,
+                    format!(
                         "{} and {} are translations of one page (the same `{name}` in their frontmatter).",
                         a.title, b.title
-                    )),
-                });
+                    ),
+                ));
             }
         }
     }
