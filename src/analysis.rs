@@ -24,6 +24,13 @@ use crate::text::{is_cjk, is_han};
 
 pub const TEXT_ANALYZER: &str = "kb_text";
 pub const WORDS_ANALYZER: &str = "kb_words";
+/// The analyzer of a page's body: `kb_text` with section marks ([`SECTION_MARK`]).
+pub const BODY_ANALYZER: &str = "kb_body";
+
+/// The term that ends each section of a page's body in the `kb_body` analysis (a page of two
+/// or more sections). No query has it: `kb_text` takes words and CJK characters only, and the
+/// form feed that separates sections is neither.
+pub const SECTION_MARK: &str = "\u{c}";
 
 /// Tokens longer than this many bytes are dropped (they are hashes, data, not words).
 const MAX_TOKEN_BYTES: usize = 64;
@@ -291,6 +298,23 @@ impl Tokens {
         self.push_at(raw, from, to, position);
     }
 
+    /// Adds [`SECTION_MARK`] `skip` positions after the next one (at byte `at` of the text,
+    /// spanning nothing).
+    fn push_mark(&mut self, at: usize, skip: usize) {
+        let position = self.next_position() + skip;
+        if self.len == self.slots.len() {
+            self.slots.push(Token::default());
+        }
+        let token = &mut self.slots[self.len];
+        token.text.clear();
+        token.text.push_str(SECTION_MARK);
+        token.offset_from = at;
+        token.offset_to = at;
+        token.position = position;
+        token.position_length = 1;
+        self.len += 1;
+    }
+
     /// Adds `raw`, normalized, at `position`; nothing when it normalizes to nothing.
     fn push_at(&mut self, raw: &str, from: usize, to: usize, position: usize) {
         if self.len == self.slots.len() {
@@ -358,15 +382,51 @@ pub fn text_token_spans(text: &str, mut f: impl FnMut(usize, usize, SpanKind)) {
 
 fn text_tokens(text: &str) -> Tokens {
     let mut tokens = Tokens::new();
+    push_text_tokens(&mut tokens, text, 0);
+    tokens
+}
+
+/// Adds the `kb_text` tokens of `text` (which starts at byte `base` of the analysed text).
+fn push_text_tokens(tokens: &mut Tokens, text: &str, base: usize) {
     let mut char_position = 0;
-    text_token_spans(text, |from, to, kind| match kind {
-        SpanKind::Word => tokens.push(&text[from..to], from, to),
-        SpanKind::Char => {
-            char_position = tokens.next_position();
-            tokens.push_at(&text[from..to], from, to, char_position);
+    text_token_spans(text, |from, to, kind| {
+        let (raw, from, to) = (&text[from..to], base + from, base + to);
+        match kind {
+            SpanKind::Word => tokens.push(raw, from, to),
+            SpanKind::Char => {
+                char_position = tokens.next_position();
+                tokens.push_at(raw, from, to, char_position);
+            }
+            SpanKind::Bigram => tokens.push_at(raw, from, to, char_position),
         }
-        SpanKind::Bigram => tokens.push_at(&text[from..to], from, to, char_position),
     });
+}
+
+/// The `kb_body` tokens of a page's body text: `kb_text`'s, and after each section
+/// ([`crate::markdown::sections`]) of a page of two or more, [`SECTION_MARK`]. The marks'
+/// positions are the sections' bounds, and a mark stands as many positions after the one
+/// before it as its section has tokens (a CJK character and the bigram it starts share a
+/// position, so the mark skips one per bigram): the passage lane reads each section's place and
+/// length from the index (`index::passages`), and a section costs the index one position, not
+/// a document.
+fn body_tokens(text: &str) -> Tokens {
+    let sections = crate::markdown::sections(text);
+    if sections.len() < 2 {
+        return text_tokens(text);
+    }
+    let mut tokens = Tokens::new();
+    for range in sections {
+        let (first, start) = (tokens.len, tokens.next_position());
+        push_text_tokens(&mut tokens, &text[range.clone()], range.start);
+        // The tokens the index keeps (`RemoveLongFilter` drops the longer ones).
+        let kept = tokens.as_slice()[first..]
+            .iter()
+            .filter(|t| t.text.len() < MAX_TOKEN_BYTES)
+            .count();
+        // (A section with more dropped tokens than bigrams counts the dropped ones too.)
+        let spanned = tokens.next_position() - start;
+        tokens.push_mark(range.end, kept.saturating_sub(spanned));
+    }
     tokens
 }
 
@@ -395,10 +455,21 @@ fn word_tokens(text: &str, segmenter: &Jieba) -> Tokens {
     tokens
 }
 
+/// What a [`KbTokenizer`] makes of a text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Analysis {
+    /// `kb_text`.
+    Text,
+    /// `kb_body`: `kb_text` with section marks.
+    Body,
+    /// `kb_words`.
+    Words,
+}
+
 /// A tokenizer over an eagerly computed token list.
 #[derive(Clone)]
 pub struct KbTokenizer {
-    words: bool,
+    analysis: Analysis,
     /// The segmenter of the words (`None`: jieba's whole dictionary).
     segmenter: Option<Arc<Jieba>>,
 }
@@ -428,10 +499,12 @@ impl TokenStream for VecTokenStream {
 impl Tokenizer for KbTokenizer {
     type TokenStream<'a> = VecTokenStream;
     fn token_stream<'a>(&'a mut self, text: &'a str) -> VecTokenStream {
-        let tokens = if self.words {
-            word_tokens(text, self.segmenter.as_deref().unwrap_or_else(|| jieba()))
-        } else {
-            text_tokens(text)
+        let tokens = match self.analysis {
+            Analysis::Text => text_tokens(text),
+            Analysis::Body => body_tokens(text),
+            Analysis::Words => {
+                word_tokens(text, self.segmenter.as_deref().unwrap_or_else(|| jieba()))
+            }
         };
         VecTokenStream { tokens, index: 0 }
     }
@@ -440,7 +513,15 @@ impl Tokenizer for KbTokenizer {
 /// The `kb_text` analyzer.
 pub fn text_analyzer() -> TextAnalyzer {
     with_text_filters(KbTokenizer {
-        words: false,
+        analysis: Analysis::Text,
+        segmenter: None,
+    })
+}
+
+/// The `kb_body` analyzer.
+pub fn body_analyzer() -> TextAnalyzer {
+    with_text_filters(KbTokenizer {
+        analysis: Analysis::Body,
         segmenter: None,
     })
 }
@@ -618,16 +699,17 @@ pub fn words_analyzer() -> TextAnalyzer {
 /// The `kb_words` analyzer segmenting with `segmenter` (`None`: jieba's whole dictionary).
 fn words_analyzer_with(segmenter: Option<Arc<Jieba>>) -> TextAnalyzer {
     TextAnalyzer::builder(KbTokenizer {
-        words: true,
+        analysis: Analysis::Words,
         segmenter,
     })
     .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
     .build()
 }
 
-/// Registers both analyzers on a tantivy index.
+/// Registers the analyzers on a tantivy index.
 pub fn register(index: &tantivy::Index) {
     index.tokenizers().register(TEXT_ANALYZER, text_analyzer());
+    index.tokenizers().register(BODY_ANALYZER, body_analyzer());
     index
         .tokenizers()
         .register(WORDS_ANALYZER, words_analyzer());
@@ -807,7 +889,7 @@ mod tests {
                     東京大学 2023 ١٢٣ naïve cafés";
         let mut ours = text_analyzer();
         let mut theirs = TextAnalyzer::builder(KbTokenizer {
-            words: false,
+            analysis: Analysis::Text,
             segmenter: None,
         })
         .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
@@ -1000,6 +1082,73 @@ mod tests {
         }
         // A text holding the filler word gets the whole dictionary.
         assert!(dictionary_within("知识\u{fdd0}库").is_none());
+    }
+
+    /// `kb_body` is `kb_text` with a mark after each section of a page of two or more: the
+    /// same terms, in order, and each mark as many positions after the previous section's end
+    /// as its section has tokens (a CJK bigram shares its character's position).
+    #[test]
+    fn body_marks_end_each_section_and_count_its_tokens() {
+        let brk = crate::markdown::SECTION_BREAK;
+        let filler = "lorem ".repeat(80);
+        let long = "x".repeat(MAX_TOKEN_BYTES + 1);
+        let body = format!(
+            "Renewal notices {filler}{brk}## 续费通知 {long} 知识库 {filler}{brk}short{brk}data {filler}"
+        );
+        let tokens = |mut a: TextAnalyzer| {
+            let mut out = Vec::new();
+            let mut stream = a.token_stream(&body);
+            while stream.advance() {
+                let t = stream.token();
+                out.push((t.text.clone(), t.position));
+            }
+            out
+        };
+        let text = tokens(text_analyzer());
+        let marked = tokens(body_analyzer());
+        let kept: Vec<&String> = marked
+            .iter()
+            .map(|(t, _)| t)
+            .filter(|t| *t != SECTION_MARK)
+            .collect();
+        assert_eq!(kept, text.iter().map(|(t, _)| t).collect::<Vec<_>>());
+        // Three sections ("short" joins the one after it), each ended by a mark.
+        let marks: Vec<usize> = marked
+            .iter()
+            .filter(|(t, _)| t == SECTION_MARK)
+            .map(|(_, p)| *p)
+            .collect();
+        assert_eq!(marks.len(), crate::markdown::sections(&body).len());
+        assert_eq!(marks.len(), 3);
+        assert_eq!(marked.last().map(|(t, _)| t.as_str()), Some(SECTION_MARK));
+        let mut start = 0;
+        for (i, &end) in marks.iter().enumerate() {
+            let in_section = marked
+                .iter()
+                .filter(|(t, p)| t != SECTION_MARK && (start..end).contains(p))
+                .count();
+            assert_eq!(end - start, in_section, "section {i}");
+            start = end + 1;
+        }
+        // The second section's Chinese: its tokens outnumber its positions.
+        let chinese = marked
+            .iter()
+            .filter(|(_, p)| (marks[0]..marks[1]).contains(p))
+            .count();
+        let positions: std::collections::BTreeSet<usize> = marked
+            .iter()
+            .filter(|(_, p)| (marks[0]..marks[1]).contains(p))
+            .map(|(_, p)| *p)
+            .collect();
+        assert!(chinese > positions.len());
+        // A page of one section has no mark.
+        let mut a = body_analyzer();
+        assert_eq!(
+            terms(&mut a, "one section only"),
+            terms(&mut text_analyzer(), "one section only")
+        );
+        // No query has the mark.
+        assert!(!query_terms(&body).iter().any(|t| t == SECTION_MARK));
     }
 
     #[test]

@@ -25,9 +25,46 @@ pub struct Link {
 }
 
 /// Where a section of the plain text starts (before its heading): a form feed, which every
-/// analyzer drops as whitespace, so it costs the index nothing and the passage lane splits the
-/// indexed text at it (`index::search_index`).
+/// analyzer drops as whitespace, so it costs the index nothing; the passage lane's sections are
+/// split at it ([`sections`]).
 pub const SECTION_BREAK: char = '\u{c}';
+
+/// A section shorter than this (bytes of indexed text) is joined to the one after it: a
+/// heading with a line under it is no passage, and BM25's length normalization would rank such
+/// stubs over the sections that explain.
+pub const MIN_SECTION_BYTES: usize = 400;
+/// Sections of a page at most (the rest join the last one).
+pub const MAX_SECTIONS: usize = 256;
+
+/// The sections of a page's indexed body text (the passage lane's units): byte ranges of
+/// `body` split at [`SECTION_BREAK`], short ones joined to the next (a short last one to the
+/// one before), in order; one break character lies between two sections, and a page without
+/// headings is one section. The index marks where each ends
+/// ([`crate::analysis::SECTION_MARK`]) and a section is named by its number here, so this is
+/// computed the same way at indexing and when an excerpt is cut from the page again.
+pub fn sections(body: &str) -> Vec<std::ops::Range<usize>> {
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut open: Option<usize> = None;
+    let mut at = 0;
+    for text in body.split(SECTION_BREAK) {
+        let end = at + text.len();
+        let start = open.take().unwrap_or(at);
+        if end - start >= MIN_SECTION_BYTES && out.len() + 1 < MAX_SECTIONS {
+            out.push(start..end);
+        } else {
+            open = Some(start);
+        }
+        at = end + SECTION_BREAK.len_utf8();
+    }
+    if let Some(start) = open {
+        match out.last_mut() {
+            // A short tail joins the section before it.
+            Some(last) if body.len() - start < MIN_SECTION_BYTES => last.end = body.len(),
+            _ => out.push(start..body.len()),
+        }
+    }
+    out
+}
 
 /// Headings kept per document.
 const MAX_HEADINGS: usize = 512;
@@ -320,6 +357,43 @@ pub fn clean_generator_syntax(text: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sections split at the section breaks, short ones joined to the next (a short last one
+    /// to the one before), with one break between two sections.
+    #[test]
+    fn sections_split_at_headings_and_join_short_ones() {
+        let brk = SECTION_BREAK;
+        let long = |c: char| c.to_string().repeat(MIN_SECTION_BYTES);
+        let body = format!(
+            "{}{brk}short{brk}{}{brk}{}{brk}tail",
+            long('a'),
+            long('b'),
+            long('c')
+        );
+        let found = sections(&body);
+        let texts: Vec<&str> = found.iter().map(|r| &body[r.clone()]).collect();
+        assert_eq!(
+            texts,
+            vec![
+                long('a'),
+                format!("short{brk}{}", long('b')),
+                format!("{}{brk}tail", long('c'))
+            ]
+        );
+        for pair in found.windows(2) {
+            assert_eq!(&body[pair[0].end..pair[1].start], brk.to_string());
+        }
+        // A page without headings, and an empty one, are one section; so is a page whose
+        // headings hold only stubs.
+        assert_eq!(sections("no headings"), vec![0..11]);
+        assert_eq!(sections(""), vec![0..0]);
+        assert_eq!(sections(&format!("a{brk}b{brk}c")).len(), 1);
+        // At most MAX_SECTIONS: the rest join the last.
+        let many = vec![long('x'); MAX_SECTIONS + 10].join(&brk.to_string());
+        let found = sections(&many);
+        assert_eq!(found.len(), MAX_SECTIONS);
+        assert_eq!(found.last().unwrap().end, many.len());
+    }
 
     #[test]
     fn title_ignores_code_blocks() {

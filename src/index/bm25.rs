@@ -198,7 +198,7 @@ pub struct Collection<'a> {
 }
 
 /// The query weight of term `i` (1 when none is given).
-fn term_weight(weights: &[f32], i: usize) -> f32 {
+pub(crate) fn term_weight(weights: &[f32], i: usize) -> f32 {
     weights.get(i).copied().unwrap_or(1.0)
 }
 

@@ -652,7 +652,6 @@ pub(super) fn build(
         files,
     };
     write_file(&tmp.join("manifest.json"), &manifest_bytes(&manifest))?;
-    sync_dir(&search_dir.join(search_index::SECTIONS_DIR));
     sync_dir(&search_dir);
     sync_dir(&tmp);
     crash_point("written");

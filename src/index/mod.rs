@@ -69,6 +69,7 @@ pub mod bm25;
 mod build;
 mod cache;
 pub mod catalog;
+mod passages;
 pub mod search_index;
 
 use std::io::Write;
@@ -84,7 +85,7 @@ use catalog::Catalog;
 use search_index::SearchIndex;
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
-pub const INDEX_FORMAT_VERSION: u64 = 14;
+pub const INDEX_FORMAT_VERSION: u64 = 15;
 
 /// Counts recorded in the manifest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -450,12 +451,11 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
 }
 
 /// Files every generation records (a manifest that lists none of them is not one of ours).
-const RECORDED: [&str; 5] = [
+const RECORDED: [&str; 4] = [
     CATALOG_FILE,
     INGEST_CACHE_FILE,
     "diagnostics.json",
     "search/meta.json",
-    "search/sections/meta.json",
 ];
 
 /// Checks the files of `generation` against its manifest's record at `level` (module docs):
@@ -524,9 +524,8 @@ fn record_files(
     written: &[(&str, u32)],
 ) -> Result<Vec<FileRecord>, IndexError> {
     let mut records = Vec::new();
-    // The generation, the pages' index and the sections' index inside it.
-    let sections = format!("search/{}", search_index::SECTIONS_DIR);
-    for sub in ["", "search", sections.as_str()] {
+    // The generation and the search index inside it.
+    for sub in ["", "search"] {
         let folder = dir.join(sub);
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&folder).map_err(|e| IndexError::io(&folder, e))? {

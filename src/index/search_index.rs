@@ -15,7 +15,7 @@ use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDoc
 
 use super::bm25;
 use super::catalog::store::KeyTable;
-use crate::analysis::{self, TEXT_ANALYZER, WORDS_ANALYZER};
+use crate::analysis::{self, BODY_ANALYZER, TEXT_ANALYZER, WORDS_ANALYZER};
 use crate::bundle::PageText;
 use crate::error::IndexError;
 
@@ -31,7 +31,7 @@ const METADATA_FIELDS: [(&str, f32); 3] = [("title", 1.0), ("path", 0.5), ("meta
 /// matches, and the Latin words and numbers, which `body_w` does not hold).
 const WORD_FIELDS: [(&str, f32); 2] = [("body_w", 0.5), ("body", 1.0)];
 /// BM25 parameters (the classic defaults; the train splits are flat around them).
-const BM25: bm25::FieldParams = bm25::FieldParams {
+pub(super) const BM25: bm25::FieldParams = bm25::FieldParams {
     weight: 1.0,
     k1: 1.2,
     b: 0.75,
@@ -39,77 +39,13 @@ const BM25: bm25::FieldParams = bm25::FieldParams {
 
 #[derive(Clone, Copy)]
 struct Fields {
+    title: Field,
     body: Field,
     exact_path: Field,
     exact_title: Field,
 }
 
-/// The folder, inside the search index's, of the index of sections (the passage lane's
-/// documents). Sections are an index of their own, so that the page lanes' document counts,
-/// lengths and per-document score arrays cover pages only.
-pub const SECTIONS_DIR: &str = "sections";
-
-/// A section shorter than this (bytes of indexed text) is joined to the one after it: a
-/// heading with a line under it is no passage, and BM25's length normalization would rank such
-/// stubs over the sections that explain.
-const MIN_SECTION_BYTES: usize = 400;
-/// Sections indexed per page at most (the rest join the last one).
-const MAX_SECTIONS: usize = 256;
-
-/// The sections of a page's indexed body text: byte ranges of `body`, split at
-/// [`crate::markdown::SECTION_BREAK`], short ones joined to the next, as (first part, part
-/// count, range); a page without headings is one section.
-pub fn sections(body: &str) -> Vec<(u32, u32, std::ops::Range<usize>)> {
-    let mut out: Vec<(u32, u32, std::ops::Range<usize>)> = Vec::new();
-    let mut open: Option<(u32, u32, usize)> = None;
-    let mut at = 0;
-    for (part, text) in body.split(crate::markdown::SECTION_BREAK).enumerate() {
-        let end = at + text.len();
-        let (first, count, start) = open.take().unwrap_or((part as u32, 0, at));
-        let grown = (first, count + 1, start);
-        if end - start >= MIN_SECTION_BYTES && out.len() + 1 < MAX_SECTIONS {
-            out.push((grown.0, grown.1, start..end));
-        } else {
-            open = Some(grown);
-        }
-        at = end + crate::markdown::SECTION_BREAK.len_utf8();
-    }
-    if let Some((first, count, start)) = open {
-        match out.last_mut() {
-            // A short tail joins the section before it.
-            Some(last) if body.len() - start < MIN_SECTION_BYTES => {
-                last.1 += count;
-                last.2.end = body.len();
-            }
-            _ => out.push((first, count, start..body.len())),
-        }
-    }
-    out
-}
-
-/// The text of the section `span` ([`SearchIndex::section_span`]) of a page's indexed body
-/// text.
-pub fn section_text(body: &str, span: (u32, u32)) -> &str {
-    let mut parts = body.split_inclusive(crate::markdown::SECTION_BREAK);
-    let skipped: usize = parts.by_ref().take(span.0 as usize).map(str::len).sum();
-    let taken: usize = parts.take(span.1 as usize).map(str::len).sum();
-    let text = &body[skipped.min(body.len())..(skipped + taken).min(body.len())];
-    text.strip_suffix(crate::markdown::SECTION_BREAK)
-        .unwrap_or(text)
-}
-
-/// A hit of the passage lane: the page, its best section's score and which section it is.
-#[derive(Debug, Clone, Copy)]
-pub struct PassageHit {
-    pub position: u32,
-    pub score: f32,
-    pub section: Section,
-}
-
-/// A section document of the open index ([`SearchIndex::section_span`] says where it is in
-/// its page).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Section(DocAddress);
+pub use super::passages::{PassageHit, Passages, Section};
 
 /// A query's `kb_text` terms and their weights ([`analysis::query_terms`],
 /// [`analysis::query_term_weights`]): analysed once per query (a CJK query is segmented by
@@ -159,7 +95,8 @@ fn page_schema() -> Schema {
     let mut builder = Schema::builder();
     // Positions only where phrases are matched (the body): no query reads the others'.
     let counted = text(TEXT_ANALYZER, IndexRecordOption::WithFreqs);
-    let positioned = text(TEXT_ANALYZER, IndexRecordOption::WithFreqsAndPositions);
+    // The body's positions also bound its sections (`kb_body`'s section marks).
+    let positioned = text(BODY_ANALYZER, IndexRecordOption::WithFreqsAndPositions);
     let words = text(WORDS_ANALYZER, IndexRecordOption::WithFreqs);
     // The page's stable key: a fast field to map hits to catalog positions, indexed so that an
     // incremental build can delete the page's document.
@@ -169,25 +106,11 @@ fn page_schema() -> Schema {
     builder.add_text_field("meta", counted);
     builder.add_text_field("body", positioned);
     builder.add_text_field("body_w", words);
-    // How many sections the page has. A page of one section has no section documents: it is
-    // its own passage (the passage lane ranks it as the page lane does).
-    builder.add_u64_field("sections", FAST);
     // The exact lanes' keys, as their hashes ([`exact_term`]): a key is a whole normalized path
     // or title, and the term dictionary of the keys themselves was most of its bytes (on SciFact,
     // 650 KB of keys against 240 KB of body terms), built at a tenth of the build's time.
     builder.add_u64_field("exact_path", INDEXED);
     builder.add_u64_field("exact_title", INDEXED);
-    builder.build()
-}
-
-/// The schema of the sections' index: a section's text (with its page's title), its page's
-/// key (the same as the page document's, so deleting a page deletes its sections) and where
-/// it is in the page.
-fn section_schema() -> Schema {
-    let mut builder = Schema::builder();
-    builder.add_u64_field("key", INDEXED | FAST);
-    builder.add_text_field("section", text(TEXT_ANALYZER, IndexRecordOption::WithFreqs));
-    builder.add_u64_field("section_span", FAST);
     builder.build()
 }
 
@@ -243,15 +166,12 @@ const FULL_BUILD_BYTES_PER_THREAD: usize = 128_000_000;
 /// Deleted documents kept in all before the segments holding them are merged.
 const MAX_DELETED: u32 = 2_000;
 
-/// One writer session over a search index (the pages' and the sections' indexes): pages are
-/// added batch by batch, and [`Writer::finish`] commits them all at once.
+/// One writer session over the search index: pages are added batch by batch, and
+/// [`Writer::finish`] commits them all at once.
 pub struct Writer {
     pages: Session,
-    sections: Session,
-    /// key, title, path, meta, body, body_w, exact_path, exact_title, sections.
-    fields: [Field; 9],
-    /// key, section, section_span.
-    section_fields: [Field; 3],
+    /// key, title, path, meta, body, body_w, exact_path, exact_title.
+    fields: [Field; 8],
 }
 
 /// One tantivy index's writer of a [`Writer`] session.
@@ -269,7 +189,7 @@ impl Session {
     }
 
     /// Commits, then merges the segments whose deleted documents are more than a fifth of
-    /// them (a changed page deletes its document and its sections') or `MAX_DELETED` in all:
+    /// them (a changed page deletes its document) or `MAX_DELETED` in all:
     /// rewriting a large segment for one changed page would cost more than the rest of the
     /// build. Deleted documents stay in their segments until then (BM25 counts only live ones:
     /// `bm25::alive_doc_freq`, live field norms).
@@ -310,7 +230,7 @@ fn named_fields<const N: usize>(
     Ok(out)
 }
 
-const PAGE_FIELDS: [&str; 9] = [
+const PAGE_FIELDS: [&str; 8] = [
     "key",
     "title",
     "path",
@@ -319,23 +239,17 @@ const PAGE_FIELDS: [&str; 9] = [
     "body_w",
     "exact_path",
     "exact_title",
-    "sections",
 ];
-const SECTION_FIELDS: [&str; 3] = ["key", "section", "section_span"];
 
 impl Writer {
     /// A session writing a new index into `dir` (which must exist and be empty).
     pub fn create(dir: &Path, threads: usize) -> Result<Self, IndexError> {
         let pages = Index::create_in_dir(dir, page_schema())?;
-        let sections_dir = dir.join(SECTIONS_DIR);
-        std::fs::create_dir(&sections_dir).map_err(|e| IndexError::io(&sections_dir, e))?;
-        let sections = Index::create_in_dir(&sections_dir, section_schema())?;
-        let writer = Self::with_indexes(pages, sections, threads, FULL_BUILD_BYTES_PER_THREAD)?;
-        for session in [&writer.pages, &writer.sections] {
-            session
-                .writer
-                .set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
-        }
+        let writer = Self::with_index(pages, threads, FULL_BUILD_BYTES_PER_THREAD)?;
+        writer
+            .pages
+            .writer
+            .set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         Ok(writer)
     }
 
@@ -343,43 +257,34 @@ impl Writer {
     /// of the `deleted` keys are deleted first.
     pub fn update(dir: &Path, deleted: &[u64], threads: usize) -> Result<Self, IndexError> {
         let pages = Index::open_in_dir(dir)?;
-        let sections = Index::open_in_dir(dir.join(SECTIONS_DIR))?;
-        if pages.schema() != page_schema() || sections.schema() != section_schema() {
+        if pages.schema() != page_schema() {
             return Err(IndexError::Tantivy(
                 "the previous index has another schema".into(),
             ));
         }
-        let writer = Self::with_indexes(pages, sections, threads, WRITER_BYTES_PER_THREAD)?;
-        for session in [&writer.pages, &writer.sections] {
-            // Tantivy's log merge policy, merging the small segments updates add once there are
-            // 12 of them (its default, 8, came after a handful of updates of a small bundle,
-            // each adding one or two, and rewrote the segments holding deleted documents with
-            // them).
-            let mut policy = tantivy::merge_policy::LogMergePolicy::default();
-            policy.set_min_num_segments(12);
-            session.writer.set_merge_policy(Box::new(policy));
-        }
+        let writer = Self::with_index(pages, threads, WRITER_BYTES_PER_THREAD)?;
+        // Tantivy's log merge policy, merging the small segments updates add once there are 12
+        // of them (its default, 8, came after a handful of updates of a small bundle, each
+        // adding one or two, and rewrote the segments holding deleted documents with them).
+        let mut policy = tantivy::merge_policy::LogMergePolicy::default();
+        policy.set_min_num_segments(12);
+        writer.pages.writer.set_merge_policy(Box::new(policy));
         for k in deleted {
             writer.delete(*k);
         }
         Ok(writer)
     }
 
-    fn with_indexes(
+    fn with_index(
         pages: Index,
-        sections: Index,
         threads: usize,
         bytes_per_thread: usize,
     ) -> Result<Self, IndexError> {
         let threads = threads.clamp(1, 8);
         let fields = named_fields(&pages.schema(), PAGE_FIELDS)?;
-        let section_fields = named_fields(&sections.schema(), SECTION_FIELDS)?;
-        // Sections hold the body once (no dictionary words, no positions): half the arena.
         Ok(Writer {
             pages: Session::new(pages, threads, bytes_per_thread)?,
-            sections: Session::new(sections, threads, bytes_per_thread / 2)?,
             fields,
-            section_fields,
         })
     }
 
@@ -394,8 +299,7 @@ impl Writer {
 
     /// Adds the documents of one page; callable from several threads at once.
     pub fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
-        let [key, title, path_f, meta, body, body_w, exact_path, exact_title, count] = self.fields;
-        let sections = sections(&page.text.body);
+        let [key, title, path_f, meta, body, body_w, exact_path, exact_title] = self.fields;
         let mut d = TantivyDocument::default();
         d.add_u64(key, page.key);
         d.add_text(title, page.title);
@@ -412,24 +316,7 @@ impl Writer {
             d.add_u64(exact_path, exact_term(&k));
         }
         d.add_u64(exact_title, exact_term(&crate::text::exact_key(page.title)));
-        d.add_u64(count, sections.len() as u64);
         self.pages.writer.add_document(d)?;
-        if sections.len() < 2 {
-            return Ok(());
-        }
-        let [key, section, span] = self.section_fields;
-        let documents = sections.into_iter().map(|(first, parts, range)| {
-            let mut d = TantivyDocument::default();
-            d.add_u64(key, page.key);
-            // Each section holds its page's title: a section is read as part of its page (DPR's
-            // passages, title first).
-            d.add_text(section, page.title);
-            d.add_text(section, &page.text.body[range]);
-            d.add_u64(span, (u64::from(first) << 32) | u64::from(parts));
-            tantivy::indexer::UserOperation::Add(d)
-        });
-        // One group: a page's sections are adjacent documents of one segment.
-        self.sections.writer.run(documents)?;
         Ok(())
     }
 
@@ -439,26 +326,19 @@ impl Writer {
         self.pages
             .writer
             .delete_term(Term::from_field_u64(self.fields[0], key));
-        self.sections
-            .writer
-            .delete_term(Term::from_field_u64(self.section_fields[0], key));
     }
 
-    /// Commits the session ([`Session::finish`], the pages' index, then the sections').
+    /// Commits the session ([`Session::finish`]).
     pub fn finish(self) -> Result<(), IndexError> {
-        self.pages.finish()?;
-        self.sections.finish()
+        self.pages.finish()
     }
 }
 
-/// An open index, ready for queries: the pages' index and the sections'.
+/// An open index, ready for queries.
 pub struct SearchIndex {
     pages: Part,
-    sections: Part,
     schema: Schema,
     fields: Fields,
-    /// The sections' text field.
-    section: Field,
     /// Page key → catalog position (the catalog's table, read in place).
     positions: KeyTable,
 }
@@ -471,6 +351,8 @@ struct Part {
     doc_positions: std::sync::OnceLock<DocPositions>,
     /// Average field lengths, computed on first use.
     average_lengths: std::sync::Mutex<HashMap<Field, f32>>,
+    /// The sections' statistics of the opened segments, read on first use.
+    section_stats: std::sync::OnceLock<super::passages::SectionStats>,
     /// The deleted documents of the opened segments, read on first use: every document
     /// frequency and count subtracts them, and finding them scans each segment with deletes.
     deleted: std::sync::OnceLock<Deleted>,
@@ -561,6 +443,7 @@ impl Part {
             reader,
             doc_positions: std::sync::OnceLock::new(),
             average_lengths: std::sync::Mutex::new(HashMap::new()),
+            section_stats: std::sync::OnceLock::new(),
             deleted: std::sync::OnceLock::new(),
         };
         Ok((part, index.schema()))
@@ -627,6 +510,33 @@ impl Part {
         }
     }
 
+    /// The sections' statistics of `searcher`'s segments: those of the opened segments read
+    /// once (the reader never reloads), or read now for another set of segments.
+    fn section_stats(
+        &self,
+        searcher: &Searcher,
+        title: Field,
+        body: Field,
+    ) -> Result<super::passages::SectionStats, IndexError> {
+        let opened = self.reader.searcher();
+        let same = |a: &Searcher, b: &Searcher| {
+            a.segment_readers().len() == b.segment_readers().len()
+                && a.segment_readers()
+                    .iter()
+                    .zip(b.segment_readers())
+                    .all(|(x, y)| x.segment_id() == y.segment_id())
+        };
+        if !same(&opened, searcher) {
+            return super::passages::SectionStats::read(searcher, title, body);
+        }
+        if let Some(stats) = self.section_stats.get() {
+            return Ok(*stats);
+        }
+        let stats = super::passages::SectionStats::read(&opened, title, body)?;
+        let _ = self.section_stats.set(stats);
+        Ok(stats)
+    }
+
     /// The average length of `field`, computed once (the reader never reloads).
     fn average_field_length(&self, searcher: &Searcher, field: Field) -> Result<f32, IndexError> {
         if let Some(v) = self
@@ -665,7 +575,7 @@ impl Part {
 }
 
 impl SearchIndex {
-    /// Opens the index in `dir` (and its sections' index in [`SECTIONS_DIR`]); `positions`
+    /// Opens the index in `dir`; `positions`
     /// maps each indexed page's key to its catalog position. Tantivy panics on some damaged
     /// files (a fast-field table that points past its end, say) where it would rather fail:
     /// such a panic is an error here.
@@ -688,17 +598,15 @@ impl SearchIndex {
 
     fn open_unchecked(dir: &Path, positions: KeyTable) -> Result<Self, IndexError> {
         let (pages, schema) = Part::open(dir)?;
-        let (sections, section_schema) = Part::open(&dir.join(SECTIONS_DIR))?;
         let fields = Fields {
+            title: field(&schema, "title")?,
             body: field(&schema, "body")?,
             exact_path: field(&schema, "exact_path")?,
             exact_title: field(&schema, "exact_title")?,
         };
         Ok(SearchIndex {
             pages,
-            sections,
             fields,
-            section: field(&section_schema, "section")?,
             schema,
             positions,
         })
@@ -713,9 +621,7 @@ impl SearchIndex {
     /// maps its candidates by table lookups, where a one-shot call reads the few it needs).
     pub fn read_doc_positions(&self) -> Result<(), IndexError> {
         self.pages
-            .doc_positions(&self.pages.reader.searcher(), &self.positions)?;
-        self.sections
-            .doc_positions(&self.sections.reader.searcher(), &self.positions)
+            .doc_positions(&self.pages.reader.searcher(), &self.positions)
             .map(drop)
     }
 
@@ -964,78 +870,25 @@ impl SearchIndex {
         })
     }
 
-    /// The passage lane: BM25 over the sections of the pages ([`sections`]), with the lexical
-    /// lane's query terms and weights; each page once, at its best section, best first (ties
-    /// by path). `limit` bounds the sections scored into the list, not the pages.
+    /// The passage lane over the page lane's `candidates` ([`super::passages`]): BM25 over
+    /// their heading sections with the lexical lane's query terms and weights.
     pub fn passages(
         &self,
-        query: &QueryTerms,
-        limit: usize,
-    ) -> Result<Vec<PassageHit>, IndexError> {
-        let searcher = &self.sections.reader.searcher();
-        let queries = [bm25::FieldQuery {
-            field: self.section,
-            params: BM25,
-            terms: &query.terms,
-            term_weights: &query.weights,
-        }];
-        let top = self
-            .sections
-            .with_collection(searcher, &self.positions, |collection| {
-                bm25::top_docs(searcher, &queries, limit, collection)
-            })?;
-        // Best first, equal scores by path, then by address: a page's sections are adjacent
-        // documents of one segment in page order, so of a page's equal sections the first in
-        // the page comes first (not the first some writer thread placed). Each page keeps its
-        // first, best section.
-        let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
-        Ok(Self::hits(top)
-            .into_iter()
-            .filter(|hit| seen.insert(hit.position))
-            .map(|hit| PassageHit {
-                position: hit.position,
-                score: hit.score,
-                section: Section(hit.address),
-            })
-            .collect())
-    }
-
-    /// Where `section` is in its page's body text: (first part, part count) of the body split
-    /// at section breaks ([`section_text`]); `None` when the index does not hold it.
-    pub fn section_span(&self, section: Section) -> Option<(u32, u32)> {
-        let searcher = self.sections.reader.searcher();
-        let segment = searcher
-            .segment_readers()
-            .get(section.0.segment_ord as usize)?;
-        let span = segment
-            .fast_fields()
-            .u64("section_span")
-            .ok()?
-            .first(section.0.doc_id)?;
-        Some(((span >> 32) as u32, span as u32))
-    }
-
-    /// Whether each hit's page has one section (and so no section documents: it is its own
-    /// passage).
-    pub fn single_section(
-        &self,
         searcher: &Searcher,
-        hits: &[LaneHit],
-    ) -> Result<Vec<bool>, IndexError> {
-        let counts = searcher
-            .segment_readers()
-            .iter()
-            .map(|segment| Ok(segment.fast_fields().u64("sections")?))
-            .collect::<Result<Vec<Column<u64>>, IndexError>>()?;
-        Ok(hits
-            .iter()
-            .map(|h| {
-                counts
-                    .get(h.address.segment_ord as usize)
-                    .and_then(|c| c.first(h.address.doc_id))
-                    .is_some_and(|n| n < 2)
-            })
-            .collect())
+        query: &QueryTerms,
+        candidates: &[LaneHit],
+    ) -> Result<Passages, IndexError> {
+        let stats = self
+            .pages
+            .section_stats(searcher, self.fields.title, self.fields.body)?;
+        let index = super::passages::Index {
+            searcher,
+            title: self.fields.title,
+            body: self.fields.body,
+            stats,
+            deleted: &self.pages.deleted(searcher),
+        };
+        super::passages::score(&index, &query.terms, &query.weights, BM25, candidates)
     }
 
     /// The BM25 inverse document frequency of a `kb_text` term over the `body` field (as the
@@ -1286,7 +1139,7 @@ mod tests {
         let mut on_disk: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|name| !name.starts_with('.') && name != "meta.json" && name != SECTIONS_DIR)
+            .filter(|name| !name.starts_with('.') && name != "meta.json")
             .map(|name| name.split('.').next().unwrap().to_string())
             .collect();
         on_disk.sort();
@@ -1329,11 +1182,9 @@ mod tests {
             }
         };
         let check = |segments: usize| {
-            for index_dir in [dir.clone(), dir.join(SECTIONS_DIR)] {
-                let (listed, on_disk) = segments_listed_and_on_disk(&index_dir);
-                assert_eq!(listed.len(), segments, "{}", index_dir.display());
-                assert_eq!(listed, on_disk, "{}", index_dir.display());
-            }
+            let (listed, on_disk) = segments_listed_and_on_disk(&dir);
+            assert_eq!(listed.len(), segments);
+            assert_eq!(listed, on_disk);
         };
         // Two sessions, a segment each.
         let writer = Writer::create(&dir, 1).unwrap();
@@ -1359,37 +1210,8 @@ mod tests {
             1,
             "{before:?} {listed:?}"
         );
-        let (listed, on_disk) = segments_listed_and_on_disk(&dir.join(SECTIONS_DIR));
-        assert_eq!(listed, on_disk);
         let (pages_index, _) = Part::open(&dir).unwrap();
         assert_eq!(pages_index.reader.searcher().num_docs(), 251);
-    }
-
-    /// Sections split at the section breaks, short ones joined to the next (a short last one
-    /// to the one before), and each section's text found again from its span.
-    #[test]
-    fn sections_split_at_headings_and_join_short_ones() {
-        let brk = crate::markdown::SECTION_BREAK;
-        let long = |c: char| c.to_string().repeat(MIN_SECTION_BYTES);
-        let body = format!(
-            "{}{brk}short{brk}{}{brk}{}{brk}tail",
-            long('a'),
-            long('b'),
-            long('c')
-        );
-        let found = sections(&body);
-        let spans: Vec<(u32, u32)> = found.iter().map(|s| (s.0, s.1)).collect();
-        assert_eq!(spans, vec![(0, 1), (1, 2), (3, 2)]);
-        for (first, count, range) in &found {
-            assert_eq!(section_text(&body, (*first, *count)), &body[range.clone()]);
-        }
-        assert!(section_text(&body, (1, 2)).starts_with("short"));
-        assert!(section_text(&body, (3, 2)).ends_with("tail"));
-        // A page without headings, and an empty one, are one section.
-        assert_eq!(sections("no headings").len(), 1);
-        assert_eq!(sections("").len(), 1);
-        // Past the end is empty, not a panic.
-        assert_eq!(section_text("x", (5, 1)), "");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The direct lanes: exact path, exact title, the BM25F page lane (`lexical`), the passage lane
-//! (BM25 over each page's heading sections, reported as `lexical` evidence) and the CJK word
-//! lane (`jieba`). Quoted phrases must appear as written in a content-lane hit.
+//! (BM25 over the heading sections of the page lane's hits, reported as `lexical` evidence) and
+//! the CJK word lane (`jieba`). Quoted phrases must appear as written in a content-lane hit.
 
 use rayon::prelude::*;
 use tantivy::Searcher;
@@ -12,8 +12,6 @@ use crate::index::KnowledgeBase;
 
 /// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
 const LANE_DEPTH: usize = 1000;
-/// Sections the passage lane scores into its list (several per page).
-const PASSAGE_DEPTH: usize = LANE_DEPTH;
 
 /// A hit of a direct lane, best first within its lane.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +29,28 @@ pub struct LaneHits {
     pub lane: Lane,
     pub reported: bool,
     pub hits: Vec<Hit>,
+}
+
+/// The passage lane's hits: the scored pages in their order, then the page lane's hits whose
+/// page is one section, each its own passage at its page-lane rank.
+fn passage_hits(passages: crate::index::search_index::Passages) -> Vec<Hit> {
+    let mut hits: Vec<Hit> = passages
+        .hits
+        .into_iter()
+        .take(LANE_DEPTH)
+        .enumerate()
+        .map(|(rank, h)| Hit {
+            position: h.position,
+            rank: rank as u32,
+            section: Some(h.section),
+        })
+        .collect();
+    hits.extend(passages.single.into_iter().map(|(rank, position)| Hit {
+        position,
+        rank: rank as u32,
+        section: None,
+    }));
+    hits
 }
 
 pub fn run(
@@ -62,13 +82,15 @@ pub fn run(
         wanted.push((Lane::Lexical, false));
         wanted.push((Lane::Passage, false));
     }
-    // The lanes are independent reads of the index: they run at once (the page and passage
-    // lanes each cost about as much as the rest of a query together), results in lane order.
-    // The page lane also says which of its hits are pages of one section.
-    let ran: Vec<(LaneHits, Vec<Hit>)> = wanted
+    // The passage lane scores the page lane's hits: one task runs both.
+    let passages = wanted.iter().find(|(l, _)| *l == Lane::Passage).copied();
+    wanted.retain(|(l, _)| *l != Lane::Passage);
+    // The lanes are independent reads of the index: they run at once (the page lane and the
+    // passage lane after it cost about as much as the rest of a query together), results in
+    // lane order.
+    let ran: Vec<Vec<LaneHits>> = wanted
         .into_par_iter()
         .map(|(lane, reported)| {
-            let mut single: Vec<Hit> = Vec::new();
             let hits = match lane {
                 Lane::ExactPath => page_hits(kb.search.exact_path(searcher, &exact_key)?),
                 Lane::ExactTitle => page_hits(kb.search.exact_title(searcher, &exact_key)?),
@@ -77,54 +99,37 @@ pub fn run(
                 }
                 Lane::Lexical => {
                     let hits = kb.search.lexical(searcher, terms, LANE_DEPTH)?;
-                    let singles = kb.search.single_section(searcher, &hits)?;
-                    let hits = page_hits(hits);
-                    single = hits
-                        .iter()
-                        .zip(singles)
-                        .filter(|(_, one)| *one)
-                        .map(|(h, _)| *h)
-                        .collect();
-                    hits
+                    let mut out = Vec::with_capacity(2);
+                    if let Some((_, reported)) = passages {
+                        out.push(LaneHits {
+                            lane: Lane::Passage,
+                            reported,
+                            hits: passage_hits(kb.search.passages(searcher, terms, &hits)?),
+                        });
+                    }
+                    out.insert(
+                        0,
+                        LaneHits {
+                            lane,
+                            reported,
+                            hits: page_hits(hits),
+                        },
+                    );
+                    return Ok(out);
                 }
-                Lane::Passage => kb
-                    .search
-                    .passages(terms, PASSAGE_DEPTH)?
-                    .into_iter()
-                    .take(LANE_DEPTH)
-                    .enumerate()
-                    .map(|(rank, h)| Hit {
-                        position: h.position,
-                        rank: rank as u32,
-                        section: Some(h.section),
-                    })
-                    .collect(),
                 Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
-                // Not direct lanes (left out of `wanted`).
-                Lane::FileGraph | Lane::FileRelationship => Vec::new(),
+                // Not direct lanes (left out of `wanted`; the passage lane runs with the page
+                // lane).
+                Lane::Passage | Lane::FileGraph | Lane::FileRelationship => Vec::new(),
             };
-            let hits = LaneHits {
+            Ok(vec![LaneHits {
                 lane,
                 reported,
                 hits,
-            };
-            Ok((hits, single))
+            }])
         })
         .collect::<Result<_, IndexError>>()?;
-    let mut out = Vec::with_capacity(ran.len());
-    // The page lane's hits whose page is one section, in its order.
-    let mut single: Vec<Hit> = Vec::new();
-    for (hits, singles) in ran {
-        if hits.lane == Lane::Lexical {
-            single = singles;
-        }
-        out.push(hits);
-    }
-    // A page of one section is its own passage: in the passage lane it has its page-lane rank
-    // (after the sections the passage lane scored).
-    if let Some(passages) = out.iter_mut().find(|l| l.lane == Lane::Passage) {
-        passages.hits.extend(single);
-    }
+    let mut out: Vec<LaneHits> = ran.into_iter().flatten().collect();
     // Quoted phrases must appear as written (in order, adjacent) in a content-lane hit.
     let phrases = crate::text::quoted_phrases(text);
     if !phrases.is_empty() {

@@ -739,11 +739,8 @@ fn result(
             // The best section's passage, else the best passage of the page.
             candidate
                 .section
-                .and_then(|section| kb.search.section_span(section))
-                .and_then(|span| {
-                    excerpter
-                        .excerpt_matching(crate::index::search_index::section_text(&body, span))
-                })
+                .and_then(|section| section.text(&body))
+                .and_then(|text| excerpter.excerpt_matching(text))
                 .or_else(|| excerpter.excerpt(&body))
         }),
         _ => None,
