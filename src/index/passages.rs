@@ -188,10 +188,13 @@ fn read_segment(
         let mut ends = Vec::new();
         marks.positions(&mut ends);
         *page = Some(pages.len());
-        tf.resize(tf.len() + ends.len() * n_terms, 0);
+        let first_row = pages
+            .last()
+            .map_or(0, |p: &Page| p.first_row + p.ends.len());
+        tf.resize((first_row + ends.len()) * n_terms, 0);
         pages.push(Page {
             candidate: *candidate,
-            first_row: tf.len() / n_terms.max(1) - ends.len(),
+            first_row,
             title_length: title_norms.fieldnorm(*doc),
             ends,
         });
@@ -262,6 +265,9 @@ pub fn score(
 ) -> Result<Passages, IndexError> {
     use rayon::prelude::*;
     let n_terms = terms.len();
+    if n_terms == 0 || candidates.is_empty() {
+        return Ok(Passages::default());
+    }
     let reads: Vec<SegmentRead> = (0..index.searcher.segment_readers().len())
         .into_par_iter()
         .map(|ord| read_segment(index, ord, terms, candidates))
@@ -276,9 +282,6 @@ pub fn score(
             pages_holding[ti] += read.pages_holding[ti];
         }
         out.single.extend_from_slice(&read.single);
-    }
-    if n_terms == 0 {
-        return Ok(out);
     }
     // The section frequency counted over the candidates' sections, scaled to the pages that
     // hold the term beyond the candidates.
@@ -542,6 +545,9 @@ mod tests {
                 stats: SectionStats::read(&searcher, title, body).unwrap(),
                 deleted: &deleted,
             };
+            // No term: nothing to score (and no panic).
+            let none = score(&index, &[], &[], BM25, &candidates).unwrap();
+            assert!(none.hits.is_empty() && none.single.is_empty());
             let found = score(&index, &query.terms, &query.weights, BM25, &candidates).unwrap();
             let want = expected(live, &query);
             assert!(want.len() > 20, "{}", want.len());
