@@ -1,5 +1,5 @@
 //! Entry points for the coverage-guided fuzz targets (`fuzz/fuzz_targets/*.rs`, cargo-fuzz on
-//! nightly) and for their stable-Rust corpus replay (`tests/fuzz_corpus.rs`): one function per
+//! nightly) and for their stable-Rust corpus replay (`tests/it/fuzz_corpus.rs`): one function per
 //! parser, taking raw bytes. Each runs the parser the way ingest or a tool runs it and checks
 //! the invariants that are cheap to check; a broken invariant panics, which is what a fuzzer
 //! reports. Not part of the public API.

@@ -203,7 +203,7 @@ const UNINDEXED_FILE: &str = "unindexed.json";
 /// A page that could not be read again for indexing: its key and its file.
 type Unread = (u64, String);
 
-/// A test hook for the crash tests (`tests/crash_safety.rs`): with `KBTOOLS_CRASH_AT=<point>`
+/// A test hook for the crash tests (`tests/slow/crash_safety.rs`): with `KBTOOLS_CRASH_AT=<point>`
 /// in the environment, the process aborts at that point of the publish step, as a crash there
 /// would stop it.
 fn crash_point(point: &str) {

@@ -6,12 +6,12 @@
 #   bash tests/hostile/measure.sh            # builds the release binary if needed
 #
 # The bundles are written by the ignored test `generate_full_size_cases` of
-# tests/hostile_bundles.rs (the same generators as the CI tests) into a temporary folder, which
+# tests/slow/hostile_bundles.rs (the same generators as the CI tests) into a temporary folder, which
 # is deleted at the end (about 1.2 GB while it runs). Each case is indexed into a fresh index
 # folder by the release binary under `/usr/bin/time -f "%e %M"` (wall seconds, peak RSS in KiB of
 # the kbtools process: GNU time forks it from its own small process, so the figure is kbtools'
 # own). Prints a Markdown table. The checks of the CI tests at full size:
-# `KBTOOLS_HOSTILE_FULL=1 KBTOOLS_HOSTILE_BIN=target/release/kbtools cargo test --test hostile_bundles -- --test-threads=1`.
+# `KBTOOLS_HOSTILE_FULL=1 KBTOOLS_HOSTILE_BIN=target/release/kbtools cargo test --test slow hostile_bundles:: -- --test-threads=1`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -23,7 +23,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 KBTOOLS_HOSTILE_OUT="$work/cases" CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} \
-  cargo test --test hostile_bundles -- --ignored generate_full_size_cases --exact >/dev/null
+  cargo test --test slow -- --ignored hostile_bundles::generate_full_size_cases --exact >/dev/null
 
 echo "| case | files | wall s | peak RSS MiB | diagnostics | exit |"
 echo "|---|---|---|---|---|---|"

@@ -9,7 +9,7 @@
 //! every line on its stdout is a JSON-RPC message. Waits are bounded; the child is killed when a
 //! test ends, however it ends.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;

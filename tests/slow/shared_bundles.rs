@@ -13,7 +13,7 @@
 //!
 //! A bundle that is not there (a clone without `../shared`) is skipped with a message on stderr.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@
 //! (measured first). The seed is printed; `KBTOOLS_CRASH_SEED=<n>` repeats a run and
 //! `KBTOOLS_CRASH_TRIALS=<n>` sets the number of trials (default 50; e.g. 500 by hand).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

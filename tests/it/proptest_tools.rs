@@ -14,7 +14,7 @@
 //! proptest picks new cases on every run; a failure prints the smallest input it found. The case
 //! counts below fit CI's budget; `PROPTEST_CASES=N` raises every one of them by hand.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 
@@ -969,7 +969,7 @@ fn the_http_routes_answer_generated_requests() {
         ),
     ];
     // Strings are cut to 2,000 characters: the URI type refuses 64 KiB (oversized requests
-    // on the wire are the server tests' subject, tests/http_server.rs).
+    // on the wire are the server tests' subject, tests/it/http_server.rs).
     let text_of = |v: Value| match v {
         Value::String(s) => s,
         other => other.to_string(),

@@ -1,7 +1,7 @@
 //! Every tool, every input field, odd JSON values: the answer is a contract error or a valid
 //! result (checked against the schema), never a panic.
 
-mod common;
+use crate::common;
 
 use common::{checked_call, open_fixture};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! Every tool's output over the fixture bundle, success and error, validates against the
 //! contract schemas (DECISIONS 1): required keys, nulls, enums, no extra keys.
 
-mod common;
+use crate::common;
 
 use common::{checked_call, open_fixture};
 use serde_json::{json, Value};

@@ -9,7 +9,7 @@
 
 #![cfg_attr(not(unix), allow(dead_code, unused_imports))]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

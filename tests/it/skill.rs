@@ -4,7 +4,7 @@
 //! through the library and the MCP server, and each ```sh block runs with bash against a real
 //! `kbtools serve fixtures/focowiki-docs`.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::TcpListener;

@@ -2,7 +2,7 @@
 //! quality floors on the shared benchmark corpora when `../shared` is present (regression
 //! guards a little below the figures measured when they were set; see the README).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! message on stderr), determinism, automatic rebuilds and revisions, and the friendly
 //! subcommands (`search`, `read`, `tree`, `file`, `related`, `expand`) against `call`.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

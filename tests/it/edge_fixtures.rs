@@ -15,7 +15,7 @@
 //! Every tool call goes through `common::checked_call`, which validates the output (or the error
 //! envelope) against the contract schema.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

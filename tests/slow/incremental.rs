@@ -11,7 +11,7 @@
 //! Each test checks the tool answers first and the build's `work` report last, so a build that
 //! is right but not incremental fails on the work report only.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -715,7 +715,7 @@ fn normalized(value: &Value) -> Value {
 
 /// The pages of a paged call (following `nextCursor`; a search's first three), normalized; an
 /// error as its code and message. (No schema check here: the other tests and
-/// `tests/contract_schema.rs` do that.)
+/// `tests/it/contract_schema.rs` do that.)
 fn answer(kb: &KnowledgeBase, tool: &str, input: &Value) -> Vec<Value> {
     let most = if tool == "search_files" { 3 } else { 100 };
     let mut pages = Vec::new();

@@ -2,7 +2,7 @@
 //! `type: "extract"` (line ranges), their validation errors, and `type: "read"` staying the
 //! whole file byte for byte. Every call is checked against the contract schema.
 
-mod common;
+use crate::common;
 
 use common::{checked_call, open_fixture, Opened};
 use kbtools::tools::read_file::{self, Params, ReadType, Segment};

@@ -1,7 +1,7 @@
 //! Exact-phrase matching in both languages: a double-quoted part of a query must appear as
 //! written (in order, adjacent) in a content-lane hit.
 
-mod common;
+use crate::common;
 
 use common::{checked_call, open_fixture};
 use serde_json::{json, Value};

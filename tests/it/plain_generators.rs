@@ -6,7 +6,7 @@
 //! byte-order mark; excerpts carry no `:::` markers or shortcodes. When `../shared/bundles/vue-docs`
 //! is there, the same holds of Vue's docs.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

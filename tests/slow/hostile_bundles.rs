@@ -17,12 +17,12 @@
 //! hostile_bundles -- --test-threads=1` runs these checks at full size with the release binary
 //! building the indexes (a debug one would pass the watchdog on 200,000 files).
 //!
-//! Covered elsewhere, not repeated here: `tests/hostile_paths.rs` (links out of the bundle are
-//! never served, hostile paths and ids in every tool), `tests/edge_fixtures.rs` (invalid UTF-8
+//! Covered elsewhere, not repeated here: `tests/it/hostile_paths.rs` (links out of the bundle are
+//! never served, hostile paths and ids in every tool), `tests/it/edge_fixtures.rs` (invalid UTF-8
 //! contents, a non-UTF-8 file name, NFD names and their NFC twins, broken frontmatter).
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

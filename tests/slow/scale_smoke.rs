@@ -4,7 +4,7 @@
 //! their judged pages. Floors are a little under the figures measured when they were set
 //! (see the constants).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -5,11 +5,11 @@
 //! priority, the OKF filters, and the `fileKind` and `scope` parameters.
 //!
 //! Fixtures: `fixtures/focowiki-docs` (36 source pages, English and Chinese, with relations) and
-//! `fixtures/plain-notes` (six pages with OKF frontmatter; see `tests/edge_fixtures.rs`). Every
+//! `fixtures/plain-notes` (six pages with OKF frontmatter; see `tests/it/edge_fixtures.rs`). Every
 //! call goes through `common::checked_call`, so each output and error envelope is also validated
 //! against the contract schema.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -6,7 +6,7 @@
 //! a few searches, then every non-null `readActions` link found in any response, breadth-first,
 //! each answered 200 with JSON that validates against the contract schema of its operation.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{Read, Write};

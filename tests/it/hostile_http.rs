@@ -10,7 +10,7 @@
 //! Waits are bounded (hang detection, not performance bounds); the child is killed when a test
 //! ends, however it ends.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};

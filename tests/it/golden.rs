@@ -5,10 +5,10 @@
 //! Refresh after an intended change, then review the diff:
 //!
 //! ```sh
-//! KBTOOLS_UPDATE_GOLDEN=1 cargo test --test golden
+//! KBTOOLS_UPDATE_GOLDEN=1 cargo test --test it golden::
 //! ```
 
-mod common;
+use crate::common;
 
 use common::{checked_call, open_fixture};
 use serde_json::{json, Value};
@@ -115,7 +115,7 @@ fn outputs_match_golden_files() {
         }
         let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
             panic!(
-                "{} is missing: run KBTOOLS_UPDATE_GOLDEN=1 cargo test --test golden",
+                "{} is missing: run KBTOOLS_UPDATE_GOLDEN=1 cargo test --test it golden::",
                 path.display()
             )
         });
@@ -125,7 +125,7 @@ fn outputs_match_golden_files() {
     }
     assert!(
         mismatches.is_empty(),
-        "outputs differ from tests/golden for {mismatches:?}; review, then refresh with KBTOOLS_UPDATE_GOLDEN=1 cargo test --test golden"
+        "outputs differ from tests/golden for {mismatches:?}; review, then refresh with KBTOOLS_UPDATE_GOLDEN=1 cargo test --test it golden::"
     );
 }
 

@@ -8,7 +8,7 @@
 //! Each test works on its own copy of `fixtures/focowiki-docs` in a temporary folder. Waits are
 //! bounded; child processes are killed when a test ends, however it ends.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};

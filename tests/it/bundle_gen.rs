@@ -2,7 +2,7 @@
 //! and what it writes is a bundle kbtools reads without a diagnostic, whose `_index` and
 //! `_graph` records agree with its pages, and whose pages the tools list, relate and find.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! result formats of one call, tool errors as `isError` results, and the audit log. The
 //! protocol itself is exercised by an independent client in `tests/mcp/client_test.py`.
 
-mod common;
+use crate::common;
 
 use common::{open_fixture, operation_of, schema_for, violations};
 use kbtools::mcp::{tool_definitions, Format, KbServer, McpOptions};

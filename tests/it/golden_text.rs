@@ -5,10 +5,10 @@
 //! Refresh after an intended change, then review the diff:
 //!
 //! ```sh
-//! KBTOOLS_UPDATE_GOLDEN=1 cargo test --test golden_text
+//! KBTOOLS_UPDATE_GOLDEN=1 cargo test --test it golden_text::
 //! ```
 
-mod common;
+use crate::common;
 
 use common::{checked_call, open_fixture};
 use kbtools::render::{render_error, render_output, DEFAULT_TEXT_BUDGET};
@@ -172,7 +172,7 @@ fn text_renderings_match_golden_files() {
         }
         let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
             panic!(
-                "{} is missing: run KBTOOLS_UPDATE_GOLDEN=1 cargo test --test golden_text",
+                "{} is missing: run KBTOOLS_UPDATE_GOLDEN=1 cargo test --test it golden_text::",
                 path.display()
             )
         });
@@ -182,7 +182,7 @@ fn text_renderings_match_golden_files() {
     }
     assert!(
         mismatches.is_empty(),
-        "renderings differ from tests/golden_text for {mismatches:?}; review, then refresh with KBTOOLS_UPDATE_GOLDEN=1 cargo test --test golden_text"
+        "renderings differ from tests/golden_text for {mismatches:?}; review, then refresh with KBTOOLS_UPDATE_GOLDEN=1 cargo test --test it golden_text::"
     );
 }
 

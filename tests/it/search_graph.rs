@@ -2,7 +2,7 @@
 //! which lanes run per mode and scope, what the `file_relationship` and `file_graph` lanes add,
 //! and the invariants of every result's `graphContext`. Every call is schema-checked.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
 

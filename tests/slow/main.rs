@@ -1,0 +1,12 @@
+//! The slow integration suites (crash safety, hostile bundles, incremental builds, evaluation,
+//! the shared bundles, the scale smoke test): `cargo test --test slow`; the rest are `tests/it`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod crash_safety;
+mod eval;
+mod hostile_bundles;
+mod incremental;
+mod scale_smoke;
+mod shared_bundles;
