@@ -29,7 +29,6 @@ use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::bundle::walk::hex;
 use crate::text::{collapse_whitespace, encode_uri_component};
 
 mod records;
@@ -1184,7 +1183,7 @@ fn render_page(plan: &Plan, v: &Vocab, i: usize) -> (Vec<u8>, Rendered) {
     let bytes = page.into_bytes();
 
     // The document record.
-    let checksum = hex(&Sha256::digest(&bytes));
+    let checksum = hex::encode(Sha256::digest(&bytes));
     let collapsed = collapse_whitespace(source_body);
     let summary = utf16_prefix(&collapsed, SUMMARY_UNITS);
     let field = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v);

@@ -32,10 +32,7 @@ fn scope_hash(tool: &str, scope: &Value) -> String {
     hasher.update(tool.as_bytes());
     hasher.update([0]);
     hasher.update(scope.to_string().as_bytes());
-    hasher.finalize()[..12]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(&hasher.finalize()[..12])
 }
 
 fn mac(payload: &[u8]) -> Vec<u8> {

@@ -35,11 +35,7 @@ fn md5_hex(kb_id: &str, path: &str) -> String {
     hasher.update(kb_id.as_bytes());
     hasher.update(b":");
     hasher.update(path.as_bytes());
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(hasher.finalize())
 }
 
 /// `generated-<md5 hex of "<kbId>:<path>">` for every file that is not a source-backed page.

@@ -44,20 +44,16 @@ pub use index::{BuildOptions, KnowledgeBase, ServeOptions};
 pub fn no_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     {
-        use std::os::raw::c_int;
-        extern "C" {
-            fn prctl(option: c_int, ...) -> c_int;
-        }
-        const PR_SET_THP_DISABLE: c_int = 41;
+        use libc::c_ulong;
         // SAFETY: PR_SET_THP_DISABLE takes one integer argument and touches no memory of ours;
         // it fails harmlessly (EINVAL) on kernels without it.
         unsafe {
-            prctl(
-                PR_SET_THP_DISABLE,
-                1 as std::os::raw::c_ulong,
-                0 as std::os::raw::c_ulong,
-                0 as std::os::raw::c_ulong,
-                0 as std::os::raw::c_ulong,
+            libc::prctl(
+                libc::PR_SET_THP_DISABLE,
+                1 as c_ulong,
+                0 as c_ulong,
+                0 as c_ulong,
+                0 as c_ulong,
             );
         }
     }

@@ -67,44 +67,31 @@ pub fn nfc(s: &str) -> String {
     s.nfc().collect()
 }
 
-/// JavaScript `encodeURIComponent`: everything but `A–Z a–z 0–9 - _ . ! ~ * ' ( )` is
-/// percent-encoded as upper-case hex of its UTF-8 bytes.
+/// What JavaScript's `encodeURIComponent` escapes: everything but `A–Z a–z 0–9 - _ . ! ~ * ' ( )`.
+const URI_COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'!')
+    .remove(b'~')
+    .remove(b'*')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')');
+
+/// JavaScript `encodeURIComponent`: the UTF-8 bytes of every other character as `%XX`
+/// (upper-case hex).
 pub fn encode_uri_component(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        let keep = b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')'
-            );
-        if keep {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, URI_COMPONENT).to_string()
 }
 
 /// Decodes `%XX` escapes once; invalid escapes are kept as written. Returns `None` when the
 /// decoded bytes are not UTF-8.
 pub fn percent_decode_once(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = |c: u8| (c as char).to_digit(16);
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .ok()
+        .map(std::borrow::Cow::into_owned)
 }
 
 /// The first `max_chars` characters of `s`.

@@ -25,7 +25,7 @@ use crate::markdown;
 use markdown::Link;
 use paths::PathClass;
 use records::{LocalRelationship, PacketDocuments};
-use walk::{hex, WalkedFile};
+use walk::WalkedFile;
 
 /// Bytes of a file read at most: only this much of a larger page is read, parsed, indexed and
 /// hashed; a larger JSON file is listed (hashed by this much) but not parsed.
@@ -500,7 +500,7 @@ impl ContentHasher {
     }
 
     pub fn finish(self) -> String {
-        hex(&self.0.finalize())
+        hex::encode(self.0.finalize())
     }
 }
 
@@ -669,7 +669,7 @@ fn logical_path(kind: BundleKind, file: &WalkedFile) -> Logical {
 
 /// The SHA-256 of `bytes` in lowercase hex, as `checksumSha256` spells it.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// What [`read_bytes`] read of a file.
@@ -1114,7 +1114,7 @@ impl Assembly {
                 path: graph_path,
                 page: i as u32,
                 size: content.len() as u64,
-                sha256: hex(&hasher.finalize()),
+                sha256: hex::encode(hasher.finalize()),
                 title: format!("{title} relationships"),
                 listed: !rels.is_empty(),
             });

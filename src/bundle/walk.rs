@@ -318,7 +318,7 @@ pub fn stat_fingerprint(walk: &Walk) -> String {
             hasher.update(&file.size.to_le_bytes());
             hasher.update(&file.mtime_ns.to_le_bytes());
         }
-        hex(&hasher.finalize())
+        hex::encode(hasher.finalize())
     };
     walk.fingerprint.get_or_init(made).clone()
 }
@@ -362,16 +362,6 @@ impl Default for BufferedSha256 {
     fn default() -> Self {
         Self::new()
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    out
 }
 
 /// Now, in ns since the Unix epoch (0 if the clock is before it).

@@ -69,7 +69,7 @@ fn nav_line(dir: &str) -> String {
 /// A stable leaf id shaped like a UUID.
 fn leaf_id(kind: &str, kb_name: &str, dir: &str, sequence: usize) -> String {
     let digest = Sha256::digest(format!("{kind}\0{kb_name}\0{dir}\0{sequence}").as_bytes());
-    let h = hex(&digest[..16]);
+    let h = hex::encode(&digest[..16]);
     format!(
         "{}-{}-{}-{}-{}",
         &h[..8],

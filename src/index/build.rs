@@ -87,7 +87,7 @@ fn assembly_key<'a>(
         }
         hasher.update(b"\n");
     }
-    bundle::walk::hex(&hasher.finalize())
+    hex::encode(hasher.finalize())
 }
 
 /// A file of this build: its previous entry (unchanged, not read) or its fresh read.
@@ -718,12 +718,9 @@ fn drop_later<T: Send + 'static>(value: T) {
 fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> std::os::raw::c_int;
-        }
         // SAFETY: glibc's malloc_trim only hands free pages of its heaps back to the system.
         unsafe {
-            malloc_trim(0);
+            libc::malloc_trim(0);
         }
     }
 }

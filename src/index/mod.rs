@@ -344,10 +344,7 @@ pub fn default_index_dir(bundle_root: &Path) -> PathBuf {
         .unwrap_or_else(|_| bundle_root.to_path_buf());
     let mut hasher = Sha256::new();
     hasher.update(canonical.to_string_lossy().as_bytes());
-    let hash: String = hasher.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = hex::encode(&hasher.finalize()[..8]);
     let name: String = canonical
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -665,25 +662,16 @@ impl Drop for BuildingGeneration {
 
 #[cfg(unix)]
 mod flock {
-    use std::os::fd::AsRawFd;
-    use std::os::raw::c_int;
-
-    extern "C" {
-        fn flock(fd: c_int, operation: c_int) -> c_int;
-    }
-    const LOCK_EX: c_int = 2;
-    const LOCK_NB: c_int = 4;
+    use rustix::fs::{flock, FlockOperation};
 
     /// Takes an exclusive lock on `file` without waiting; false when another holds it.
     pub fn try_exclusive(file: &std::fs::File) -> bool {
-        // SAFETY: flock takes an open descriptor, which `file` owns for the call's duration.
-        unsafe { flock(file.as_raw_fd(), LOCK_EX | LOCK_NB) == 0 }
+        flock(file, FlockOperation::NonBlockingLockExclusive).is_ok()
     }
 
     /// Takes an exclusive lock on `file`, waiting for it; false when it cannot be taken.
     pub fn exclusive(file: &std::fs::File) -> bool {
-        // SAFETY: as in `try_exclusive`.
-        unsafe { flock(file.as_raw_fd(), LOCK_EX) == 0 }
+        flock(file, FlockOperation::LockExclusive).is_ok()
     }
 }
 
