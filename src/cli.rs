@@ -10,12 +10,12 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Map, Value};
 
-use std::sync::Arc;
-
 use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
-use kbtools::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchMode, WatchOptions};
-use kbtools::mcp::{serve_stdio, Format, McpOptions};
 use kbtools::{error::new_request_id, tools};
+
+/// `serve` and `mcp` (the `server` feature).
+#[cfg(feature = "server")]
+mod server;
 
 #[derive(Parser)]
 #[command(
@@ -157,11 +157,13 @@ impl RenderArgs {
 const INDEX_EXAMPLES: &str = "Examples:
   kbtools index fixtures/focowiki-docs
   kbtools index ~/docs/site --index /srv/kb-index --full";
+#[cfg(feature = "server")]
 const SERVE_EXAMPLES: &str = "Examples:
   kbtools serve fixtures/focowiki-docs
   kbtools serve ./bundle-a ./bundle-b --addr 127.0.0.1:8080 --watch
   KBTOOLS_TOKEN=secret kbtools serve ./bundle --addr 0.0.0.0:43200
   curl 'http://127.0.0.1:43200/search?query=install'";
+#[cfg(feature = "server")]
 const MCP_EXAMPLES: &str = "Examples:
   kbtools mcp /abs/path/to/bundle -q
   claude mcp add kbtools -- kbtools mcp /abs/path/to/bundle -q";
@@ -209,6 +211,7 @@ enum Command {
     },
     /// Serve the Developer OpenAPI read routes of the six tools over HTTP (read-only), one
     /// knowledge base per bundle; Ctrl-C stops it gracefully.
+    #[cfg(feature = "server")]
     #[command(after_help = SERVE_EXAMPLES)]
     Serve {
         /// Bundle folders (or plain Markdown folders); each is served under its knowledge-base
@@ -243,6 +246,7 @@ enum Command {
         watch: bool,
     },
     /// Serve the six tools as a local MCP server on stdio (for agents); logs go to stderr.
+    #[cfg(feature = "server")]
     #[command(after_help = MCP_EXAMPLES)]
     Mcp {
         /// The bundle folder [default: --bundle or KBTOOLS_BUNDLE].
@@ -532,6 +536,7 @@ fn run(cli: Cli) -> Result<i32> {
             insert_some(&mut m, "okfFreshness", okf_freshness);
             answer(&source, &render, "search_files", &Value::Object(m))
         }
+        #[cfg(feature = "server")]
         Command::Serve {
             bundles,
             addr,
@@ -543,14 +548,15 @@ fn run(cli: Cli) -> Result<i32> {
             watch,
         } => {
             kbtools::analysis::load_dictionary_at_first_cjk_query();
-            let limits = ServeLimits {
+            let limits = server::ServeLimits {
                 request_timeout,
                 header_timeout,
                 max_connections,
                 write_timeout,
             };
-            serve_http(&source, bundles, &addr, token, limits, watch)
+            server::serve_http(&source, bundles, &addr, token, limits, watch)
         }
+        #[cfg(feature = "server")]
         Command::Mcp {
             bundle_path,
             result_format,
@@ -558,27 +564,8 @@ fn run(cli: Cli) -> Result<i32> {
             audit_log,
             watch,
         } => {
-            kbtools::analysis::load_dictionary_at_first_cjk_query();
-            let mut source = source;
-            source.bundle = one_bundle(bundle_path, source.bundle.clone())?;
-            let (live, watcher) = open_live(&source, watch)?;
-            let options = McpOptions {
-                format: Format::parse(&result_format).unwrap_or_default(),
-                text_budget,
-                audit_log,
-            };
-            if !source.quiet {
-                let kb = live.snapshot();
-                eprintln!(
-                    "kbtools: MCP server on stdio for {} (revision {}, {} files)",
-                    kb.manifest.bundle_root,
-                    kb.manifest.active_content_revision,
-                    kb.manifest.counts.files
-                );
-            }
-            serve_stdio(live, options, server_log(source.quiet))?;
-            drop(watcher);
-            Ok(0)
+            let format = kbtools::mcp::Format::parse(&result_format).unwrap_or_default();
+            server::mcp_stdio(source, bundle_path, format, text_budget, audit_log, watch)
         }
         Command::Eval {
             queries,
@@ -1134,64 +1121,6 @@ fn open_at(source: &Source, location: &Location, verify: index::Verify) -> Resul
     Ok(kb)
 }
 
-/// What a server says while it runs: progress unless `quiet`, warnings always (on stderr; the
-/// MCP server's stdout carries the protocol only).
-fn server_log(quiet: bool) -> Log {
-    Arc::new(move |level: Level, line: &str| match level {
-        Level::Progress if quiet => {}
-        Level::Progress => eprintln!("kbtools: {line}"),
-        Level::Warning => eprintln!("kbtools: warning: {line}"),
-    })
-}
-
-/// Opens the knowledge base of a server: it follows its index folder (a rebuilt index is
-/// switched to between requests) and, with `watch`, a watcher rebuilds the index when the
-/// bundle changes. Keep the watcher as long as the server runs.
-fn open_live(
-    source: &Source,
-    watch: bool,
-) -> Result<(Arc<LiveKnowledgeBase>, Option<BundleWatcher>)> {
-    let location = locate(source)?;
-    // A server answers from what it opens for long: every file is checked.
-    let kb = open_at(source, &location, index::Verify::Full)?;
-    let log = server_log(source.quiet);
-    let live = Arc::new(LiveKnowledgeBase::from_opened(
-        kb,
-        &location.index_dir,
-        location.bundle.as_deref(),
-        log.clone(),
-    ));
-    if !watch {
-        return Ok((live, None));
-    }
-    let Some(bundle) = &location.bundle else {
-        return Err(anyhow!(
-            "--watch: the bundle {} of the index {} is gone; there is nothing to watch",
-            live.snapshot().manifest.bundle_root,
-            location.index_dir.display()
-        ));
-    };
-    let watcher = BundleWatcher::start(
-        bundle,
-        &location.index_dir,
-        build_options(source),
-        Some(live.clone()),
-        WatchOptions::default(),
-        log,
-    )?;
-    if !source.quiet {
-        let how = match watcher.mode() {
-            WatchMode::Events => "file events",
-            WatchMode::Polling => "polling",
-        };
-        eprintln!(
-            "kbtools: watching {} for changes ({how}); the index is rebuilt when it changes",
-            bundle.display()
-        );
-    }
-    Ok((live, Some(watcher)))
-}
-
 fn answer(source: &Source, render: &RenderArgs, tool: &str, input: &Value) -> Result<i32> {
     if !tools::TOOL_NAMES.contains(&tool) {
         return Err(anyhow!(
@@ -1225,93 +1154,6 @@ fn answer(source: &Source, render: &RenderArgs, tool: &str, input: &Value) -> Re
             Ok(1)
         }
     }
-}
-
-/// The HTTP server's limits as typed (seconds, counts).
-struct ServeLimits {
-    request_timeout: u64,
-    header_timeout: u64,
-    max_connections: usize,
-    write_timeout: u64,
-}
-
-fn serve_http(
-    source: &Source,
-    bundles: Vec<PathBuf>,
-    addr: &str,
-    token: Option<String>,
-    limits: ServeLimits,
-    watch: bool,
-) -> Result<i32> {
-    if token.as_ref().is_some_and(|t| t.trim().is_empty()) {
-        return Err(anyhow!(
-            "--token (or KBTOOLS_TOKEN) is empty: an empty token would turn authentication off; pass a token, or leave --token and KBTOOLS_TOKEN unset to serve without one"
-        ));
-    }
-    let bundles = if bundles.is_empty() {
-        source.bundle.clone().into_iter().collect()
-    } else {
-        bundles
-    };
-    if bundles.len() > 1 && (source.index.is_some() || source.kb_id.is_some()) {
-        return Err(anyhow!(
-            "--index and --kb-id name one knowledge base; with several bundles each gets its own default index folder and id"
-        ));
-    }
-    let mut kbs = Vec::new();
-    let mut watchers = Vec::new();
-    let mut add = |source: &Source| -> Result<()> {
-        let (live, watcher) = open_live(source, watch)?;
-        kbs.push(live);
-        watchers.extend(watcher);
-        Ok(())
-    };
-    if bundles.is_empty() {
-        add(source)?;
-    }
-    for bundle in bundles {
-        let mut one = source.clone();
-        one.bundle = Some(bundle);
-        add(&one)?;
-    }
-    let options = kbtools::http::HttpOptions {
-        token: token.clone(),
-        request_timeout: std::time::Duration::from_secs(limits.request_timeout.max(1)),
-        header_read_timeout: std::time::Duration::from_secs(limits.header_timeout.max(1)),
-        max_connections: limits.max_connections.max(1),
-        write_timeout: std::time::Duration::from_secs(limits.write_timeout.max(1)),
-        ..Default::default()
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
-        let local = listener.local_addr()?;
-        if !source.quiet {
-            for kb in kbs.iter().map(|live| live.snapshot()) {
-                eprintln!(
-                    "kbtools: serving {} as http://{local}/openapi/v2/knowledge-bases/{}",
-                    kb.manifest.bundle_root, kb.manifest.knowledge_base_id
-                );
-            }
-            eprintln!("kbtools: listening on http://{local} (Ctrl-C stops)");
-        }
-        // Said even with --quiet.
-        if !local.ip().is_loopback() && token.is_none() {
-            eprintln!(
-                "kbtools: warning: listening on {local}, beyond loopback, without --token: anyone who can reach it reads the knowledge base"
-            );
-        }
-        kbtools::http::serve_live(listener, kbs, options, kbtools::http::shutdown_signal())
-            .await
-            .map_err(|e| anyhow!("{e}"))
-    })?;
-    drop(watchers);
-    Ok(0)
 }
 
 fn print_json(value: &Value, pretty: bool) -> Result<()> {

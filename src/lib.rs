@@ -18,12 +18,15 @@ pub mod eval;
 #[doc(hidden)]
 pub mod fuzz_entry;
 pub mod graph;
+#[cfg(feature = "server")]
 pub mod http;
 pub mod ids;
 pub mod index;
 pub mod json_text;
+#[cfg(feature = "server")]
 pub mod live;
 pub mod markdown;
+#[cfg(feature = "server")]
 pub mod mcp;
 pub mod okf;
 pub mod render;

@@ -4,8 +4,13 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+// The modules that run a server, or the binary as a whole, need the `server` feature (on by
+// default).
+
+#[cfg(feature = "server")]
 mod attack_faults;
 mod bundle_gen;
+#[cfg(feature = "server")]
 mod cli;
 mod contract_schema;
 mod edge_fixtures;
@@ -13,16 +18,23 @@ mod fuzz_corpus;
 mod garbage_inputs;
 mod golden;
 mod golden_text;
+#[cfg(feature = "server")]
 mod hostile_http;
+#[cfg(feature = "server")]
 mod hostile_mcp;
 mod hostile_paths;
+#[cfg(feature = "server")]
 mod http_server;
+#[cfg(feature = "server")]
 mod live_reload;
+#[cfg(feature = "server")]
 mod mcp_server;
 mod plain_generators;
+#[cfg(feature = "server")]
 mod proptest_tools;
 mod read_partial;
 mod search_contract;
 mod search_graph;
 mod search_phrases;
+#[cfg(feature = "server")]
 mod skill;

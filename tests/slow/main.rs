@@ -4,6 +4,10 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+// The modules that run a server, or the binary as a whole, need the `server` feature (on by
+// default).
+
+#[cfg(feature = "server")]
 mod crash_safety;
 mod eval;
 mod hostile_bundles;

@@ -1,0 +1,187 @@
+//! The servers' commands (the `server` feature): `serve` (HTTP) and `mcp` (stdio), each over
+//! the live generation of its knowledge bases, with `--watch` rebuilding on changes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use kbtools::index;
+use kbtools::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchMode, WatchOptions};
+use kbtools::mcp::{serve_stdio, Format, McpOptions};
+
+use super::{build_options, locate, one_bundle, open_at, Source};
+
+/// `kbtools mcp`: the six tools on stdio for the bundle of `source` (or `bundle_path`).
+pub(super) fn mcp_stdio(
+    source: Source,
+    bundle_path: Option<PathBuf>,
+    format: Format,
+    text_budget: usize,
+    audit_log: Option<PathBuf>,
+    watch: bool,
+) -> Result<i32> {
+    kbtools::analysis::load_dictionary_at_first_cjk_query();
+    let mut source = source;
+    source.bundle = one_bundle(bundle_path, source.bundle.clone())?;
+    let (live, watcher) = open_live(&source, watch)?;
+    let options = McpOptions {
+        format,
+        text_budget,
+        audit_log,
+    };
+    if !source.quiet {
+        let kb = live.snapshot();
+        eprintln!(
+            "kbtools: MCP server on stdio for {} (revision {}, {} files)",
+            kb.manifest.bundle_root, kb.manifest.active_content_revision, kb.manifest.counts.files
+        );
+    }
+    serve_stdio(live, options, server_log(source.quiet))?;
+    drop(watcher);
+    Ok(0)
+}
+
+/// What a server says while it runs: progress unless `quiet`, warnings always (on stderr; the
+/// MCP server's stdout carries the protocol only).
+fn server_log(quiet: bool) -> Log {
+    Arc::new(move |level: Level, line: &str| match level {
+        Level::Progress if quiet => {}
+        Level::Progress => eprintln!("kbtools: {line}"),
+        Level::Warning => eprintln!("kbtools: warning: {line}"),
+    })
+}
+
+/// Opens the knowledge base of a server: it follows its index folder (a rebuilt index is
+/// switched to between requests) and, with `watch`, a watcher rebuilds the index when the
+/// bundle changes. Keep the watcher as long as the server runs.
+fn open_live(
+    source: &Source,
+    watch: bool,
+) -> Result<(Arc<LiveKnowledgeBase>, Option<BundleWatcher>)> {
+    let location = locate(source)?;
+    // A server answers from what it opens for long: every file is checked.
+    let kb = open_at(source, &location, index::Verify::Full)?;
+    let log = server_log(source.quiet);
+    let live = Arc::new(LiveKnowledgeBase::from_opened(
+        kb,
+        &location.index_dir,
+        location.bundle.as_deref(),
+        log.clone(),
+    ));
+    if !watch {
+        return Ok((live, None));
+    }
+    let Some(bundle) = &location.bundle else {
+        return Err(anyhow!(
+            "--watch: the bundle {} of the index {} is gone; there is nothing to watch",
+            live.snapshot().manifest.bundle_root,
+            location.index_dir.display()
+        ));
+    };
+    let watcher = BundleWatcher::start(
+        bundle,
+        &location.index_dir,
+        build_options(source),
+        Some(live.clone()),
+        WatchOptions::default(),
+        log,
+    )?;
+    if !source.quiet {
+        let how = match watcher.mode() {
+            WatchMode::Events => "file events",
+            WatchMode::Polling => "polling",
+        };
+        eprintln!(
+            "kbtools: watching {} for changes ({how}); the index is rebuilt when it changes",
+            bundle.display()
+        );
+    }
+    Ok((live, Some(watcher)))
+}
+
+/// The HTTP server's limits as typed (seconds, counts).
+pub(super) struct ServeLimits {
+    pub request_timeout: u64,
+    pub header_timeout: u64,
+    pub max_connections: usize,
+    pub write_timeout: u64,
+}
+
+pub(super) fn serve_http(
+    source: &Source,
+    bundles: Vec<PathBuf>,
+    addr: &str,
+    token: Option<String>,
+    limits: ServeLimits,
+    watch: bool,
+) -> Result<i32> {
+    if token.as_ref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(anyhow!(
+            "--token (or KBTOOLS_TOKEN) is empty: an empty token would turn authentication off; pass a token, or leave --token and KBTOOLS_TOKEN unset to serve without one"
+        ));
+    }
+    let bundles = if bundles.is_empty() {
+        source.bundle.clone().into_iter().collect()
+    } else {
+        bundles
+    };
+    if bundles.len() > 1 && (source.index.is_some() || source.kb_id.is_some()) {
+        return Err(anyhow!(
+            "--index and --kb-id name one knowledge base; with several bundles each gets its own default index folder and id"
+        ));
+    }
+    let mut kbs = Vec::new();
+    let mut watchers = Vec::new();
+    let mut add = |source: &Source| -> Result<()> {
+        let (live, watcher) = open_live(source, watch)?;
+        kbs.push(live);
+        watchers.extend(watcher);
+        Ok(())
+    };
+    if bundles.is_empty() {
+        add(source)?;
+    }
+    for bundle in bundles {
+        let mut one = source.clone();
+        one.bundle = Some(bundle);
+        add(&one)?;
+    }
+    let options = kbtools::http::HttpOptions {
+        token: token.clone(),
+        request_timeout: std::time::Duration::from_secs(limits.request_timeout.max(1)),
+        header_read_timeout: std::time::Duration::from_secs(limits.header_timeout.max(1)),
+        max_connections: limits.max_connections.max(1),
+        write_timeout: std::time::Duration::from_secs(limits.write_timeout.max(1)),
+        ..Default::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let local = listener.local_addr()?;
+        if !source.quiet {
+            for kb in kbs.iter().map(|live| live.snapshot()) {
+                eprintln!(
+                    "kbtools: serving {} as http://{local}/openapi/v2/knowledge-bases/{}",
+                    kb.manifest.bundle_root, kb.manifest.knowledge_base_id
+                );
+            }
+            eprintln!("kbtools: listening on http://{local} (Ctrl-C stops)");
+        }
+        // Said even with --quiet.
+        if !local.ip().is_loopback() && token.is_none() {
+            eprintln!(
+                "kbtools: warning: listening on {local}, beyond loopback, without --token: anyone who can reach it reads the knowledge base"
+            );
+        }
+        kbtools::http::serve_live(listener, kbs, options, kbtools::http::shutdown_signal())
+            .await
+            .map_err(|e| anyhow!("{e}"))
+    })?;
+    drop(watchers);
+    Ok(0)
+}
