@@ -49,9 +49,13 @@ pub fn shared_bundle(name: &str) -> Option<PathBuf> {
     path.is_dir().then_some(path)
 }
 
+/// The options every test opens a knowledge base with: a fixed "today", and a search deadline
+/// far past the default 3 s (the tests check answers, not latency, in an unoptimized build that
+/// shares two cores with the other tests of its binary; the deadline's own test sets its own).
 pub fn serve_options() -> ServeOptions {
     ServeOptions {
         today: kbtools::okf::parse_date(TODAY).unwrap(),
+        search_deadline: std::time::Duration::from_secs(600),
         ..ServeOptions::default()
     }
 }
