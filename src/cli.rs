@@ -134,6 +134,14 @@ impl From<CallRenderArgs> for RenderArgs {
     }
 }
 
+/// `kbtools mcp --format`: what a call that names no format gets.
+#[cfg(feature = "server")]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum McpFormat {
+    Text,
+    Json,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum OutputFormat {
     Auto,
@@ -254,8 +262,8 @@ enum Command {
         bundle_path: Option<PathBuf>,
         /// The result format of a call that does not name one: text (compact, for models) or
         /// json (the contract JSON).
-        #[arg(long = "format", default_value = "text", value_parser = ["text", "json"])]
-        result_format: String,
+        #[arg(long = "format", value_enum, default_value_t = McpFormat::Text)]
+        result_format: McpFormat,
         /// Character budget of a text result.
         #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET, value_name = "CHARS")]
         text_budget: usize,
@@ -564,7 +572,10 @@ fn run(cli: Cli) -> Result<i32> {
             audit_log,
             watch,
         } => {
-            let format = kbtools::mcp::Format::parse(&result_format).unwrap_or_default();
+            let format = match result_format {
+                McpFormat::Text => kbtools::mcp::Format::Text,
+                McpFormat::Json => kbtools::mcp::Format::Json,
+            };
             server::mcp_stdio(source, bundle_path, format, text_budget, audit_log, watch)
         }
         Command::Eval {
