@@ -298,15 +298,21 @@ impl Tokens {
         self.push_at(raw, from, to, position);
     }
 
-    /// Adds [`SECTION_MARK`] `skip` positions after the next one (at byte `at` of the text,
-    /// spanning nothing).
-    fn push_mark(&mut self, at: usize, skip: usize) {
-        let position = self.next_position() + skip;
+    /// The slot after the last token, its text emptied (its allocation kept).
+    fn free_slot(&mut self) -> &mut Token {
         if self.len == self.slots.len() {
             self.slots.push(Token::default());
         }
         let token = &mut self.slots[self.len];
         token.text.clear();
+        token
+    }
+
+    /// Adds [`SECTION_MARK`] `skip` positions after the next one (at byte `at` of the text,
+    /// spanning nothing).
+    fn push_mark(&mut self, at: usize, skip: usize) {
+        let position = self.next_position() + skip;
+        let token = self.free_slot();
         token.text.push_str(SECTION_MARK);
         token.offset_from = at;
         token.offset_to = at;
@@ -317,11 +323,7 @@ impl Tokens {
 
     /// Adds `raw`, normalized, at `position`; nothing when it normalizes to nothing.
     fn push_at(&mut self, raw: &str, from: usize, to: usize, position: usize) {
-        if self.len == self.slots.len() {
-            self.slots.push(Token::default());
-        }
-        let token = &mut self.slots[self.len];
-        token.text.clear();
+        let token = self.free_slot();
         normalize_into(raw, &mut token.text);
         if token.text.is_empty() {
             return;

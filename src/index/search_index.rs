@@ -358,6 +358,16 @@ struct Part {
     deleted: std::sync::OnceLock<Deleted>,
 }
 
+/// The ids of `searcher`'s segments, in order: what tells whether per-segment data read for
+/// one searcher holds for another.
+fn segment_ids(searcher: &Searcher) -> Vec<tantivy::index::SegmentId> {
+    searcher
+        .segment_readers()
+        .iter()
+        .map(|r| r.segment_id())
+        .collect()
+}
+
 /// The deleted documents of each segment ([`bm25::deleted_docs`]), with the segments' ids.
 struct Deleted {
     segments: Vec<tantivy::index::SegmentId>,
@@ -493,17 +503,14 @@ impl Part {
     /// The deleted documents of `searcher`'s segments: those of the opened segments read once
     /// (the reader never reloads), or read now for another set of segments.
     fn deleted<'s>(&'s self, searcher: &Searcher) -> std::borrow::Cow<'s, [Vec<tantivy::DocId>]> {
-        let ids = |s: &Searcher| -> Vec<tantivy::index::SegmentId> {
-            s.segment_readers().iter().map(|r| r.segment_id()).collect()
-        };
         let opened = self.deleted.get_or_init(|| {
             let opened = self.reader.searcher();
             Deleted {
-                segments: ids(&opened),
+                segments: segment_ids(&opened),
                 docs: bm25::deleted_docs(&opened),
             }
         });
-        if opened.segments == ids(searcher) {
+        if opened.segments == segment_ids(searcher) {
             std::borrow::Cow::Borrowed(&opened.docs)
         } else {
             std::borrow::Cow::Owned(bm25::deleted_docs(searcher))
@@ -519,14 +526,7 @@ impl Part {
         body: Field,
     ) -> Result<super::passages::SectionStats, IndexError> {
         let opened = self.reader.searcher();
-        let same = |a: &Searcher, b: &Searcher| {
-            a.segment_readers().len() == b.segment_readers().len()
-                && a.segment_readers()
-                    .iter()
-                    .zip(b.segment_readers())
-                    .all(|(x, y)| x.segment_id() == y.segment_id())
-        };
-        if !same(&opened, searcher) {
+        if segment_ids(&opened) != segment_ids(searcher) {
             return super::passages::SectionStats::read(searcher, title, body);
         }
         if let Some(stats) = self.section_stats.get() {

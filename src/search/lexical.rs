@@ -99,23 +99,20 @@ pub fn run(
                 }
                 Lane::Lexical => {
                     let hits = kb.search.lexical(searcher, terms, LANE_DEPTH)?;
-                    let mut out = Vec::with_capacity(2);
-                    if let Some((_, reported)) = passages {
-                        out.push(LaneHits {
+                    let passages = match passages {
+                        Some((_, reported)) => Some(LaneHits {
                             lane: Lane::Passage,
                             reported,
                             hits: passage_hits(kb.search.passages(searcher, terms, &hits)?),
-                        });
-                    }
-                    out.insert(
-                        0,
-                        LaneHits {
-                            lane,
-                            reported,
-                            hits: page_hits(hits),
-                        },
-                    );
-                    return Ok(out);
+                        }),
+                        None => None,
+                    };
+                    let page = LaneHits {
+                        lane,
+                        reported,
+                        hits: page_hits(hits),
+                    };
+                    return Ok(std::iter::once(page).chain(passages).collect());
                 }
                 Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
                 // Not direct lanes (left out of `wanted`; the passage lane runs with the page
