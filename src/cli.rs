@@ -11,11 +11,47 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Map, Value};
 
 use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
+use kbtools::tools::ToolName;
 use kbtools::{error::new_request_id, tools};
+use tool_flags::{ToolCommand, ToolFlags};
 
 /// `serve` and `mcp` (the `server` feature).
 #[cfg(feature = "server")]
 mod server;
+mod tool_flags;
+
+/// The tool commands and the input fields they take as positional arguments.
+struct SearchCommand;
+struct ReadCommand;
+struct TreeCommand;
+struct FileCommand;
+struct RelatedCommand;
+struct ExpandCommand;
+
+impl ToolCommand for SearchCommand {
+    const TOOL: ToolName = ToolName::SearchFiles;
+    const POSITIONAL: &'static [&'static str] = &["query"];
+}
+impl ToolCommand for ReadCommand {
+    const TOOL: ToolName = ToolName::ReadFile;
+    const POSITIONAL: &'static [&'static str] = &["fileId", "path"];
+}
+impl ToolCommand for TreeCommand {
+    const TOOL: ToolName = ToolName::ListTree;
+    const POSITIONAL: &'static [&'static str] = &["parentPath"];
+}
+impl ToolCommand for FileCommand {
+    const TOOL: ToolName = ToolName::GetFile;
+    const POSITIONAL: &'static [&'static str] = &["fileId"];
+}
+impl ToolCommand for RelatedCommand {
+    const TOOL: ToolName = ToolName::ReadRelated;
+    const POSITIONAL: &'static [&'static str] = &["fileId"];
+}
+impl ToolCommand for ExpandCommand {
+    const TOOL: ToolName = ToolName::ExpandGraph;
+    const POSITIONAL: &'static [&'static str] = &["fileId"];
+}
 
 #[derive(Parser)]
 #[command(
@@ -292,35 +328,8 @@ enum Command {
     Search {
         /// The question or key words, 2–512 characters (send the whole question).
         query: String,
-        /// file (lexical and exact lanes), graph (relations) or hybrid (all of them)
-        /// [default: hybrid].
-        #[arg(long)]
-        mode: Option<String>,
-        /// all (content and metadata), path or metadata [default: all].
-        #[arg(long)]
-        scope: Option<String>,
-        /// Results per page, 1–50 [default: 10].
-        #[arg(long)]
-        limit: Option<u32>,
-        /// The `nextCursor` of the previous page of the same search [default: the first page].
-        #[arg(long)]
-        cursor: Option<String>,
-        /// How far the graph lanes walk relations, 0–2 [default: 1].
-        #[arg(long)]
-        graph_depth: Option<u32>,
-        /// Relations the graph lanes follow per page, 0–25 [default: 10].
-        #[arg(long)]
-        graph_fanout: Option<u32>,
-        /// Only pages whose OKF status is draft, stable or deprecated [default: any].
-        #[arg(long)]
-        okf_status: Option<String>,
-        /// Only pages whose OKF trust tier is unverified, machine-confirmed or human-reviewed
-        /// [default: any].
-        #[arg(long)]
-        okf_trust_tier: Option<String>,
-        /// Only fresh or only stale pages (OKF `stale_after`) [default: any].
-        #[arg(long)]
-        okf_freshness: Option<String>,
+        #[command(flatten)]
+        input: ToolFlags<SearchCommand>,
         #[command(flatten)]
         render: RenderArgs,
     },
@@ -330,6 +339,8 @@ enum Command {
         /// A bundle path (pages are under pages/, e.g. pages/guide.md) or a fileId.
         target: String,
         #[command(flatten)]
+        input: ToolFlags<ReadCommand>,
+        #[command(flatten)]
         render: RenderArgs,
     },
     /// List the direct children of a directory (list_tree).
@@ -337,12 +348,8 @@ enum Command {
     Tree {
         /// The directory, e.g. pages or pages/guide [default: the root].
         parent: Option<String>,
-        /// Entries per page, 1–500 [default: 100].
-        #[arg(long)]
-        limit: Option<u32>,
-        /// The `nextCursor` of the previous page [default: the first page].
-        #[arg(long)]
-        cursor: Option<String>,
+        #[command(flatten)]
+        input: ToolFlags<TreeCommand>,
         #[command(flatten)]
         render: RenderArgs,
     },
@@ -352,6 +359,8 @@ enum Command {
         /// A fileId or a bundle path (get_file accepts either).
         target: String,
         #[command(flatten)]
+        input: ToolFlags<FileCommand>,
+        #[command(flatten)]
         render: RenderArgs,
     },
     /// Pages related to a source page (read_related).
@@ -359,12 +368,8 @@ enum Command {
     Related {
         /// A source page's fileId or path (e.g. pages/guide.md).
         target: String,
-        /// Items per page, 1–200 [default: 50].
-        #[arg(long)]
-        limit: Option<u32>,
-        /// The `nextCursor` of the previous page [default: the first page].
-        #[arg(long)]
-        cursor: Option<String>,
+        #[command(flatten)]
+        input: ToolFlags<RelatedCommand>,
         #[command(flatten)]
         render: RenderArgs,
     },
@@ -411,15 +416,8 @@ enum Command {
     Expand {
         /// A source page's fileId or path (e.g. pages/guide.md).
         target: String,
-        /// How many relation steps to walk, 0–2 [default: 1].
-        #[arg(long)]
-        depth: Option<u32>,
-        /// New targets taken per page, 0–25 [default: 10].
-        #[arg(long)]
-        fanout: Option<u32>,
-        /// The `nextCursor` of the previous page [default: the first page].
-        #[arg(long)]
-        cursor: Option<String>,
+        #[command(flatten)]
+        input: ToolFlags<ExpandCommand>,
         #[command(flatten)]
         render: RenderArgs,
     },
@@ -516,33 +514,28 @@ fn run(cli: Cli) -> Result<i32> {
             };
             let value: Value = serde_json::from_str(&text)
                 .map_err(|e| anyhow!("the tool input is not valid JSON: {e}"))?;
-            answer(&source, &render.into(), &tool, &value)
+            let Ok(tool) = tool.parse::<ToolName>() else {
+                let names: Vec<&str> = ToolName::ALL.iter().map(|t| t.as_str()).collect();
+                return Err(anyhow!(
+                    "unknown tool {tool:?}; the tools are {}",
+                    names.join(", ")
+                ));
+            };
+            answer(&source, &render.into(), tool, &value)
         }
         Command::Search {
             query,
-            mode,
-            scope,
-            limit,
-            cursor,
-            graph_depth,
-            graph_fanout,
-            okf_status,
-            okf_trust_tier,
-            okf_freshness,
+            input,
             render,
         } => {
-            let mut m = Map::new();
-            m.insert("query".into(), query.into());
-            insert_some(&mut m, "mode", mode);
-            insert_some(&mut m, "scope", scope);
-            insert_some(&mut m, "limit", limit);
-            insert_some(&mut m, "cursor", cursor);
-            insert_some(&mut m, "graphDepth", graph_depth);
-            insert_some(&mut m, "graphFanout", graph_fanout);
-            insert_some(&mut m, "okfStatus", okf_status);
-            insert_some(&mut m, "okfTrustTier", okf_trust_tier);
-            insert_some(&mut m, "okfFreshness", okf_freshness);
-            answer(&source, &render, "search_files", &Value::Object(m))
+            let mut input = input.input;
+            input.insert("query".into(), query.into());
+            answer(
+                &source,
+                &render,
+                ToolName::SearchFiles,
+                &Value::Object(input),
+            )
         }
         #[cfg(feature = "server")]
         Command::Serve {
@@ -611,40 +604,51 @@ fn run(cli: Cli) -> Result<i32> {
             kbtools::analysis::load_dictionary();
             evaluate(&source, judged, mode, json, min_ndcg)
         }
-        Command::Read { target, render } => {
-            let input = if looks_like_id(&target) {
-                json!({ "fileId": target })
+        Command::Read {
+            target,
+            input,
+            render,
+        } => {
+            let mut input = input.input;
+            let key = if looks_like_id(&target) {
+                "fileId"
             } else {
-                json!({ "path": target })
+                "path"
             };
-            answer(&source, &render, "read_file", &input)
+            input.insert(key.into(), target.into());
+            answer(&source, &render, ToolName::ReadFile, &Value::Object(input))
         }
         Command::Tree {
             parent,
-            limit,
-            cursor,
+            input,
             render,
         } => {
-            let mut m = Map::new();
-            insert_some(&mut m, "parentPath", parent);
-            insert_some(&mut m, "limit", limit);
-            insert_some(&mut m, "cursor", cursor);
-            answer(&source, &render, "list_tree", &Value::Object(m))
+            let mut input = input.input;
+            insert_some(&mut input, "parentPath", parent);
+            answer(&source, &render, ToolName::ListTree, &Value::Object(input))
         }
-        Command::File { target, render } => {
-            answer(&source, &render, "get_file", &json!({ "fileId": target }))
+        Command::File {
+            target,
+            input,
+            render,
+        } => {
+            let mut input = input.input;
+            input.insert("fileId".into(), target.into());
+            answer(&source, &render, ToolName::GetFile, &Value::Object(input))
         }
         Command::Related {
             target,
-            limit,
-            cursor,
+            input,
             render,
         } => {
-            let mut m = Map::new();
-            m.insert("fileId".into(), target.into());
-            insert_some(&mut m, "limit", limit);
-            insert_some(&mut m, "cursor", cursor);
-            answer(&source, &render, "read_related", &Value::Object(m))
+            let mut input = input.input;
+            input.insert("fileId".into(), target.into());
+            answer(
+                &source,
+                &render,
+                ToolName::ReadRelated,
+                &Value::Object(input),
+            )
         }
         Command::Skill {
             action: SkillAction::Install { dir, force },
@@ -675,17 +679,17 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Command::Expand {
             target,
-            depth,
-            fanout,
-            cursor,
+            input,
             render,
         } => {
-            let mut m = Map::new();
-            m.insert("fileId".into(), target.into());
-            insert_some(&mut m, "depth", depth);
-            insert_some(&mut m, "fanout", fanout);
-            insert_some(&mut m, "cursor", cursor);
-            answer(&source, &render, "expand_graph", &Value::Object(m))
+            let mut input = input.input;
+            input.insert("fileId".into(), target.into());
+            answer(
+                &source,
+                &render,
+                ToolName::ExpandGraph,
+                &Value::Object(input),
+            )
         }
     }
 }
@@ -1132,15 +1136,9 @@ fn open_at(source: &Source, location: &Location, verify: index::Verify) -> Resul
     Ok(kb)
 }
 
-fn answer(source: &Source, render: &RenderArgs, tool: &str, input: &Value) -> Result<i32> {
-    if !tools::TOOL_NAMES.contains(&tool) {
-        return Err(anyhow!(
-            "unknown tool {tool:?}; the tools are {}",
-            tools::TOOL_NAMES.join(", ")
-        ));
-    }
+fn answer(source: &Source, render: &RenderArgs, tool: ToolName, input: &Value) -> Result<i32> {
     let kb = open(source)?;
-    let result = tools::call(&kb, tool, input);
+    let result = tools::run(&kb, tool, input);
     if let Some(hint) = crate::hints::hint(&kb, tool, input, &result) {
         eprintln!("kbtools: hint: {hint}");
     }
@@ -1149,7 +1147,9 @@ fn answer(source: &Source, render: &RenderArgs, tool: &str, input: &Value) -> Re
     std::mem::forget(kb);
     if render.text() {
         let text = match &result {
-            Ok(output) => kbtools::render::render_output(tool, input, output, render.text_budget),
+            Ok(output) => {
+                kbtools::render::render_output(tool.as_str(), input, output, render.text_budget)
+            }
             Err(error) => kbtools::render::render_error(error),
         };
         print_text(text)?;
@@ -1192,78 +1192,4 @@ fn print_text(mut text: String) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    /// Every argument and option of every command a person sees has a description, and says its
-    /// default: clap shows one (`default_value`), the text says `[default: …]`, or it is a flag
-    /// (off unless given), a required argument, or repeatable.
-    #[test]
-    fn every_option_has_a_description_and_a_default() {
-        fn walk(command: &clap::Command, path: &str, problems: &mut Vec<String>) {
-            for arg in command.get_arguments() {
-                let id = arg.get_id().as_str();
-                if arg.is_hide_set() || id == "help" || id == "version" {
-                    continue;
-                }
-                let help = arg
-                    .get_long_help()
-                    .or(arg.get_help())
-                    .map(|h| h.to_string())
-                    .unwrap_or_default();
-                if help.trim().is_empty() {
-                    problems.push(format!("{path} {id}: no description"));
-                    continue;
-                }
-                let flag = matches!(
-                    arg.get_action(),
-                    clap::ArgAction::SetTrue | clap::ArgAction::Count
-                );
-                let repeatable = matches!(arg.get_action(), clap::ArgAction::Append);
-                let has_default = !arg.get_default_values().is_empty()
-                    || help.contains("[default")
-                    || arg.is_required_set()
-                    || flag
-                    || repeatable;
-                if !has_default {
-                    problems.push(format!("{path} {id}: no default stated"));
-                }
-            }
-            for sub in command.get_subcommands().filter(|c| !c.is_hide_set()) {
-                if sub.get_about().is_none() {
-                    problems.push(format!("{path} {}: no description", sub.get_name()));
-                }
-                walk(sub, &format!("{path} {}", sub.get_name()), problems);
-            }
-        }
-        let mut problems = Vec::new();
-        walk(&Cli::command(), "kbtools", &mut problems);
-        assert!(problems.is_empty(), "{problems:#?}");
-    }
-
-    /// The commands a person runs first show examples, and the global options are grouped apart.
-    #[test]
-    fn commands_show_examples_and_group_global_options() {
-        let mut cli = Cli::command();
-        cli.build();
-        for name in [
-            "index", "serve", "mcp", "call", "search", "read", "tree", "file", "related", "expand",
-            "eval",
-        ] {
-            let sub = cli.find_subcommand_mut(name).unwrap();
-            let help = sub.render_long_help().to_string();
-            assert!(help.contains("Examples:"), "{name}: {help}");
-            assert!(help.contains("Global options:"), "{name}: {help}");
-        }
-    }
-
-    #[test]
-    fn the_bundle_is_named_once() {
-        let a = Some(PathBuf::from("a"));
-        assert_eq!(one_bundle(a.clone(), None).unwrap(), a);
-        assert_eq!(one_bundle(None, a.clone()).unwrap(), a);
-        assert_eq!(one_bundle(a.clone(), a.clone()).unwrap(), a);
-        assert!(one_bundle(a, Some(PathBuf::from("b"))).is_err());
-    }
-}
+mod tests;

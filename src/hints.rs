@@ -6,13 +6,13 @@
 
 use kbtools::error::{ErrorCode, ToolError};
 use kbtools::index::KnowledgeBase;
-use kbtools::tools;
+use kbtools::tools::ToolName;
 use serde_json::{json, Value};
 
 /// The hint for `tool` called with `input` and answering `result`, if there is one to give.
 pub fn hint(
     kb: &KnowledgeBase,
-    tool: &str,
+    tool: ToolName,
     input: &Value,
     result: &Result<Value, ToolError>,
 ) -> Option<String> {
@@ -24,7 +24,7 @@ pub fn hint(
                 .find_map(|k| input.get(*k).and_then(Value::as_str))?;
             not_found(kb, target, "file")
         }
-        Ok(output) if tool == "list_tree" => {
+        Ok(output) if tool == ToolName::ListTree => {
             let parent = input.get("parentPath").and_then(Value::as_str)?;
             let empty = output["items"].as_array().is_some_and(|i| i.is_empty());
             (empty && !parent.is_empty() && input.get("cursor").is_none())
@@ -36,7 +36,7 @@ pub fn hint(
 }
 
 /// "`mode` was "fiel": allowed values file, graph, hybrid (`file`, `graph` or `hybrid` (default))."
-fn validation(tool: &str, input: &Value, error: &ToolError) -> Option<String> {
+fn validation(tool: ToolName, input: &Value, error: &ToolError) -> Option<String> {
     let details = error.details.as_ref()?;
     let field = match details.get("field").and_then(Value::as_str) {
         Some(field) => field,
@@ -52,7 +52,7 @@ fn validation(tool: &str, input: &Value, error: &ToolError) -> Option<String> {
             }
         }
     }
-    let schema = tools::params_schema(tool);
+    let schema = tool.params().schema;
     let property = &schema["properties"][field];
     let sent = match input.get(field) {
         Some(value) => format!("{field} was {value}"),
@@ -123,7 +123,7 @@ fn children(kb: &KnowledgeBase, dir: &str) -> Vec<String> {
     if !dir.is_empty() {
         input["parentPath"] = json!(dir);
     }
-    tools::call(kb, "list_tree", &input)
+    kbtools::tools::run(kb, ToolName::ListTree, &input)
         .ok()
         .and_then(|out| {
             out["items"].as_array().map(|items| {

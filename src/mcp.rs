@@ -14,7 +14,6 @@
 //! its line number. At most [`MAX_IN_FLIGHT`] requests are read ahead of their answers. End of
 //! input ends the session.
 
-use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -38,7 +37,7 @@ use crate::error::{new_request_id, ErrorCode, ToolError};
 use crate::index::KnowledgeBase;
 use crate::live::{Level, LiveKnowledgeBase, Log};
 use crate::render;
-use crate::tools::{self, TOOL_NAMES};
+use crate::tools::{self, ParamsDef, ToolName};
 
 /// What a tool result is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -138,10 +137,9 @@ fn description(tool: &str) -> &'static str {
     }
 }
 
-/// The input schema of `tool`: generated from the same typed parameters the library uses, plus
-/// the `format` argument.
-fn input_schema(tool: &str) -> JsonObject {
-    let mut object = match tools::params_schema(tool) {
+/// The input schema of a tool: its `Params`' schema, plus the `format` argument.
+pub fn input_schema(params: &ParamsDef) -> JsonObject {
+    let mut object = match params.schema.clone() {
         Value::Object(object) => object,
         _ => Map::new(),
     };
@@ -165,17 +163,22 @@ fn input_schema(tool: &str) -> JsonObject {
 
 /// The six tools as MCP tool definitions.
 pub fn tool_definitions() -> Vec<Tool> {
-    TOOL_NAMES
-        .iter()
-        .map(|&name| {
+    ToolName::ALL
+        .into_iter()
+        .map(|tool| {
             let annotations = ToolAnnotations::new()
                 .read_only(true)
                 .destructive(false)
                 .idempotent(true)
                 .open_world(false);
-            let mut tool = Tool::new(name, description(name), Arc::new(input_schema(name)));
-            tool.annotations = Some(annotations);
-            tool
+            let name = tool.as_str();
+            let mut definition = Tool::new(
+                name,
+                description(name),
+                Arc::new(input_schema(&tool.params())),
+            );
+            definition.annotations = Some(annotations);
+            definition
         })
         .collect()
 }
@@ -337,23 +340,16 @@ impl ServerHandler for KbServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let name: Cow<'static, str> = request.name;
-        if !TOOL_NAMES.contains(&name.as_ref()) {
-            return Err(McpError::invalid_params(
-                format!(
-                    "Unknown tool `{}`. Tools: {}.",
-                    crate::text::truncate_chars(&name, 64),
-                    TOOL_NAMES.join(", ")
-                ),
-                None,
-            ));
-        }
+        let tool: ToolName = match request.name.parse() {
+            Ok(tool) => tool,
+            Err(unknown) => return Err(McpError::invalid_params(unknown.message, None)),
+        };
         let server = self.clone();
         let arguments = request.arguments;
         let cancelled = context.ct.clone();
         // A call cancelled while it waited for a thread is not run (its answer is dropped).
         let result = tokio::task::spawn_blocking(move || {
-            (!cancelled.is_cancelled()).then(|| server.answer(&name, arguments))
+            (!cancelled.is_cancelled()).then(|| server.answer(tool.as_str(), arguments))
         })
         .await;
         match result {

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, Request, State};
+use axum::extract::{MatchedPath, Path, RawQuery, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
@@ -183,13 +183,28 @@ pub fn router_live(
             "/openapi/v2/knowledge-bases",
             get(list_kbs).fallback(unsupported),
         );
+    // One handler per route: the route (and so the tool) is the router's choice.
     for route in &spec::KB_ROUTES {
+        let long = format!("{base}{}", route.path);
         app = app
             .route(
-                &format!("{base}{}", route.path),
-                get(kb_route).fallback(unsupported),
+                &long,
+                get(move |served, params, request| kb_route(route, served, params, request))
+                    .fallback(unsupported),
             )
-            .route(route.short, get(short_route).fallback(unsupported));
+            .route(
+                route.short,
+                get(move |served, request| short_route(route, served, request))
+                    .fallback(unsupported),
+            );
+        if route.path != route.short {
+            // The long route's own tail answers on the short routes too (`/files/search`).
+            app = app.route(
+                route.path,
+                get(move |served, request| short_route(route, served, request))
+                    .fallback(unsupported),
+            );
+        }
     }
     // Outermost last: the front door sees every request first (request id, authentication,
     // body size), then the timeout, then the body limit that guards any body a route reads.
@@ -697,20 +712,12 @@ fn decode_component(s: &str) -> Option<String> {
     crate::text::percent_decode_once(&s.replace('+', " "))
 }
 
-/// The tool of a route and its input from path and query.
+/// The tool input of a route's request: its query, and the fileId of its path.
 fn tool_input(
     route: &spec::KbRoute,
     file_id: Option<String>,
     mut query: Map<String, Value>,
-) -> (&'static str, Value) {
-    let tool = match route.path {
-        "/tree" => "list_tree",
-        "/files/search" => "search_files",
-        "/graph/expand" => "expand_graph",
-        "/files/content" | "/files/{fileId}/content" => "read_file",
-        "/files/{fileId}/related" => "read_related",
-        _ => "get_file",
-    };
+) -> Value {
     if let Some(id) = file_id {
         query.insert("fileId".into(), Value::String(id));
     }
@@ -718,33 +725,23 @@ fn tool_input(
         // The route's required parameter: absent is a validation error of `path`.
         query.insert("path".into(), Value::String(String::new()));
     }
-    (tool, Value::Object(query))
+    Value::Object(query)
 }
 
-/// The route and the fileId of a request path under a knowledge base (`rest` starts with `/`;
-/// the short search route is `/search`).
-fn classify(rest: &str) -> Option<(&'static spec::KbRoute, Option<String>)> {
-    let route = |path: &str| spec::KB_ROUTES.iter().find(|r| r.path == path);
-    match rest {
-        "/tree" | "/files/search" | "/graph/expand" | "/files/content" => {
-            return route(rest).map(|r| (r, None))
-        }
-        "/search" => return route("/files/search").map(|r| (r, None)),
-        _ => {}
-    }
-    let tail = rest.strip_prefix("/files/")?;
-    let (raw_id, path) = if let Some(id) = tail.strip_suffix("/content") {
-        (id, "/files/{fileId}/content")
-    } else if let Some(id) = tail.strip_suffix("/related") {
-        (id, "/files/{fileId}/related")
-    } else {
-        (tail, "/files/{fileId}")
+/// The `{fileId}` segment of a request path matched by `template`, percent-decoded: `Ok(None)`
+/// when the route has none, `Err` when it is empty or does not decode to UTF-8.
+fn file_id_segment(template: &str, path: &str) -> Result<Option<String>, ()> {
+    let Some((_, raw)) = template
+        .split('/')
+        .zip(path.split('/'))
+        .find(|(t, _)| *t == "{fileId}")
+    else {
+        return Ok(None);
     };
-    if raw_id.is_empty() || raw_id.contains('/') {
-        return None;
+    if raw.is_empty() {
+        return Err(());
     }
-    let id = crate::text::percent_decode_once(raw_id)?;
-    Some((route(path)?, Some(id)))
+    crate::text::percent_decode_once(raw).map(Some).ok_or(())
 }
 
 /// 422 for a query parameter the route does not take (the served document lists exactly the
@@ -756,13 +753,14 @@ fn check_parameters(route: &spec::KbRoute, query: &Map<String, Value>) -> Result
             "query",
         ));
     }
-    match query.keys().find(|k| !route.query.contains(&k.as_str())) {
-        Some(key) => Err(unknown_parameter(key, route.query)),
+    match query.keys().find(|k| !route.query().contains(&k.as_str())) {
+        Some(key) => Err(unknown_parameter(key, route.query())),
         None => Ok(()),
     }
 }
 
 async fn kb_route(
+    route: &'static spec::KbRoute,
     State(served): State<Shared>,
     Path(params): Path<HashMap<String, String>>,
     request: Request,
@@ -775,20 +773,14 @@ async fn kb_route(
             &id,
         );
     };
-    let path = request.uri().path().to_string();
-    let prefix = format!("/openapi/v2/knowledge-bases/{}", raw_kb_segment(&path));
-    let rest = path.strip_prefix(&prefix).unwrap_or("").to_string();
-    answer(kb, &rest, request.uri().query(), &id).await
+    answer(kb, route, matched(&request), request.uri().clone(), &id).await
 }
 
-/// The knowledge-base segment of a long route exactly as it appears in the request path.
-fn raw_kb_segment(path: &str) -> &str {
-    path.strip_prefix("/openapi/v2/knowledge-bases/")
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or("")
-}
-
-async fn short_route(State(served): State<Shared>, request: Request) -> Response {
+async fn short_route(
+    route: &'static spec::KbRoute,
+    State(served): State<Shared>,
+    request: Request,
+) -> Response {
     let id = request_id(request.extensions());
     let Some(kb) = served
         .order
@@ -801,22 +793,38 @@ async fn short_route(State(served): State<Shared>, request: Request) -> Response
             &id,
         );
     };
-    let path = request.uri().path().to_string();
-    answer(kb, &path, request.uri().query(), &id).await
+    answer(kb, route, matched(&request), request.uri().clone(), &id).await
+}
+
+/// The route the router matched a request to (its `{fileId}` segment is the file id).
+fn matched(request: &Request) -> String {
+    request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("", MatchedPath::as_str)
+        .to_string()
 }
 
 /// Answers one tool route from one snapshot of `kb`, taken on the blocking pool (switching to a
 /// rebuilt index opens it there, never on the async threads).
-async fn answer(kb: Arc<LiveKnowledgeBase>, rest: &str, query: Option<&str>, id: &str) -> Response {
-    let Some((route, file_id)) = classify(rest) else {
+async fn answer(
+    kb: Arc<LiveKnowledgeBase>,
+    route: &'static spec::KbRoute,
+    template: String,
+    uri: axum::http::Uri,
+    id: &str,
+) -> Response {
+    let Ok(file_id) = file_id_segment(&template, uri.path()) else {
         return error_response(&unsupported_route(), id);
     };
-    let query = match parse_query(query).and_then(|q| check_parameters(route, &q).map(|()| q)) {
+    let query = match parse_query(uri.query()).and_then(|q| check_parameters(route, &q).map(|()| q))
+    {
         Ok(q) => q,
         Err(e) => return error_response(&e, id),
     };
-    let (tool, input) = tool_input(route, file_id, query);
-    let result = tokio::task::spawn_blocking(move || tools::call(&kb.get(), tool, &input)).await;
+    let input = tool_input(route, file_id, query);
+    let tool = route.tool;
+    let result = tokio::task::spawn_blocking(move || tools::run(&kb.get(), tool, &input)).await;
     match result {
         Ok(Ok(output)) => json_response(StatusCode::OK, &output),
         Ok(Err(error)) => error_response(&error, id),

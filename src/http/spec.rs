@@ -9,75 +9,138 @@
 //! server's allowlist too: anything else is a 422, so the document and the server cannot drift.
 
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
+
+use crate::tools::{ParamsDef, ToolName};
 
 /// The online document, unchanged.
 const ONLINE_SPEC: &str = include_str!("focowiki-openapi.json");
 
 const BASE: &str = "/openapi/v2/knowledge-bases/{knowledgeBaseId}";
 
-/// One read route of a knowledge base.
+/// One read route of a knowledge base: the tool it runs and which of that tool's input fields it
+/// takes as query parameters. The fields come from the tool's `Params`
+/// ([`ToolName::fields`]), so a field added there is a parameter here, in the server's allowlist
+/// and in the served document.
 pub struct KbRoute {
     /// Path under [`BASE`] (the long route).
     pub path: &'static str,
     /// The short route for the default knowledge base.
     pub short: &'static str,
-    /// The query parameters it takes (its allowlist).
-    pub query: &'static [&'static str],
+    /// The tool the route runs.
+    pub tool: ToolName,
+    /// The tool's fields the route takes as query parameters.
+    pub fields: RouteFields,
+}
+
+/// Which of a tool's fields a route takes as query parameters.
+pub enum RouteFields {
+    /// All of them but these (a path segment gives `fileId`).
+    AllBut(&'static [&'static str]),
+    /// Only these: the route is one form of the tool (the online content routes read a whole
+    /// file, so `read_file`'s partial reads are not parameters there).
+    Only(&'static [&'static str]),
+}
+
+impl KbRoute {
+    /// The query parameters the route takes (its allowlist), from its tool's `Params`.
+    pub fn query(&self) -> &'static [&'static str] {
+        static QUERIES: OnceLock<Vec<Vec<&'static str>>> = OnceLock::new();
+        let queries = QUERIES.get_or_init(|| {
+            let online = online_spec();
+            KB_ROUTES
+                .iter()
+                .map(|route| {
+                    let operation = &online["paths"][format!("{BASE}{}", route.path)]["get"];
+                    route.query_of(route.tool.fields(), operation)
+                })
+                .collect()
+        });
+        KB_ROUTES
+            .iter()
+            .position(|route| route.path == self.path)
+            .and_then(|i| queries.get(i))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The query parameters the route takes of a tool with `fields`: in the online document's
+    /// order (its `operation`), then the fields it does not have, in the tool's order.
+    fn query_of(&self, fields: &'static [&'static str], operation: &Value) -> Vec<&'static str> {
+        let taken: Vec<&'static str> = fields
+            .iter()
+            .copied()
+            .filter(|f| match self.fields {
+                RouteFields::AllBut(except) => !except.contains(f),
+                RouteFields::Only(only) => only.contains(f),
+            })
+            .collect();
+        let documented: Vec<&str> = operation["parameters"]
+            .as_array()
+            .map(|ps| {
+                ps.iter()
+                    .filter(|p| p["in"] == "query")
+                    .filter_map(|p| p["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut ordered: Vec<&'static str> = documented
+            .iter()
+            .filter_map(|name| taken.iter().copied().find(|f| f == name))
+            .collect();
+        ordered.extend(taken.iter().filter(|f| !documented.contains(f)));
+        ordered
+    }
+}
+
+fn online_spec() -> Value {
+    serde_json::from_str(ONLINE_SPEC).unwrap_or_else(|_| json!({}))
 }
 
 /// The served read routes of a knowledge base.
-pub const KB_ROUTES: [KbRoute; 7] = [
+pub static KB_ROUTES: [KbRoute; 7] = [
     KbRoute {
         path: "/tree",
         short: "/tree",
-        query: &["parentPath", "limit", "cursor"],
+        tool: ToolName::ListTree,
+        fields: RouteFields::AllBut(&[]),
     },
     KbRoute {
         path: "/files/content",
         short: "/files/content",
-        query: &["path"],
+        tool: ToolName::ReadFile,
+        fields: RouteFields::Only(&["path"]),
     },
     KbRoute {
         path: "/files/search",
         short: "/search",
-        query: &[
-            "query",
-            "scope",
-            "fileKind",
-            "mode",
-            "graphDepth",
-            "graphFanout",
-            "okfStatus",
-            "okfTrustTier",
-            "okfFreshness",
-            "rerank",
-            "rerankTopK",
-            "rerankScoreThreshold",
-            "limit",
-            "cursor",
-        ],
+        tool: ToolName::SearchFiles,
+        fields: RouteFields::AllBut(&[]),
     },
     KbRoute {
         path: "/graph/expand",
         short: "/graph/expand",
-        query: &["fileId", "depth", "fanout", "limit", "cursor"],
+        tool: ToolName::ExpandGraph,
+        fields: RouteFields::AllBut(&[]),
     },
     KbRoute {
         path: "/files/{fileId}",
         short: "/files/{fileId}",
-        query: &[],
+        tool: ToolName::GetFile,
+        fields: RouteFields::AllBut(&["fileId"]),
     },
     KbRoute {
         path: "/files/{fileId}/content",
         short: "/files/{fileId}/content",
-        query: &[],
+        tool: ToolName::ReadFile,
+        fields: RouteFields::Only(&[]),
     },
     KbRoute {
         path: "/files/{fileId}/related",
         short: "/files/{fileId}/related",
-        query: &["limit", "cursor"],
+        tool: ToolName::ReadRelated,
+        fields: RouteFields::AllBut(&["fileId"]),
     },
 ];
 
@@ -87,25 +150,41 @@ pub const KNOWLEDGE_BASES_PARAMETERS: [&str; 2] = ["limit", "cursor"];
 pub const KNOWLEDGE_BASES_DEFAULT_LIMIT: u64 = 50;
 pub const KNOWLEDGE_BASES_MAX_LIMIT: u64 = 200;
 
-/// Bounds kbtools enforces (DECISIONS 9–18) that the online document leaves open:
-/// (path, parameter, minimum, maximum).
-const BOUNDS: [(&str, &str, i64, i64); 10] = [
-    ("/tree", "limit", 1, 500),
-    ("/files/{fileId}/related", "limit", 1, 200),
-    ("/graph/expand", "limit", 1, 200),
-    ("/graph/expand", "depth", 0, 2),
-    ("/graph/expand", "fanout", 0, 25),
-    ("/files/search", "limit", 1, 50),
-    ("/files/search", "graphDepth", 0, 2),
-    ("/files/search", "graphFanout", 0, 25),
-    ("/files/search", "rerankTopK", 1, 50),
-    (
-        "/openapi/v2/knowledge-bases",
-        "limit",
-        1,
-        KNOWLEDGE_BASES_MAX_LIMIT as i64,
-    ),
-];
+/// The bounds of a numeric query parameter `(minimum, maximum)`: for a tool's field, the range
+/// its `Params` declares (what kbtools enforces where the online document leaves it open).
+fn bounds(route: &str, name: &str, tool: Option<&ParamsDef>) -> Option<(i64, i64)> {
+    if route == "/openapi/v2/knowledge-bases" {
+        return (name == "limit").then_some((1, KNOWLEDGE_BASES_MAX_LIMIT as i64));
+    }
+    let property = tool?.property(name);
+    Some((property["minimum"].as_i64()?, property["maximum"].as_i64()?))
+}
+
+/// The parameter of a tool field the online document does not have, described from the tool's
+/// input schema.
+fn undocumented_parameter(name: &str, property: &Value) -> Value {
+    let mut schema = Map::new();
+    let kind = match &property["type"] {
+        Value::Array(kinds) => kinds.iter().find(|k| *k != "null").cloned(),
+        Value::Null => None,
+        kind => Some(kind.clone()),
+    };
+    if let Some(kind) = kind {
+        schema.insert("type".into(), kind);
+    }
+    for key in ["enum", "minimum", "maximum", "minLength", "maxLength"] {
+        if let Some(value) = property.get(key) {
+            schema.insert(key.into(), value.clone());
+        }
+    }
+    json!({
+        "name": name,
+        "in": "query",
+        "required": false,
+        "description": property["description"].as_str().unwrap_or(""),
+        "schema": schema,
+    })
+}
 
 /// What the served document says beyond the online one.
 #[derive(Debug, Clone, Default)]
@@ -217,7 +296,7 @@ fn query_pattern() -> String {
 
 /// The served document.
 pub fn served_spec(options: &SpecOptions) -> Value {
-    let mut spec: Value = serde_json::from_str(ONLINE_SPEC).unwrap_or_else(|_| json!({}));
+    let mut spec = online_spec();
     let online_paths = spec
         .get("paths")
         .and_then(Value::as_object)
@@ -231,21 +310,20 @@ pub fn served_spec(options: &SpecOptions) -> Value {
     ] {
         if let Some(get) = online_paths.get(top).and_then(|p| p.get("get")) {
             let mut get = get.clone();
-            tighten(top, &mut get, options);
+            let allowed: &[&str] = if top == "/openapi/v2/knowledge-bases" {
+                &KNOWLEDGE_BASES_PARAMETERS
+            } else {
+                &[]
+            };
+            tighten(top, &mut get, allowed, None, options);
             finish_responses(&mut get, top == "/openapi/v2/knowledge-bases", false);
             paths.insert(top.to_string(), json!({ "get": get }));
         }
     }
     for route in &KB_ROUTES {
-        let Some(get) = online_paths
-            .get(&format!("{BASE}{}", route.path))
-            .and_then(|p| p.get("get"))
-        else {
+        let Some(get) = route_operation(route, &route.tool.params(), options) else {
             continue;
         };
-        let mut get = get.clone();
-        tighten(route.path, &mut get, options);
-        finish_responses(&mut get, true, true);
         let mut short_get = get.clone();
         paths.insert(format!("{BASE}{}", route.path), json!({ "get": get }));
         // The short route answers for the default knowledge base: no knowledgeBaseId.
@@ -296,27 +374,53 @@ pub fn served_spec(options: &SpecOptions) -> Value {
     spec
 }
 
+/// The served operation of `route` (its long form) for a tool whose input is `params`: the
+/// online operation with the parameters the route takes of `params`, tightened.
+pub fn route_operation(
+    route: &KbRoute,
+    params: &ParamsDef,
+    options: &SpecOptions,
+) -> Option<Value> {
+    let online = online_spec();
+    let mut get = online["paths"]
+        .get(format!("{BASE}{}", route.path))?
+        .get("get")?
+        .clone();
+    let allowed = route.query_of(params.fields, &get);
+    tighten(route.path, &mut get, &allowed, Some(params), options);
+    finish_responses(&mut get, true, true);
+    Some(get)
+}
+
 const SHORT_TAG: &str = "Backend adapter (short routes)";
 
-/// Drops the parameters kbtools does not take, applies [`BOUNDS`], patterns and the served ids
+/// Drops the parameters kbtools does not take, adds the fields the online document lacks,
+/// applies [`bounds`], patterns and the served ids
 /// to the operation of `route`.
-fn tighten(route: &str, get: &mut Value, options: &SpecOptions) {
-    let allowed: &[&str] = if route == "/openapi/v2/knowledge-bases" {
-        &KNOWLEDGE_BASES_PARAMETERS
-    } else {
-        KB_ROUTES
-            .iter()
-            .find(|r| r.path == route)
-            .map_or(&[], |r| r.query)
-    };
-    let Some(params) = get.get_mut("parameters").and_then(Value::as_array_mut) else {
+fn tighten(
+    route: &str,
+    get: &mut Value,
+    allowed: &[&str],
+    params: Option<&ParamsDef>,
+    options: &SpecOptions,
+) {
+    let tool = params;
+    let Some(operation) = get.get_mut("parameters").and_then(Value::as_array_mut) else {
         return;
     };
-    params.retain(|p| {
+    operation.retain(|p| {
         p.get("in").and_then(Value::as_str) != Some("query")
             || allowed.contains(&p.get("name").and_then(Value::as_str).unwrap_or(""))
     });
-    for p in params.iter_mut() {
+    for name in allowed {
+        let documented = operation
+            .iter()
+            .any(|p| p["in"] == "query" && p["name"] == *name);
+        if let (false, Some(tool)) = (documented, tool) {
+            operation.push(undocumented_parameter(name, tool.property(name)));
+        }
+    }
+    for p in operation.iter_mut() {
         let name = p
             .get("name")
             .and_then(Value::as_str)
@@ -335,12 +439,10 @@ fn tighten(route: &str, get: &mut Value, options: &SpecOptions) {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        for (r, bounded, min, max) in BOUNDS {
-            if r == route && bounded == name {
-                schema.remove("enum");
-                schema.insert("minimum".into(), json!(min));
-                schema.insert("maximum".into(), json!(max));
-            }
+        if let Some((min, max)) = bounds(route, &name, tool) {
+            schema.remove("enum");
+            schema.insert("minimum".into(), json!(min));
+            schema.insert("maximum".into(), json!(max));
         }
         let example_page = options.example_page.as_ref();
         match (name.as_str(), location.as_str()) {
@@ -658,7 +760,8 @@ mod tests {
                 let operation = &spec["paths"][&path]["get"];
                 let mut declared = parameter_names(operation, "query");
                 declared.sort();
-                let mut allowed: Vec<String> = route.query.iter().map(|s| s.to_string()).collect();
+                let mut allowed: Vec<String> =
+                    route.query().iter().map(|s| s.to_string()).collect();
                 allowed.sort();
                 assert_eq!(declared, allowed, "{path}");
                 for status in ["404", "413", "422", "500", "503"] {

@@ -5,14 +5,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::ToolName;
 use super::{page_limit, require_revision, GeneratedFile, Input, RelatedFile};
 use crate::bundle::paths;
 use crate::cursor;
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::KnowledgeBase;
 
-pub const NAME: &str = "expand_graph";
-const FIELDS: [&str; 5] = ["fileId", "depth", "fanout", "cursor", "limit"];
+pub const NAME: &str = ToolName::ExpandGraph.as_str();
 pub const DEFAULT_DEPTH: i64 = 1;
 pub const MAX_DEPTH: i64 = 2;
 pub const DEFAULT_FANOUT: i64 = 10;
@@ -67,17 +67,18 @@ pub fn graph_paths<'a>(kb: &KnowledgeBase, pages: impl Iterator<Item = &'a str>)
 pub struct Params {
     /// The seed: a source page's fileId (or path).
     pub file_id: String,
-    /// 0–2 (default 1).
+    /// How many relation steps to walk from the seed, 0–2 (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 2))]
     pub depth: Option<u8>,
-    /// New relations per explored page, 0–25 (default 10).
+    /// New relations taken per explored page, 0–25 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 25))]
     pub fanout: Option<u64>,
+    /// The `nextCursor` of the previous page (default the first page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Page size, 1–200 (default 50).
+    /// Relationships per page, 1–200 (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 200))]
     pub limit: Option<u64>,
@@ -89,7 +90,7 @@ pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolErr
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let input = Input::new(input, &FIELDS)?;
+    let input = Input::new(input, ToolName::ExpandGraph.fields())?;
     let seed_id = match input.trimmed("fileId") {
         Ok(Some(id)) => id,
         _ => return Err(invalid("GRAPH_EXPANSION_FILE_ID_REQUIRED")),

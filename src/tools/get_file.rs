@@ -3,11 +3,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ToolName;
 use super::{require_revision, GeneratedFile, Input};
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::KnowledgeBase;
-
-const FIELDS: [&str; 1] = ["fileId"];
 
 /// `FileDetailResponse`.
 #[derive(Debug, Clone, Serialize)]
@@ -37,7 +36,7 @@ pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolErr
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let input = Input::new(input, &FIELDS)?;
+    let input = Input::new(input, ToolName::GetFile.fields())?;
     let id = file_id(&input)?;
     let revision = require_revision(kb)?;
     let position = kb

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::ToolName;
 use super::{page_limit, read_actions, Input};
 use crate::bundle::paths;
 use crate::cursor;
@@ -13,8 +14,7 @@ use crate::ids::{self, ReadActions};
 use crate::index::catalog::TreeChild;
 use crate::index::KnowledgeBase;
 
-pub const NAME: &str = "list_tree";
-const FIELDS: [&str; 3] = ["parentPath", "cursor", "limit"];
+pub const NAME: &str = ToolName::ListTree.as_str();
 pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 500;
 
@@ -66,13 +66,15 @@ fn parent_path(input: &Input<'_>) -> Result<String, ToolError> {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Params {
-    /// Directory to list; `""`, `"root"` or absent is the bundle root.
+    /// The directory to list, e.g. `pages` or `pages/guide`; `""` or `"root"` is the bundle root
+    /// (default the root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_path: Option<String>,
-    /// `nextCursor` of the previous page, with the same parentPath and limit.
+    /// The `nextCursor` of the previous page, with the same parentPath and limit (default the
+    /// first page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Page size, 1–500 (default 100).
+    /// Entries per page, 1–500 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u64>,
@@ -84,7 +86,7 @@ pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolErr
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let input = Input::new(input, &FIELDS)?;
+    let input = Input::new(input, ToolName::ListTree.fields())?;
     let parent = parent_path(&input)?;
     let limit = page_limit(&input, DEFAULT_LIMIT, MAX_LIMIT)?;
     let cursor_text = input.cursor()?;

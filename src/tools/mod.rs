@@ -4,6 +4,7 @@
 //! `GeneratedFile` and `RelatedFile` shapes, and content reads.
 
 pub mod expand_graph;
+pub mod fields;
 pub mod get_file;
 pub mod list_tree;
 pub mod read_file;
@@ -18,44 +19,126 @@ use crate::ids::ReadActions;
 use crate::index::catalog::{CatalogFile, CatalogRelation};
 use crate::index::KnowledgeBase;
 use crate::okf::OkfSignals;
+pub use fields::ParamsDef;
 
-/// The tool names, in the order the seed lists them.
-pub const TOOL_NAMES: [&str; 6] = [
-    "search_files",
-    "read_file",
-    "list_tree",
-    "get_file",
-    "read_related",
-    "expand_graph",
-];
+/// A tool, by its MCP name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ToolName {
+    SearchFiles,
+    ReadFile,
+    ListTree,
+    GetFile,
+    ReadRelated,
+    ExpandGraph,
+}
 
-/// Runs the tool `name` with its JSON input and returns its contract JSON output.
+impl ToolName {
+    /// Every tool, in the order the design lists them.
+    pub const ALL: [ToolName; 6] = [
+        ToolName::SearchFiles,
+        ToolName::ReadFile,
+        ToolName::ListTree,
+        ToolName::GetFile,
+        ToolName::ReadRelated,
+        ToolName::ExpandGraph,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ToolName::SearchFiles => "search_files",
+            ToolName::ReadFile => "read_file",
+            ToolName::ListTree => "list_tree",
+            ToolName::GetFile => "get_file",
+            ToolName::ReadRelated => "read_related",
+            ToolName::ExpandGraph => "expand_graph",
+        }
+    }
+
+    /// The tool's input as every door sees it, from its `Params`: the fields (what its parser
+    /// accepts, what the MCP schema lists, what the HTTP routes and the CLI offer, less what a
+    /// route or command takes elsewhere, such as a path segment or a positional argument) and
+    /// the JSON Schema (what the MCP server shows and the HTTP document and CLI help describe).
+    pub fn params(self) -> ParamsDef {
+        match self {
+            ToolName::SearchFiles => ParamsDef::of::<search_files::Params>(),
+            ToolName::ReadFile => ParamsDef::of::<read_file::Params>(),
+            ToolName::ListTree => ParamsDef::of::<list_tree::Params>(),
+            ToolName::GetFile => ParamsDef::of::<get_file::Params>(),
+            ToolName::ReadRelated => ParamsDef::of::<read_related::Params>(),
+            ToolName::ExpandGraph => ParamsDef::of::<expand_graph::Params>(),
+        }
+    }
+
+    /// The tool's input fields, in its `Params`' order (read without building the schema).
+    pub fn fields(self) -> &'static [&'static str] {
+        match self {
+            ToolName::SearchFiles => fields::field_names::<search_files::Params>(),
+            ToolName::ReadFile => fields::field_names::<read_file::Params>(),
+            ToolName::ListTree => fields::field_names::<list_tree::Params>(),
+            ToolName::GetFile => fields::field_names::<get_file::Params>(),
+            ToolName::ReadRelated => fields::field_names::<read_related::Params>(),
+            ToolName::ExpandGraph => fields::field_names::<expand_graph::Params>(),
+        }
+    }
+
+    /// The error for a name that is no tool.
+    pub fn unknown(name: &str) -> ToolError {
+        let names: Vec<&str> = ToolName::ALL.iter().map(|t| t.as_str()).collect();
+        ToolError::new(
+            ErrorCode::UnsupportedRoute,
+            format!(
+                "Unknown tool `{}`. Tools: {}.",
+                crate::text::truncate_chars(name, 64),
+                names.join(", ")
+            ),
+        )
+    }
+}
+
+impl std::str::FromStr for ToolName {
+    type Err = ToolError;
+
+    fn from_str(name: &str) -> Result<Self, ToolError> {
+        ToolName::ALL
+            .into_iter()
+            .find(|t| t.as_str() == name)
+            .ok_or_else(|| ToolName::unknown(name))
+    }
+}
+
+impl std::fmt::Display for ToolName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Runs the tool named `name` with its JSON input and returns its contract JSON output (an
+/// unknown name is `UNSUPPORTED_ROUTE`).
 pub fn call(kb: &KnowledgeBase, name: &str, input: &Value) -> Result<Value, ToolError> {
+    run(kb, name.parse()?, input)
+}
+
+/// Runs `tool` with its JSON input and returns its contract JSON output.
+pub fn run(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Value, ToolError> {
     // A panic below (a bug, or tantivy reading an index file damaged in a way its checksums
     // miss) answers this call with `INTERNAL_ERROR`; the process and the other calls go on.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(kb, name, input)))
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(kb, tool, input)))
         .unwrap_or_else(|_| {
             Err(ToolError::new(
                 ErrorCode::InternalError,
-                format!("`{name}` failed unexpectedly; the error was logged."),
+                format!("`{tool}` failed unexpectedly; the error was logged."),
             ))
         })
 }
 
-fn dispatch(kb: &KnowledgeBase, name: &str, input: &Value) -> Result<Value, ToolError> {
-    let output = match name {
-        "list_tree" => to_value(list_tree::run(kb, input)?),
-        "get_file" => to_value(get_file::run(kb, input)?),
-        "read_file" => to_value(read_file::run(kb, input)?),
-        "read_related" => to_value(read_related::run(kb, input)?),
-        "expand_graph" => to_value(expand_graph::run(kb, input)?),
-        "search_files" => to_value(search_files::run(kb, input)?),
-        other => {
-            return Err(ToolError::new(
-                ErrorCode::UnsupportedRoute,
-                format!("Unknown tool `{other}`. Tools: {}.", TOOL_NAMES.join(", ")),
-            ))
-        }
+fn dispatch(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Value, ToolError> {
+    let output = match tool {
+        ToolName::ListTree => to_value(list_tree::run(kb, input)?),
+        ToolName::GetFile => to_value(get_file::run(kb, input)?),
+        ToolName::ReadFile => to_value(read_file::run(kb, input)?),
+        ToolName::ReadRelated => to_value(read_related::run(kb, input)?),
+        ToolName::ExpandGraph => to_value(expand_graph::run(kb, input)?),
+        ToolName::SearchFiles => to_value(search_files::run(kb, input)?),
     };
     output.map_err(|e| ToolError::new(ErrorCode::InternalError, e.to_string()))
 }
@@ -283,21 +366,6 @@ impl RelatedFile {
             read_actions: read_actions(kb, target),
         }
     }
-}
-
-/// The JSON Schema of `tool`'s input, generated from its typed parameters (what the MCP server
-/// shows, and what the CLI's hints quote); `{}`-like for an unknown tool.
-pub fn params_schema(tool: &str) -> Value {
-    let schema = match tool {
-        "search_files" => schemars::schema_for!(search_files::Params),
-        "read_file" => schemars::schema_for!(read_file::Params),
-        "list_tree" => schemars::schema_for!(list_tree::Params),
-        "get_file" => schemars::schema_for!(get_file::Params),
-        "read_related" => schemars::schema_for!(read_related::Params),
-        "expand_graph" => schemars::schema_for!(expand_graph::Params),
-        _ => schemars::schema_for!(()),
-    };
-    serde_json::to_value(schema).unwrap_or(Value::Null)
 }
 
 /// The revision for tools that answer 404 when the knowledge base has no readable content.

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ToolName;
 use super::{read_content, require_revision, GeneratedFile, Input};
 use crate::bundle::paths::{self, PathClass};
 use crate::error::{messages, ErrorCode, ToolError};
@@ -15,18 +16,8 @@ use crate::index::catalog::CatalogFile;
 use crate::index::KnowledgeBase;
 use crate::text;
 
-const FIELDS: [&str; 7] = [
-    "fileId",
-    "path",
-    "type",
-    "query",
-    "contextLines",
-    "maxMatches",
-    "segments",
-];
 const SEARCH_FIELDS: [&str; 3] = ["query", "contextLines", "maxMatches"];
 const EXTRACT_FIELDS: [&str; 1] = ["segments"];
-const SEGMENT_FIELDS: [&str; 3] = ["label", "start", "end"];
 pub const DEFAULT_CONTEXT_LINES: i64 = 2;
 pub const MAX_CONTEXT_LINES: i64 = 20;
 pub const DEFAULT_MAX_MATCHES: i64 = 20;
@@ -128,9 +119,9 @@ pub struct Params {
     /// A bundle path such as `pages/guide.md` or a `graphRef`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// `read` (default): the whole file, byte for byte. `search`: only the lines matching `query`
-    /// with context, as `[match_N] Lx-y hits:a,b` snippets. `extract`: only the line ranges in
-    /// `segments`, as `[label] Lx-y` blocks. Lines count from 1.
+    /// What to return (default read): `read`, the whole file, byte for byte; `search`, only the
+    /// lines matching `query` with context, as `[match_N] Lx-y hits:a,b` snippets; `extract`,
+    /// only the line ranges in `segments`, as `[label] Lx-y` blocks. Lines count from 1.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub read_type: Option<ReadType>,
     /// For `type: "search"` (required there): words to find, case-insensitively; a line matches
@@ -158,7 +149,7 @@ pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolErr
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let input = Input::new(input, &FIELDS)?;
+    let input = Input::new(input, ToolName::ReadFile.fields())?;
     let target = target(&input)?;
     let part = part(&input)?;
     if let Target::Path(path) = target {
@@ -521,14 +512,17 @@ fn line_range(index: usize, item: &Value) -> Result<LineRange, ToolError> {
             &at,
         ));
     };
-    if let Some(unknown) = map.keys().find(|k| !SEGMENT_FIELDS.contains(&k.as_str())) {
+    if let Some(unknown) = map
+        .keys()
+        .find(|k| !super::fields::field_names::<Segment>().contains(&k.as_str()))
+    {
         let field = format!("{at}.{}", text::truncate_chars(unknown, 64));
         return Err(invalid(
             &format!("Unknown field `{field}`. A segment takes label, start and end."),
             &field,
         ));
     }
-    let segment = Input::new(item, &SEGMENT_FIELDS)?;
+    let segment = Input::new(item, super::fields::field_names::<Segment>())?;
     let start_field = format!("{at}.start");
     let start = match segment.integer("start") {
         Ok(Some(n)) if n >= 1 => n as u64,

@@ -8,14 +8,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::get_file::file_id;
+use super::ToolName;
 use super::{page_limit, require_revision, Input, RelatedFile};
 use crate::cursor;
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::catalog::CatalogRelation;
 use crate::index::KnowledgeBase;
 
-pub const NAME: &str = "read_related";
-const FIELDS: [&str; 3] = ["fileId", "cursor", "limit"];
+pub const NAME: &str = ToolName::ReadRelated.as_str();
 pub const DEFAULT_LIMIT: u64 = 50;
 pub const MAX_LIMIT: u64 = 200;
 
@@ -64,9 +64,10 @@ pub fn collapsed(kb: &KnowledgeBase, page: u32) -> Vec<(&CatalogRelation, &'stat
 pub struct Params {
     /// A source page's fileId (or path).
     pub file_id: String,
+    /// The `nextCursor` of the previous page (default the first page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Page size, 1–200 (default 50).
+    /// Related files per page, 1–200 (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 200))]
     pub limit: Option<u64>,
@@ -78,7 +79,7 @@ pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolErr
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let input = Input::new(input, &FIELDS)?;
+    let input = Input::new(input, ToolName::ReadRelated.fields())?;
     let requested = file_id(&input)?;
     let limit = page_limit(&input, DEFAULT_LIMIT, MAX_LIMIT)?;
     let cursor_text = input.cursor()?;

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use unicode_segmentation::UnicodeSegmentation;
 
+use super::ToolName;
 use super::{read_actions, tags_of, Input, RelatedFile};
 use crate::bundle::paths;
 use crate::cursor;
@@ -17,23 +18,7 @@ use crate::index::KnowledgeBase;
 use crate::okf::OkfSignals;
 pub use crate::search::{Candidate, Lane, LaneSet, Mode, Ranking, Scope};
 
-pub const NAME: &str = "search_files";
-const FIELDS: [&str; 14] = [
-    "query",
-    "mode",
-    "graphDepth",
-    "graphFanout",
-    "rerank",
-    "cursor",
-    "limit",
-    "scope",
-    "fileKind",
-    "okfStatus",
-    "okfTrustTier",
-    "okfFreshness",
-    "rerankTopK",
-    "rerankScoreThreshold",
-];
+pub const NAME: &str = ToolName::SearchFiles.as_str();
 pub const DEFAULT_LIMIT: i64 = 10;
 pub const MAX_LIMIT: i64 = 50;
 const MAX_GRAPHEMES: usize = 512;
@@ -136,7 +121,7 @@ fn int_field(
 
 /// Validates a search input in the API's order; the first failure wins.
 pub fn validate(value: &Value) -> Result<Request, ToolError> {
-    let input = Input::new(value, &FIELDS)?;
+    let input = Input::new(value, ToolName::SearchFiles.fields())?;
     let query = normalize_query(input.get("query"))?;
     let scope = match enum_field(
         &input,
@@ -509,52 +494,60 @@ fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Params {
-    /// The user's full question, 2–512 characters.
+    /// The user's whole question (or key words), 2–512 characters: send the question as asked.
     #[schemars(length(min = 2, max = 512))]
     pub query: String,
-    /// `file`, `graph` or `hybrid` (default).
+    /// The lanes that rank: `file` (the lexical and exact lanes), `graph` (relations of the best
+    /// lexical hits) or `hybrid` (all of them) (default hybrid).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["file", "graph", "hybrid"]))]
     pub mode: Option<String>,
-    /// 0–2 (default 1).
+    /// How many relation steps the graph lanes walk, 0–2 (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 2))]
     pub graph_depth: Option<u8>,
-    /// 0–25 (default 10).
+    /// Relations the graph lanes follow per page, 0–25 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 25))]
     pub graph_fanout: Option<u64>,
-    /// Ask for a reranker (none runs offline; the status says so).
+    /// Ask for a reranker; none runs offline, and `rerankerStatus` says so (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank: Option<bool>,
+    /// The `nextCursor` of the previous page of the same search (default the first page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// 1–50 (default 10).
+    /// Results per page, 1–50 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u64>,
-    /// `all` (default), `path` or `metadata`.
+    /// Where to match: `all` (content and metadata), `path` or `metadata` (default all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["all", "path", "metadata"]))]
     pub scope: Option<String>,
-    /// `page` (default) or `all`.
+    /// `page` (the knowledge base's pages) or `all` (navigation pages and records too)
+    /// (default page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["page", "all"]))]
     pub file_kind: Option<String>,
-    /// `draft`, `stable` or `deprecated`.
+    /// Only pages whose OKF status is `draft`, `stable` or `deprecated` (default any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["draft", "stable", "deprecated"]))]
     pub okf_status: Option<String>,
-    /// `unverified`, `machine-confirmed` or `human-reviewed`.
+    /// Only pages whose OKF trust tier is `unverified`, `machine-confirmed` or `human-reviewed`
+    /// (default any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["unverified", "machine-confirmed", "human-reviewed"]))]
     pub okf_trust_tier: Option<String>,
-    /// `fresh` or `stale`.
+    /// Only `fresh` or only `stale` pages (OKF `stale_after`) (default any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["fresh", "stale"]))]
     pub okf_freshness: Option<String>,
+    /// With `rerank`: candidates the reranker would see, 1–50 and at least `limit`
+    /// (default the larger of `limit` and 30).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 50))]
     pub rerank_top_k: Option<u64>,
+    /// With `rerank`: the lowest reranker score kept, 0–1 (default 0.35).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank_score_threshold: Option<f64>,
 }

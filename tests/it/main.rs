@@ -38,3 +38,5 @@ mod search_graph;
 mod search_phrases;
 #[cfg(feature = "server")]
 mod skill;
+#[cfg(feature = "server")]
+mod tool_doors;

@@ -38,7 +38,7 @@ fn server(options: McpOptions) -> (KbServer, tempfile::TempDir) {
 fn six_read_only_tools_with_generated_schemas_and_a_format_argument() {
     let tools = tool_definitions();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, kbtools::tools::TOOL_NAMES);
+    assert_eq!(names, kbtools::tools::ToolName::ALL.map(|t| t.as_str()));
     for tool in &tools {
         let schema = Value::Object(tool.input_schema.as_ref().clone());
         assert_eq!(schema["type"], "object", "{}", tool.name);

@@ -859,7 +859,7 @@ fn the_mcp_handler_answers_generated_calls() {
                 .unwrap_or_default()
                 .to_string();
             prop_assert!(!text.is_empty(), "{} {:?}: empty answer", tool, arguments);
-            let known = kbtools::tools::TOOL_NAMES.contains(&tool.as_str());
+            let known = tool.parse::<kbtools::tools::ToolName>().is_ok();
             let library = kbtools::tools::call(
                 &server.knowledge_base(),
                 &tool,

@@ -277,7 +277,7 @@ fn every_tool_example_runs_against_the_fixture() {
     let mut names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
     names.sort();
     names.dedup();
-    let mut all = kbtools::tools::TOOL_NAMES.to_vec();
+    let mut all: Vec<&str> = kbtools::tools::ToolName::ALL.map(|t| t.as_str()).to_vec();
     all.sort();
     assert_eq!(
         names, all,
