@@ -9,7 +9,8 @@ use kbtools::index;
 use kbtools::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchMode, WatchOptions};
 use kbtools::mcp::{serve_stdio, Format, McpOptions};
 
-use super::{build_options, locate, one_bundle, open_at, Source};
+use super::open::{build_options, locate, one_bundle, open_at};
+use super::Source;
 
 /// `kbtools mcp`: the six tools on stdio for the bundle of `source` (or `bundle_path`).
 pub(super) fn mcp_stdio(

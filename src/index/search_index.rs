@@ -1,7 +1,6 @@
 //! The tantivy full-text index of source pages: schema, writing, and the lexical lanes of
 //! `search_files` (BM25 over weighted fields, the dictionary-word lane, exact path and title).
 
-use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -11,13 +10,20 @@ use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
 };
-use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, Term};
 
 use super::bm25;
 use super::catalog::store::KeyTable;
 use crate::analysis::{self, BODY_ANALYZER, TEXT_ANALYZER, WORDS_ANALYZER};
 use crate::bundle::PageText;
 use crate::error::IndexError;
+
+mod excerpt;
+mod writer;
+
+use excerpt::EXCERPT_WINDOW_BYTES;
+pub use excerpt::{Excerpter, EXCERPT_MAX_CHARS};
+pub use writer::Writer;
 
 /// Field weights of the `lexical` lane (BM25F: per term, the fields' normalized frequencies
 /// are weighted and summed, then saturated once). Tuned with `kbtools eval` on the SciFact train
@@ -150,188 +156,6 @@ fn hash64(text: &str) -> u64 {
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&digest[..8]);
     u64::from_le_bytes(bytes)
-}
-
-/// Writer memory per indexing thread (bytes) of an update. Tantivy flushes a segment when a
-/// thread's arena is full, so this bounds the build's memory, not what it can index.
-const WRITER_BYTES_PER_THREAD: usize = 64_000_000;
-/// Writer memory per indexing thread of a full build. A full build merges nothing (merging
-/// rewrote most of the postings once more: a fifth of a 100,000-page build), so each arena
-/// fill is a segment of the finished index: larger arenas, fewer segments for queries to
-/// visit (100,000 pages of ~3 KB: four). A full build holds the parse of every file while
-/// it indexes (`build` module docs), which bounds the arenas: at 192 MB a 100,000-page build
-/// peaked at 1.07-1.19 GB, at 128 MB at 0.93-0.97 GB, with as many segments.
-const FULL_BUILD_BYTES_PER_THREAD: usize = 128_000_000;
-
-/// Deleted documents kept in all before the segments holding them are merged.
-const MAX_DELETED: u32 = 2_000;
-
-/// One writer session over the search index: pages are added batch by batch, and
-/// [`Writer::finish`] commits them all at once.
-pub struct Writer {
-    pages: Session,
-    /// key, title, path, meta, body, body_w, exact_path, exact_title.
-    fields: [Field; 8],
-}
-
-/// One tantivy index's writer of a [`Writer`] session.
-struct Session {
-    index: Index,
-    writer: tantivy::IndexWriter<TantivyDocument>,
-}
-
-impl Session {
-    fn new(index: Index, threads: usize, bytes_per_thread: usize) -> Result<Self, IndexError> {
-        analysis::register(&index);
-        let writer = index
-            .writer_with_num_threads::<TantivyDocument>(threads, threads * bytes_per_thread)?;
-        Ok(Session { index, writer })
-    }
-
-    /// Commits, then merges the segments whose deleted documents are more than a fifth of
-    /// them (a changed page deletes its document) or `MAX_DELETED` in all:
-    /// rewriting a large segment for one changed page would cost more than the rest of the
-    /// build. Deleted documents stay in their segments until then (BM25 counts only live ones:
-    /// `bm25::alive_doc_freq`, live field norms).
-    fn finish(mut self) -> Result<(), IndexError> {
-        self.writer.commit()?;
-        // The segment metas are dropped before the merge: tantivy keeps the files of every
-        // segment whose meta is still alive, so the merged segments' files would stay behind.
-        let to_merge: Vec<_> = {
-            let metas = self.index.searchable_segment_metas()?;
-            let deleted_now: u32 = metas.iter().map(|m| m.num_deleted_docs()).sum();
-            metas
-                .iter()
-                .filter(|m| {
-                    m.has_deletes()
-                        && (deleted_now > MAX_DELETED || m.num_deleted_docs() * 5 > m.max_doc())
-                })
-                .map(|m| m.id())
-                .collect()
-        };
-        if !to_merge.is_empty() {
-            self.writer.merge(&to_merge).wait()?;
-            self.writer.garbage_collect_files().wait()?;
-        }
-        self.writer.wait_merging_threads()?;
-        Ok(())
-    }
-}
-
-/// The fields `names` of `schema`, in order.
-fn named_fields<const N: usize>(
-    schema: &Schema,
-    names: [&str; N],
-) -> Result<[Field; N], IndexError> {
-    let mut out = [Field::from_field_id(0); N];
-    for (slot, name) in out.iter_mut().zip(names) {
-        *slot = field(schema, name)?;
-    }
-    Ok(out)
-}
-
-const PAGE_FIELDS: [&str; 8] = [
-    "key",
-    "title",
-    "path",
-    "meta",
-    "body",
-    "body_w",
-    "exact_path",
-    "exact_title",
-];
-
-impl Writer {
-    /// A session writing a new index into `dir` (which must exist and be empty).
-    pub fn create(dir: &Path, threads: usize) -> Result<Self, IndexError> {
-        let pages = Index::create_in_dir(dir, page_schema())?;
-        let writer = Self::with_index(pages, threads, FULL_BUILD_BYTES_PER_THREAD)?;
-        writer
-            .pages
-            .writer
-            .set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
-        Ok(writer)
-    }
-
-    /// A session updating the index in `dir` (a copy of a previous generation's): the documents
-    /// of the `deleted` keys are deleted first.
-    pub fn update(dir: &Path, deleted: &[u64], threads: usize) -> Result<Self, IndexError> {
-        let pages = Index::open_in_dir(dir)?;
-        if pages.schema() != page_schema() {
-            return Err(IndexError::Tantivy(
-                "the previous index has another schema".into(),
-            ));
-        }
-        let writer = Self::with_index(pages, threads, WRITER_BYTES_PER_THREAD)?;
-        // Tantivy's log merge policy, merging the small segments updates add once there are 12
-        // of them (its default, 8, came after a handful of updates of a small bundle, each
-        // adding one or two, and rewrote the segments holding deleted documents with them).
-        let mut policy = tantivy::merge_policy::LogMergePolicy::default();
-        policy.set_min_num_segments(12);
-        writer.pages.writer.set_merge_policy(Box::new(policy));
-        for k in deleted {
-            writer.delete(*k);
-        }
-        Ok(writer)
-    }
-
-    fn with_index(
-        pages: Index,
-        threads: usize,
-        bytes_per_thread: usize,
-    ) -> Result<Self, IndexError> {
-        let threads = threads.clamp(1, 8);
-        let fields = named_fields(&pages.schema(), PAGE_FIELDS)?;
-        Ok(Writer {
-            pages: Session::new(pages, threads, bytes_per_thread)?,
-            fields,
-        })
-    }
-
-    /// Adds the documents of `pages` (indexed by the writer's threads while the caller reads
-    /// the next batch).
-    pub fn add(&mut self, pages: &[IndexedPage<'_>]) -> Result<(), IndexError> {
-        for page in pages {
-            self.add_one(page)?;
-        }
-        Ok(())
-    }
-
-    /// Adds the documents of one page; callable from several threads at once.
-    pub fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
-        let [key, title, path_f, meta, body, body_w, exact_path, exact_title] = self.fields;
-        let mut d = TantivyDocument::default();
-        d.add_u64(key, page.key);
-        d.add_text(title, page.title);
-        let path_words = page
-            .path
-            .strip_prefix("pages/")
-            .unwrap_or(page.path)
-            .replace(['/', '_', '-', '.'], " ");
-        d.add_text(path_f, &path_words);
-        d.add_text(meta, &page.text.metadata);
-        d.add_text(body, &page.text.body);
-        d.add_text(body_w, &page.text.body);
-        for k in exact_path_keys(page.path) {
-            d.add_u64(exact_path, exact_term(&k));
-        }
-        d.add_u64(exact_title, exact_term(&crate::text::exact_key(page.title)));
-        self.pages.writer.add_document(d)?;
-        Ok(())
-    }
-
-    /// Deletes the documents of the page `key` added so far in this session (and before it):
-    /// pages added after this call stay.
-    pub fn delete(&self, key: u64) {
-        self.pages
-            .writer
-            .delete_term(Term::from_field_u64(self.fields[0], key));
-    }
-
-    /// Commits the session ([`Session::finish`]).
-    pub fn finish(self) -> Result<(), IndexError> {
-        self.pages.finish()
-    }
 }
 
 /// An open index, ready for queries.
@@ -978,145 +802,6 @@ impl Positions<'_> {
     /// For ordering ties (unknown documents last).
     fn order(&self, address: DocAddress) -> u64 {
         self.get(address).map_or(u64::MAX, u64::from)
-    }
-}
-
-/// Bytes of body text around the best passage that an excerpt covers before trimming.
-const EXCERPT_WINDOW_BYTES: usize = 900;
-/// Characters an excerpt holds at most (DECISIONS 17 caps it at 1,200).
-pub const EXCERPT_MAX_CHARS: usize = 600;
-
-/// Makes `sourceExcerpt`s for the hits of one query.
-pub struct Excerpter {
-    /// Query term → weight.
-    terms: BTreeMap<String, f32>,
-    max_num_chars: usize,
-}
-
-/// What a token span of a body is to the excerpter.
-#[derive(Clone, Copy)]
-enum SpanClass {
-    /// The analyzer drops it: it is no token.
-    Dropped,
-    /// A token that is no query term.
-    Plain,
-    /// A query term, with its weight.
-    Term(f32),
-}
-
-/// `text` lower-cased (as `str::to_lowercase`), without a copy when no ASCII letter or
-/// non-ASCII character could change.
-fn lowercase(text: &str) -> std::borrow::Cow<'_, str> {
-    if text
-        .bytes()
-        .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
-    {
-        std::borrow::Cow::Borrowed(text)
-    } else {
-        std::borrow::Cow::Owned(text.to_lowercase())
-    }
-}
-
-/// A candidate passage: the tokens from `start` on that fit the window.
-struct Fragment {
-    score: f32,
-    start: usize,
-    stop: usize,
-}
-
-impl Excerpter {
-    /// Plain text around the best-matching passage of `body` (a page's indexed body text, see
-    /// [`crate::bundle::indexed_body_text`]); the start of the body when no body term matched.
-    pub fn excerpt(&self, body: &str) -> Option<String> {
-        let fragment = self.best_fragment(body);
-        let text = if fragment.trim().is_empty() {
-            crate::text::truncate_chars(body, EXCERPT_MAX_CHARS).to_string()
-        } else {
-            fragment.to_string()
-        };
-        let text = crate::text::collapse_whitespace(&text);
-        let text = crate::text::truncate_chars(&text, EXCERPT_MAX_CHARS).to_string();
-        (!text.is_empty()).then_some(text)
-    }
-
-    /// The best-matching passage of `text` (a section), or `None` when no query term is in it.
-    pub fn excerpt_matching(&self, text: &str) -> Option<String> {
-        let fragment = self.best_fragment(text);
-        if fragment.trim().is_empty() {
-            return None;
-        }
-        let text = crate::text::collapse_whitespace(fragment);
-        let text = crate::text::truncate_chars(&text, EXCERPT_MAX_CHARS).to_string();
-        (!text.is_empty()).then_some(text)
-    }
-
-    /// The passage tantivy's `SnippetGenerator::snippet` picks (its fragment): the body's
-    /// `kb_text` tokens are cut into consecutive windows of at most `max_num_chars` bytes, each
-    /// scored by the summed weights of its query-term tokens, and the best window wins (the
-    /// first of equal ones); empty when no token is a query term. Each distinct token span is
-    /// classified once per page, with the thread's span analyzer (which remembers the terms of
-    /// the words of earlier pages).
-    fn best_fragment<'b>(&self, text: &'b str) -> &'b str {
-        analysis::with_span_analyzer(|analyzer| self.best_fragment_with(text, analyzer))
-    }
-
-    fn best_fragment_with<'b>(
-        &self,
-        text: &'b str,
-        analyzer: &mut analysis::SpanAnalyzer,
-    ) -> &'b str {
-        let mut classes: rustc_hash::FxHashMap<&'b str, SpanClass> =
-            rustc_hash::FxHashMap::with_capacity_and_hasher(1024, Default::default());
-        let mut fragments: Vec<Fragment> = Vec::new();
-        let mut fragment = Fragment {
-            score: 0.0,
-            start: 0,
-            stop: 0,
-        };
-        analysis::text_token_spans(text, |from, to, _| {
-            let span = &text[from..to];
-            let class = *classes
-                .entry(span)
-                .or_insert_with(|| match analyzer.term(span) {
-                    None => SpanClass::Dropped,
-                    Some(term) => self
-                        .terms
-                        .get(lowercase(&term).as_ref())
-                        .map_or(SpanClass::Plain, |&w| SpanClass::Term(w)),
-                });
-            if let SpanClass::Dropped = class {
-                return;
-            }
-            if to - fragment.start > self.max_num_chars {
-                let next = Fragment {
-                    score: 0.0,
-                    start: from,
-                    stop: from,
-                };
-                let done = std::mem::replace(&mut fragment, next);
-                if done.score > 0.0 {
-                    fragments.push(done);
-                }
-            }
-            fragment.stop = to;
-            if let SpanClass::Term(weight) = class {
-                fragment.score += weight;
-            }
-        });
-        if fragment.score > 0.0 {
-            fragments.push(fragment);
-        }
-        let best = fragments.iter().max_by(|left, right| {
-            match left
-                .score
-                .partial_cmp(&right.score)
-                .unwrap_or(Ordering::Equal)
-            {
-                Ordering::Equal => (right.start, right.stop).cmp(&(left.start, left.stop)),
-                other => other,
-            }
-        });
-        best.map_or("", |f| &text[f.start..f.stop])
     }
 }
 
