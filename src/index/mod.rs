@@ -614,7 +614,6 @@ impl Default for ServeOptions {
 pub struct KnowledgeBase {
     pub manifest: Manifest,
     pub catalog: Catalog,
-    pub graph: crate::graph::RelationGraph,
     pub search: SearchIndex,
     pub bundle_root: PathBuf,
     /// The bundle root held open, files read relative to it (`None` when it could not be
@@ -626,6 +625,11 @@ pub struct KnowledgeBase {
 }
 
 impl KnowledgeBase {
+    /// The relation graph of the source pages, read from the catalog (nothing is built).
+    pub fn graph(&self) -> crate::graph::CatalogGraph<'_> {
+        crate::graph::CatalogGraph::new(&self.catalog)
+    }
+
     /// Opens the live generation of `index_dir`, checking its files at `options.verify`
     /// (module docs): a damaged generation is an [`IndexError::Corrupt`] naming the file.
     /// `bundle_root` overrides the manifest's.
@@ -666,7 +670,6 @@ impl KnowledgeBase {
         };
         Ok(KnowledgeBase {
             manifest,
-            graph: crate::graph::RelationGraph::new(&catalog),
             catalog,
             search,
             bundle_dir: bundle::beneath::BundleRoot::open(&bundle_root).ok(),

@@ -232,8 +232,8 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
             .map(|&seed| {
                 (
                     seed,
-                    kb.graph.walk(
-                        &kb.catalog,
+                    crate::graph::walk(
+                        kb.graph(),
                         seed,
                         query.graph_depth,
                         query.graph_fanout,

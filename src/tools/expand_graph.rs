@@ -123,7 +123,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let scope =
         json!({ "fileId": seed_file.file_id, "depth": depth, "fanout": fanout, "limit": limit });
     let offset = cursor::start(cursor_text, NAME, &scope, revision)?;
-    let steps = kb.graph.walk(&kb.catalog, seed, depth, fanout, usize::MAX);
+    let steps = crate::graph::walk(kb.graph(), seed, depth, fanout, usize::MAX);
     let (range, next_cursor) = cursor::page(NAME, &scope, revision, offset, limit, steps.len());
     let page = &steps[range];
     let relationships: Vec<RelatedFile> = page

@@ -43,7 +43,7 @@ fn merge_direction(a: &str, b: &str) -> &'static str {
 pub fn collapsed(kb: &KnowledgeBase, page: u32) -> Vec<(&CatalogRelation, &'static str)> {
     let mut by_target: BTreeMap<&str, (&CatalogRelation, &'static str)> = BTreeMap::new();
     // Keyed by the target's sourceFileId: the API orders related files by it (byte order).
-    for (_, rel) in kb.graph.ordered_relations(&kb.catalog, page) {
+    for (_, rel) in kb.graph().ordered_relations(page) {
         let path = kb.catalog.file(rel.to).file_id.as_str();
         let direction: &'static str = match rel.direction.as_str() {
             "outgoing" => "outgoing",

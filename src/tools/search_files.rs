@@ -751,8 +751,8 @@ fn result(
         let steps = match ranking.walk(candidate.position, fanout) {
             Some(steps) => steps,
             None => {
-                walked = kb.graph.walk(
-                    &kb.catalog,
+                walked = crate::graph::walk(
+                    kb.graph(),
                     candidate.position,
                     request.graph_depth,
                     fanout,

@@ -33,6 +33,7 @@ mod plain_generators;
 #[cfg(feature = "server")]
 mod proptest_tools;
 mod read_partial;
+mod relation_graph;
 mod search_contract;
 mod search_graph;
 mod search_phrases;
