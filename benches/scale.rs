@@ -29,7 +29,8 @@ use std::time::{Duration, Instant, SystemTime};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode};
 use kbtools::bundle_gen::{self, GenOptions};
 use kbtools::eval;
-use kbtools::index::{self, BuildOptions, BuildReport, KnowledgeBase, ServeOptions};
+use kbtools::index::{self, BuildOptions, BuildReport};
+use kbtools::kb::{KnowledgeBase, ServeOptions};
 use kbtools::tools;
 #[path = "common/latency.rs"]
 mod latency;

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use kbtools::index::{self, BuildOptions, KnowledgeBase};
+use kbtools::index::{self, BuildOptions};
+use kbtools::kb::KnowledgeBase;
 use kbtools::tools;
 use serde_json::json;
 

@@ -1,4 +1,4 @@
-//! Pagination cursors (DECISIONS 10): opaque, stateless, versioned. A cursor is the base64url of
+//! Pagination cursors (rules#cursors): opaque, stateless, versioned. A cursor is the base64url of
 //! a small JSON payload plus an integrity hash; it binds the tool, a hash of every input that
 //! shapes the result set (limit included) and the `activeContentRevision`. Anything else —
 //! malformed, tampered, from another tool, other inputs or an older revision — is the contract's

@@ -182,7 +182,7 @@ impl From<tantivy::TantivyError> for IndexError {
     }
 }
 
-/// A fresh request id, `req-<uuid v4>` (DECISIONS 8).
+/// A fresh request id, `req-<uuid v4>` (rules#request-id).
 pub fn new_request_id() -> String {
     format!("req-{}", uuid::Uuid::new_v4())
 }

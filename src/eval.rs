@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 use crate::tools::search_files;
 
 /// Relevance judgments: query id → document id → grade.

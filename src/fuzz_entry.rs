@@ -208,7 +208,8 @@ pub fn path(data: &[u8]) {
             && paths::name_of(&path).chars().count() + 2 <= paths::MAX_SEGMENT_CHARS;
         if fits {
             assert_eq!(paths::check_canonical(&graph), Ok(()), "{graph}");
-            // `index.md` pages get a graph record the path table does not list (DECISIONS 21).
+            // `index.md` pages get a graph record the path table does not list
+            // (rules#graph-refs-open).
             if paths::name_of(&graph) != "index.json" {
                 assert_eq!(
                     paths::classify(&graph),

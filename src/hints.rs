@@ -5,7 +5,7 @@
 //! listing of a folder that does not exist, the nearest folders.
 
 use kbtools::error::{ErrorCode, ToolError};
-use kbtools::index::KnowledgeBase;
+use kbtools::kb::KnowledgeBase;
 use kbtools::tools::ToolName;
 use serde_json::{json, Value};
 

@@ -1,5 +1,6 @@
-//! Identifiers (DECISIONS 4–5): the knowledge-base id, file ids of source-backed pages and of
-//! generated files, directory ids, and the host-relative `readActions` templates (DECISIONS 7).
+//! Identifiers (rules#knowledge-base-id, rules#file-ids): the knowledge-base id, file ids of
+//! source-backed pages and of generated files, directory ids, and the host-relative
+//! `readActions` templates (rules#read-actions).
 
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
@@ -57,7 +58,7 @@ pub struct ReadActions {
     pub file_content_by_path: String,
     pub related_files_by_id: Option<String>,
     pub graph_expansion_by_file_id: Option<String>,
-    /// Always `null` offline: kbtools serves no source-file status endpoint (DECISIONS 7).
+    /// Always `null` offline: kbtools serves no source-file status endpoint (rules#read-actions).
     pub source_file_status_by_id: Option<String>,
 }
 

@@ -23,6 +23,7 @@ pub mod http;
 pub mod ids;
 pub mod index;
 pub mod json_text;
+pub mod kb;
 #[cfg(feature = "server")]
 pub mod live;
 pub mod markdown;
@@ -36,7 +37,8 @@ pub mod text;
 pub mod tools;
 
 pub use error::{ErrorCode, IndexError, ToolError};
-pub use index::{BuildOptions, KnowledgeBase, ServeOptions};
+pub use index::BuildOptions;
+pub use kb::{KnowledgeBase, ServeOptions};
 
 /// Turns transparent huge pages off for this process, as `MIMALLOC_ALLOW_THP=0` does (the
 /// `kbtools` command does it first thing; the benchmarks too, to measure what it does). Memory

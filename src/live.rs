@@ -30,7 +30,8 @@ use notify::Watcher as _;
 
 use crate::bundle::walk;
 use crate::error::IndexError;
-use crate::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
+use crate::index::{self, BuildOptions};
+use crate::kb::{KnowledgeBase, ServeOptions};
 
 /// How much a log line matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,7 +34,7 @@ use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 
 use crate::error::{new_request_id, ErrorCode, ToolError};
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 use crate::live::{Level, LiveKnowledgeBase, Log};
 use crate::render;
 use crate::tools::{self, ParamsDef, ToolName};

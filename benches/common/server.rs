@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use kbtools::index::{KnowledgeBase, ServeOptions, Verify};
+use kbtools::index::Verify;
+use kbtools::kb::{KnowledgeBase, ServeOptions};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

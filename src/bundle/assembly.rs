@@ -115,7 +115,7 @@ impl Assembly {
 
     /// Adds a `_graph/by-file/**.json` record for every source page that has none on disk:
     /// listed when the page has relations, readable but unlisted when it has none (so every
-    /// `graphRef` opens, DECISIONS 20–21).
+    /// `graphRef` opens, rules#plain-folders, rules#graph-refs-open).
     fn add_virtual_graphs(&mut self, read: &[ReadFile], by_path: &HashMap<&str, u32>) {
         // Relations are sorted by source page: each page's are one run.
         let mut starts = vec![0u32; read.len() + 1];

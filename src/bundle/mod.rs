@@ -67,7 +67,7 @@ impl std::fmt::Display for Diagnostic {
     }
 }
 
-/// A Focowiki bundle or a plain Markdown folder (DECISIONS 20).
+/// A Focowiki bundle or a plain Markdown folder (rules#plain-folders).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BundleKind {
@@ -688,7 +688,8 @@ pub fn is_source_page(class: PathClass, has_record: bool) -> bool {
     }
 }
 
-/// The knowledge-base name: the root `index.md` title, else the folder name (DECISIONS 4).
+/// The knowledge-base name: the root `index.md` title, else the folder name
+/// (rules#knowledge-base-id).
 pub fn knowledge_base_name(root: &Path, read: &[ReadFile]) -> String {
     let index = read
         .iter()
@@ -727,7 +728,7 @@ fn record_title(record_title: Option<&str>) -> Option<&str> {
     record_title.map(str::trim).filter(|t| !t.is_empty())
 }
 
-/// Title of a file (DECISIONS 22): record title, frontmatter `title`, first H1, JSON `title`,
+/// Title of a file (rules#titles): record title, frontmatter `title`, first H1, JSON `title`,
 /// file stem, "Untitled".
 pub fn resolve_title(record: Option<&str>, path: &str, detail: &Detail) -> String {
     record_title(record)

@@ -328,7 +328,7 @@ pub fn name_of(path: &str) -> &str {
 }
 
 /// Language codes recognized as a path segment of a bilingual knowledge base's language roots
-/// (ISO 639-1 with the common regional and script variants, DECISIONS 23). Only these count,
+/// (ISO 639-1 with the common regional and script variants, rules#translations). Only these count,
 /// so that sibling folders such as `js/` and `ts/` are never taken for translations.
 pub const LANGUAGE_CODES: [&str; 36] = [
     "ar", "cs", "de", "en", "en-GB", "en-US", "es", "fa", "fr", "he", "hi", "id", "it", "ja", "ko",

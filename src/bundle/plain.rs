@@ -1,7 +1,7 @@
-//! Relations of a plain Markdown folder (DECISIONS 20): Markdown links, wiki links and the
+//! Relations of a plain Markdown folder (rules#plain-folders): Markdown links, wiki links and the
 //! frontmatter keys `references`, `related`, `links`, `see_also`, `seeAlso` become `references`
 //! relations with a direction and a reason sentence, as the Focowiki generator words them.
-//! Translations (DECISIONS 23) become `translation` relations: the same path under sibling
+//! Translations (rules#translations) become `translation` relations: the same path under sibling
 //! language folders, or a translation key the pages share in their frontmatter.
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,7 +18,7 @@ const METADATA_KEYS: [&str; 5] = ["references", "related", "links", "see_also", 
 /// group is a key used for something else (a diagnostic says so).
 const MAX_TRANSLATIONS: usize = 16;
 
-/// A `translation` relation of `from` to `to` (DECISIONS 23: both ways, with a reason).
+/// A `translation` relation of `from` to `to` (rules#translations: both ways, with a reason).
 fn translation(from: &str, to: &str, reason: String) -> Relation {
     Relation {
         from: from.to_string(),
@@ -402,7 +402,7 @@ pub fn derive_relations(
             });
         }
     }
-    // Translations (DECISIONS 23): the same path under a sibling language root, both ways.
+    // Translations (rules#translations): the same path under a sibling language root, both ways.
     for file in pages {
         for other in paths::translation_paths(file.path) {
             if let Some((&to, other_title)) = titles.get_key_value(other.as_str()) {

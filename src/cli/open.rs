@@ -7,7 +7,8 @@ use anyhow::{anyhow, Result};
 use serde_json::json;
 
 use super::{print_json, Source};
-use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
+use kbtools::index::{self, BuildOptions};
+use kbtools::kb::{KnowledgeBase, ServeOptions};
 
 /// The bundle named positionally or by `--bundle` / `KBTOOLS_BUNDLE`: one of them, or both the
 /// same.

@@ -41,7 +41,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use crate::error::{new_request_id, ErrorCode, ToolError};
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 use crate::live::LiveKnowledgeBase;
 use crate::tools;
 

@@ -33,11 +33,17 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::cache::{self, Cache, Entry, Sha};
-
+use super::manifest::{manifest_bytes, record_files};
 use super::search_index;
-use super::*;
+use super::{
+    damage_line, erased, last_revision, load_previous, read_json, read_manifest, remove_leftovers,
+    sync_dir, write_file, BuildOptions, BuildReport, BuildWork, Counts, Manifest, Previous, Verify,
+    BUILD_LOCK, CATALOG_FILE, INDEX_FORMAT_VERSION, INGEST_CACHE_FILE,
+};
 use crate::bundle::paths::PathClass;
-use crate::bundle::{Job, ReadFile};
+use crate::bundle::{self, BundleKind, Diagnostic, Job, ReadFile};
+use crate::error::IndexError;
+use crate::ids;
 
 mod assemble;
 mod patch;

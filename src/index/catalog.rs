@@ -350,7 +350,7 @@ impl Catalog {
             .copied()
     }
 
-    /// A file by id, or by path when `id` is a path (DECISIONS 5: both accepted).
+    /// A file by id, or by path when `id` is a path (rules#file-ids: both accepted).
     pub fn by_id_or_path(&self, id: &str) -> Option<u32> {
         self.by_id(id).or_else(|| self.exact_path(id))
     }

@@ -88,7 +88,7 @@ fn manifest_checksum_holds(bytes: &[u8]) -> bool {
 
 /// The manifest of `generation`: format version first (an index of another version is refused
 /// as such), then the checksum, then the fields.
-pub(super) fn generation_manifest(
+pub(crate) fn generation_manifest(
     index_dir: &Path,
     generation: &Path,
 ) -> Result<Manifest, IndexError> {

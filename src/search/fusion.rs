@@ -5,7 +5,7 @@
 
 use super::lexical::LaneHits;
 use super::{Candidate, Lane, LaneSet, Mode, Query, MAX_RESULTS};
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 
 /// The fusion's parameters ([`WEIGHTS`]).
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +78,7 @@ pub struct Entry {
     pub translation: f64,
     /// The reported lanes that found it.
     pub lanes: LaneSet,
-    /// Found by a reported content lane (it then has an excerpt; DECISIONS 17: exact-only and
+    /// Found by a reported content lane (it then has an excerpt; rules#excerpts: exact-only and
     /// graph-only hits have none).
     pub content: bool,
     pub section: Option<crate::index::search_index::Section>,

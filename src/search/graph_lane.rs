@@ -8,7 +8,7 @@
 use super::fusion::{Scored, WEIGHTS};
 use super::Lane;
 use crate::graph::Step;
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 
 /// The hub damping of `page`: its relation count to the power `hub` (at least 1).
 pub fn hub_damping(kb: &KnowledgeBase, page: u32, hub: f64) -> f64 {

@@ -8,7 +8,7 @@ use tantivy::Searcher;
 use super::{Lane, Mode, Query, Scope};
 use crate::error::IndexError;
 use crate::index::search_index::QueryTerms;
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 
 /// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
 const LANE_DEPTH: usize = 1000;

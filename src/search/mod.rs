@@ -9,7 +9,7 @@
 //! page in the knowledge base's other language roots), and [`fusion`], which turns the lanes
 //! into one score per page.
 //!
-//! The fusion (DECISIONS 13, with this tool's own weights and passage evidence): the direct
+//! The fusion (rules#fusion, with this tool's own weights and passage evidence): the direct
 //! lanes are fused by weighted reciprocal rank into a *file score*; the graph lanes do not rank
 //! pages on their own but add to a page a share of the file score of the matching page that
 //! points to it, damped by how many relations the page has (a hub linked from everywhere is
@@ -25,7 +25,7 @@ pub mod translation;
 use crate::error::{messages, ErrorCode, IndexError, ToolError};
 use crate::graph::Step;
 use crate::index::search_index::QueryTerms;
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 
 /// A retrieval lane (an `evidenceStatus` family; the passage lane is lexical evidence).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

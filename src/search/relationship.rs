@@ -14,7 +14,7 @@ use super::graph_lane::hub_damping;
 use super::Lane;
 use crate::error::IndexError;
 use crate::graph::Step;
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 
 /// Which query terms a text contains, analysed like the lexical lane (`kb_text`). `kb_text`
 /// tokens never span whitespace, so text is analysed one whitespace-separated chunk at a time,

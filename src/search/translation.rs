@@ -1,13 +1,13 @@
 //! Translations: a bilingual knowledge base keeps each page under sibling language-code roots
-//! with the same relative path (`pages/en/a.md` and `pages/zh-CN/a.md`; DECISIONS 23). A page's
-//! translation holds the same answer in the other language, so the translations of the best
+//! with the same relative path (`pages/en/a.md` and `pages/zh-CN/a.md`; rules#translations).
+//! A page's translation holds the same answer in the other language, so the translations of the best
 //! pages follow them, at a share of their score (reported as `file_graph` evidence: the pair is
 //! an edge of the knowledge base, not a match of the question).
 
 use super::fusion::{best, Scored, WEIGHTS};
 use super::Lane;
 use crate::bundle::{paths, BundleKind};
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 
 /// The translations of source page `page`: the source pages with its path under a sibling
 /// language root, and in a plain folder also its `translation` relations (which hold the

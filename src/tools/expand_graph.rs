@@ -10,7 +10,7 @@ use super::{page_limit, require_revision, GeneratedFile, Input, RelatedFile};
 use crate::bundle::paths;
 use crate::cursor;
 use crate::error::{messages, ErrorCode, ToolError};
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 
 pub const NAME: &str = ToolName::ExpandGraph.as_str();
 pub const DEFAULT_DEPTH: i64 = 1;

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::ToolName;
 use super::{require_revision, GeneratedFile, Input};
 use crate::error::{messages, ErrorCode, ToolError};
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 
 /// `FileDetailResponse`.
 #[derive(Debug, Clone, Serialize)]

@@ -1,5 +1,5 @@
 //! `list_tree` → `listKnowledgeBaseTree`: the direct children of a directory, files and
-//! directories interleaved in byte order of path (DECISIONS 9), paged by a cursor bound to the
+//! directories interleaved in byte order of path (rules#tree-order), paged by a cursor bound to the
 //! parent path, the limit and the revision.
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +12,7 @@ use crate::cursor;
 use crate::error::{messages, ToolError};
 use crate::ids::{self, ReadActions};
 use crate::index::catalog::TreeChild;
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 
 pub const NAME: &str = ToolName::ListTree.as_str();
 pub const DEFAULT_LIMIT: u64 = 100;

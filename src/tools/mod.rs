@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::ids::ReadActions;
 use crate::index::catalog::{CatalogFile, CatalogRelation};
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 use crate::okf::OkfSignals;
 pub use fields::ParamsDef;
 
@@ -158,7 +158,7 @@ pub struct Input<'a> {
 
 impl<'a> Input<'a> {
     /// Checks the input's shape: an object (or null, meaning no arguments) with known keys only
-    /// (DECISIONS 2).
+    /// (rules#tool-inputs).
     pub fn new(value: &'a Value, known: &[&str]) -> Result<Self, ToolError> {
         let map = match value {
             Value::Null => None,

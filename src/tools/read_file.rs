@@ -13,7 +13,7 @@ use super::{read_content, require_revision, GeneratedFile, Input};
 use crate::bundle::paths::{self, PathClass};
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::catalog::CatalogFile;
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 use crate::text;
 
 const SEARCH_FIELDS: [&str; 3] = ["query", "contextLines", "maxMatches"];
@@ -64,7 +64,8 @@ fn target<'a>(input: &Input<'a>) -> Result<Target<'a>, ToolError> {
 
 /// True when `path` is exactly the path of a per-file graph record kbtools renders itself. A
 /// plain-folder page named `index.md` gets `_graph/by-file/**/index.json`, which the bundle path
-/// table does not allow; it must still open, since it is that page's `graphRef` (DECISIONS 21).
+/// table does not allow; it must still open, since it is that page's `graphRef`
+/// (rules#graph-refs-open).
 fn is_virtual_graph(kb: &KnowledgeBase, path: &str) -> bool {
     kb.catalog.by_path(path).is_some_and(|i| {
         let file = kb.catalog.file(i);

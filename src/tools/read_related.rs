@@ -13,7 +13,7 @@ use super::{page_limit, require_revision, Input, RelatedFile};
 use crate::cursor;
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::catalog::CatalogRelation;
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 
 pub const NAME: &str = ToolName::ReadRelated.as_str();
 pub const DEFAULT_LIMIT: u64 = 50;

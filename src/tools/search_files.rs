@@ -14,7 +14,7 @@ use crate::bundle::paths;
 use crate::cursor;
 use crate::error::{messages, ToolError};
 use crate::ids::ReadActions;
-use crate::index::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 use crate::okf::OkfSignals;
 pub use crate::search::{Candidate, Lane, LaneSet, Mode, Ranking, Scope};
 
@@ -399,7 +399,7 @@ fn reranker_status(request: &Request) -> Status {
     }
 }
 
-/// The cursor scope: every input that shapes the result set, limit included (DECISIONS 10).
+/// The cursor scope: every input that shapes the result set, limit included (rules#cursors).
 fn cursor_scope(request: &Request) -> Value {
     json!({
         "query": request.query,
@@ -601,7 +601,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         candidates.len(),
     );
     let (start, end) = (range.start, range.end);
-    // Scores never increase down the list (DECISIONS 15): exact-priority hits are ranked first,
+    // Scores never increase down the list (rules#order): exact-priority hits are ranked first,
     // and a later candidate shows at most the score of the one before it.
     let mut ceiling = f64::INFINITY;
     let mut shown_scores = Vec::with_capacity(end);
@@ -739,7 +739,8 @@ fn result(
         _ => None,
     };
     // Present only when the mode is not `file`, and only with a `graphRef` that opens
-    // (DECISIONS 21; ingest gives every source page a record, so this always holds in practice).
+    // (rules#graph-refs-open; ingest gives every source page a record, so this always holds in
+    // practice).
     let graph_ref = paths::per_file_graph_path(&file.path);
     let graph_ref_opens = kb.catalog.by_path(&graph_ref).is_some();
     let graph_context = (request.mode != Mode::File && graph_ref_opens).then(|| {

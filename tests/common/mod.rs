@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions};
+use kbtools::index::{self, BuildOptions};
+use kbtools::kb::{KnowledgeBase, ServeOptions};
 use kbtools::ToolError;
 use serde_json::Value;
 

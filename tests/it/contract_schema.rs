@@ -1,5 +1,5 @@
 //! Every tool's output over the fixture bundle, success and error, validates against the
-//! contract schemas (DECISIONS 1): required keys, nulls, enums, no extra keys.
+//! contract schemas (rules#output-shapes): required keys, nulls, enums, no extra keys.
 
 use crate::common;
 

@@ -21,7 +21,8 @@ use std::path::Path;
 
 use common::{checked_call, open_bundle, open_fixture};
 use kbtools::bundle::Diagnostic;
-use kbtools::index::{self, BuildOptions, KnowledgeBase};
+use kbtools::index::{self, BuildOptions};
+use kbtools::kb::KnowledgeBase;
 use serde_json::{json, Value};
 
 const GS: &str = "pages/getting-started.md";
@@ -128,7 +129,7 @@ fn mixed_latin_han_query_finds_the_okf_page() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Plain-folder relations (DECISIONS 20)
+// Plain-folder relations (rules#plain-folders)
 
 /// (path, direction, reason) of every read_related item.
 /// The items of `read_related` for `page` (checked to come in the byte order of their
@@ -274,7 +275,7 @@ fn expand_graph_walks_plain_relations_and_every_graph_path_opens() {
     }
 }
 
-/// Checks DECISIONS 21 over every result of a set of searches and every expansion: each
+/// Checks rules#graph-refs-open over every result of a set of searches and every expansion: each
 /// `graphRef` and `graphPaths` entry opens with read_file {path}, and the record it opens is the
 /// right page's.
 fn assert_every_graph_ref_opens(kb: &KnowledgeBase, queries: &[&str], pages: &[&str]) -> usize {

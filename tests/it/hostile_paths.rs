@@ -14,7 +14,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::{checked_call, open_bundle};
-use kbtools::index::KnowledgeBase;
+use kbtools::kb::KnowledgeBase;
 use serde_json::{json, Value};
 
 /// The text of every file outside the bundle; it must never appear in any output.

@@ -22,7 +22,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use kbtools::http::HttpOptions;
-use kbtools::index::{self, BuildOptions, KnowledgeBase};
+use kbtools::index::{self, BuildOptions};
+use kbtools::kb::KnowledgeBase;
 use kbtools::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchOptions};
 use kbtools::mcp::{Format, KbServer, McpOptions};
 use serde_json::{json, Value};

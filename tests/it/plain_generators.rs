@@ -361,8 +361,8 @@ fn vitepress_target(pages: &BTreeSet<String>, from: &str, destination: &str) -> 
     .find(|c| pages.contains(c))
 }
 
-/// Translations named in frontmatter (DECISIONS 23): two pages under different names that share
-/// Hugo's `translationKey` are a `translation` relation both ways, and in `hybrid` mode the
+/// Translations named in frontmatter (rules#translations): two pages under different names that
+/// share Hugo's `translationKey` are a `translation` relation both ways, and in `hybrid` mode the
 /// translation follows the page that answers as graph evidence (file mode, by the question's
 /// words alone, does not find it).
 #[test]

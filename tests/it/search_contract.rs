@@ -1,4 +1,5 @@
-//! Contract tests of `search_files` (openapi-contract.md §8.1–§8.6, DECISIONS 10 and 14–18):
+//! Contract tests of `search_files` (the online contract's search section; rules#cursors and
+//! #statuses to #okf):
 //! the 14 validation detail codes and the order in which they are checked, the query context
 //! echo (NFKC and whitespace normalization), the status objects, the `no_candidates` response,
 //! cursor paging (no repeats, no skips, bound to the request), score order and exact-match
@@ -17,7 +18,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::checked_call;
-use kbtools::index::{self, BuildOptions, KnowledgeBase};
+use kbtools::index::{self, BuildOptions};
+use kbtools::kb::KnowledgeBase;
 use kbtools::ToolError;
 use serde_json::{json, Value};
 
@@ -655,7 +657,7 @@ fn the_first_invalid_field_in_table_order_wins() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Query context echo and statuses (§8.2, DECISIONS 14 and 16)
+// Query context echo and statuses (§8.2, rules#statuses, #no-candidates)
 
 #[test]
 fn the_query_context_echoes_the_normalized_request() {
@@ -832,7 +834,7 @@ fn no_candidates_and_successful_responses() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Paging (§8.6, DECISIONS 10 and 15)
+// Paging (§8.6, rules#cursors, #order)
 
 /// Pages through a search with `nextCursor` until it is null; checks each page's summary.
 fn page_through(kb: &KnowledgeBase, input: &Value) -> Vec<Value> {
@@ -994,7 +996,7 @@ fn a_cursor_is_bound_to_its_request() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Order: scores, exact-path and exact-title priority (§8.4, DECISIONS 13, 15, 17)
+// Order: scores, exact-path and exact-title priority (§8.4, rules#fusion, #order, #excerpts)
 
 /// 0 for an exact-path hit, 1 for an exact-title hit, 2 otherwise.
 fn priority_class(item: &Value) -> u8 {
@@ -1031,7 +1033,7 @@ fn scores_never_increase_and_exact_hits_come_first() {
             );
             for item in &list {
                 assert!(item["score"].as_f64().unwrap() >= 0.0);
-                // DECISIONS 17: no excerpt for exact-only and graph-only hits.
+                // rules#excerpts: no excerpt for exact-only and graph-only hits.
                 let fields = strings(&item["matchedFields"]);
                 if !fields.iter().any(|f| f == "content") {
                     assert_eq!(item["sourceExcerpt"], Value::Null, "{query} {mode}");
@@ -1083,7 +1085,7 @@ fn scores_never_increase_and_exact_hits_come_first() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// OKF filters (§8.3, DECISIONS 18), over plain-notes with TODAY = 2026-09-01
+// OKF filters (§8.3, rules#okf), over plain-notes with TODAY = 2026-09-01
 
 const GS: &str = "pages/getting-started.md";
 const INSTALL: &str = "pages/guides/install.md";

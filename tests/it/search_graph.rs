@@ -7,7 +7,7 @@ use crate::common;
 use std::collections::{BTreeSet, HashMap};
 
 use common::{checked_call, open_fixture};
-use kbtools::index::KnowledgeBase;
+use kbtools::kb::KnowledgeBase;
 use serde_json::{json, Value};
 
 const FIXTURES: [&str; 2] = ["focowiki-docs", "plain-notes"];
@@ -645,7 +645,7 @@ fn deeper_walks_only_add_graph_candidates() {
     }
 }
 
-/// Translations (DECISIONS 23): in `hybrid` mode the same page under the other language root
+/// Translations (rules#translations): in `hybrid` mode the same page under the other language root
 /// follows the page that answers, below it, as graph evidence; the hub pages that link to the
 /// answer (the OpenAPI overview, the README) do not outrank it.
 #[test]

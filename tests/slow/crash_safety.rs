@@ -22,7 +22,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kbtools::index::{self, BuildOptions, KnowledgeBase, ServeOptions, Verify};
+use kbtools::index::{self, BuildOptions, Verify};
+use kbtools::kb::{KnowledgeBase, ServeOptions};
 use kbtools::live::LiveKnowledgeBase;
 use serde_json::{json, Value};
 

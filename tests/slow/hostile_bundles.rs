@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kbtools::index::{KnowledgeBase, ServeOptions};
+use kbtools::kb::{KnowledgeBase, ServeOptions};
 use serde_json::{json, Value};
 
 /// Wall time a `kbtools index` child may take before it counts as hung and is killed.
@@ -622,7 +622,7 @@ fn a_single_line_page_larger_than_the_parse_cap() {
     }
     assert_not_found(&kb, "walruslongend");
     // Over the default read limit: 413 for the file, its metadata and a range of it
-    // (DECISIONS 12).
+    // (rules#read-limit).
     assert_eq!(
         error_code(&kb, "read_file", json!({ "path": "pages/long.md" })),
         "PAYLOAD_TOO_LARGE"
@@ -765,7 +765,7 @@ fn hostile_file_names() {
     assert_served(&kb, "pages/good.md", "walrusgood");
     assert_not_found(&kb, "walrusbadname");
     assert_not_found(&kb, "walrusbaddir");
-    // Case collisions are different paths (DECISIONS.md is silent on case; paths are exact
+    // Case collisions are different paths (the rules say nothing of case; paths are exact
     // strings): both served. A case-folded lookup that matches both is not guessed (404).
     assert_served(&kb, "pages/A.md", "walrusupper");
     assert_served(&kb, "pages/a.md", "walruslower");

@@ -18,7 +18,8 @@ use std::time::{Duration, SystemTime};
 
 use common::{checked_call, serve_options};
 use kbtools::bundle_gen::{generate, GenOptions};
-use kbtools::index::{self, BuildOptions, BuildReport, BuildWork, KnowledgeBase};
+use kbtools::index::{self, BuildOptions, BuildReport, BuildWork};
+use kbtools::kb::KnowledgeBase;
 use serde_json::{json, Value};
 
 /// 2026-01-01T00:00:00Z: the mtime of every file of a fresh workspace.

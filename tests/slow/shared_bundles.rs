@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use common::{call, checked_call, open_bundle};
-use kbtools::index::KnowledgeBase;
+use kbtools::kb::KnowledgeBase;
 use serde_json::{json, Value};
 
 /// Page size of the tree walk: small and odd, so directories span several pages.
@@ -335,7 +335,7 @@ fn check_bundle(name: &str) {
             assert_eq!(
                 detail["file"]["title"].as_str(),
                 Some(record.title.as_str()),
-                "{name}: title of {path} (DECISIONS 22: the record's title)"
+                "{name}: title of {path} (rules#titles: the record's title)"
             );
             assert_eq!(
                 detail["file"]["sourceFileId"].as_str(),

@@ -8,7 +8,7 @@ use crate::analysis::{self};
 
 /// Bytes of body text around the best passage that an excerpt covers before trimming.
 pub(super) const EXCERPT_WINDOW_BYTES: usize = 900;
-/// Characters an excerpt holds at most (DECISIONS 17 caps it at 1,200).
+/// Characters an excerpt holds at most (the API allows 1,200: rules#excerpts).
 pub const EXCERPT_MAX_CHARS: usize = 600;
 
 /// Makes `sourceExcerpt`s for the hits of one query.

@@ -1,0 +1,205 @@
+//! An opened knowledge base: the live generation of an index (its manifest, catalog and search
+//! index, from `index/`), the bundle it answers about, and how it answers. The six tools, the
+//! search engine and the servers take a [`KnowledgeBase`]; `index/` builds and opens the files,
+//! `graph.rs` reads the relations, and this module puts them together (above both).
+
+use std::path::{Path, PathBuf};
+
+use crate::bundle::{self, Diagnostic};
+use crate::error::IndexError;
+use crate::index::catalog::Catalog;
+use crate::index::search_index::SearchIndex;
+use crate::index::{
+    self, damage_line, generation_manifest, live_generation, open_catalog, read_manifest,
+    stale_reason, verify_generation, BuildOptions, BuildReport, Manifest, Verify,
+};
+
+/// How an opened knowledge base answers.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// "Today" for OKF freshness (UTC date unless pinned).
+    pub today: time::Date,
+    /// Reads above this many bytes get 413 (rules#read-limit).
+    pub read_limit: u64,
+    /// A search still running after this answers 504 `SEARCH_TIMEOUT` (the online default is
+    /// 3 s), never a partial or empty success.
+    pub search_deadline: std::time::Duration,
+    /// How thoroughly opening checks the generation's files: [`Verify::Quick`] for one-shot
+    /// commands, [`Verify::Full`] for long-running servers.
+    pub verify: Verify,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            today: crate::okf::utc_today(),
+            read_limit: 10 * 1024 * 1024,
+            search_deadline: std::time::Duration::from_secs(3),
+            verify: Verify::Quick,
+        }
+    }
+}
+
+/// An opened index: everything the six tools answer from.
+pub struct KnowledgeBase {
+    pub manifest: Manifest,
+    pub catalog: Catalog,
+    pub search: SearchIndex,
+    pub bundle_root: PathBuf,
+    /// The bundle root held open, files read relative to it (`None` when it could not be
+    /// opened: each read then tries again).
+    pub bundle_dir: Option<bundle::beneath::BundleRoot>,
+    pub options: ServeOptions,
+    /// Why this index is known to be older than the bundle (its refresh failed), when it is.
+    pub stale: Option<String>,
+}
+
+impl KnowledgeBase {
+    /// The relation graph of the source pages, read from the catalog (nothing is built).
+    pub fn graph(&self) -> crate::graph::CatalogGraph<'_> {
+        crate::graph::CatalogGraph::new(&self.catalog)
+    }
+
+    /// Opens the live generation of `index_dir`, checking its files at `options.verify`
+    /// (module docs): a damaged generation is an [`IndexError::Corrupt`] naming the file.
+    /// `bundle_root` overrides the manifest's.
+    pub fn open(
+        index_dir: &Path,
+        bundle_root: Option<&Path>,
+        options: ServeOptions,
+    ) -> Result<Self, IndexError> {
+        let generation = live_generation(index_dir)?.ok_or_else(|| IndexError::Corrupt {
+            path: index_dir.display().to_string(),
+            reason: "no index here (CURRENT is missing)".into(),
+        })?;
+        let manifest = generation_manifest(index_dir, &generation)?;
+        verify_generation(&generation, &manifest, options.verify)?;
+        let catalog = open_catalog(&generation)?;
+        if catalog.kb_id() != manifest.knowledge_base_id {
+            return Err(IndexError::Corrupt {
+                path: generation.display().to_string(),
+                reason: "catalog and manifest disagree".into(),
+            });
+        }
+        let search_dir = generation.join("search");
+        let search = SearchIndex::open(&search_dir, catalog.key_table())
+            .and_then(|search| {
+                if options.verify == Verify::Full {
+                    // Checked in full: a server, which answers from this generation for long.
+                    search.read_doc_positions()?;
+                }
+                Ok(search)
+            })
+            .map_err(|e| IndexError::Corrupt {
+                path: search_dir.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        let bundle_root = match bundle_root {
+            Some(root) => root.canonicalize().map_err(|e| IndexError::io(root, e))?,
+            None => PathBuf::from(&manifest.bundle_root),
+        };
+        Ok(KnowledgeBase {
+            manifest,
+            catalog,
+            search,
+            bundle_dir: bundle::beneath::BundleRoot::open(&bundle_root).ok(),
+            bundle_root,
+            options,
+            stale: None,
+        })
+    }
+
+    /// Opens the index of `bundle_root` in `index_dir`, building it first when it is missing,
+    /// damaged (checked at `options.verify`), or when the bundle changed since it was built (a
+    /// stat fingerprint check).
+    pub fn open_or_build(
+        bundle_root: &Path,
+        index_dir: &Path,
+        build_options: &BuildOptions,
+        options: ServeOptions,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(Self, Option<BuildReport>), IndexError> {
+        // A damaged index is rebuilt (never served); one of another format version is refused.
+        let manifest = match read_manifest(index_dir) {
+            Err(IndexError::Corrupt { .. }) => None,
+            other => other?,
+        };
+        let fresh = match &manifest {
+            Some(m) => {
+                let walked = bundle::walk::walk(bundle_root);
+                bundle::walk::stat_fingerprint(&walked) == m.stat_fingerprint
+                    && build_options
+                        .knowledge_base_id
+                        .as_ref()
+                        .is_none_or(|id| *id == m.knowledge_base_id)
+            }
+            None => false,
+        };
+        if fresh {
+            match Self::open(index_dir, Some(bundle_root), options.clone()) {
+                Ok(kb) => return Ok((kb, None)),
+                Err(e @ IndexError::Corrupt { .. }) => {
+                    progress(&format!("{}; rebuilding it", damage_line(&e)))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let report = match index::build_verified(
+            bundle_root,
+            index_dir,
+            build_options,
+            options.verify,
+            progress,
+        ) {
+            Ok(report) => report,
+            // A refresh that cannot be written (a full disk, a read-only index folder) does not
+            // take the index down: the live generation, when it opens, answers, said stale.
+            Err(e @ (IndexError::Io { .. } | IndexError::Tantivy(_))) if manifest.is_some() => {
+                let mut kb = match Self::open(index_dir, Some(bundle_root), options) {
+                    Ok(kb) => kb,
+                    Err(_) => return Err(e),
+                };
+                kb.stale = Some(stale_reason(&e, kb.manifest.active_content_revision));
+                return Ok((kb, None));
+            }
+            Err(e) => return Err(e),
+        };
+        Ok((
+            Self::open(index_dir, Some(bundle_root), options)?,
+            Some(report),
+        ))
+    }
+
+    pub fn kb_id(&self) -> &str {
+        &self.manifest.knowledge_base_id
+    }
+
+    /// The revision, or `None` when the knowledge base has no readable content.
+    pub fn revision(&self) -> Option<u64> {
+        (self.catalog.source_page_count() > 0).then_some(self.manifest.active_content_revision)
+    }
+
+    /// The diagnostics of the build of this index.
+    pub fn diagnostics(index_dir: &Path) -> Result<Vec<Diagnostic>, IndexError> {
+        let generation = live_generation(index_dir)?.ok_or_else(|| IndexError::Corrupt {
+            path: index_dir.display().to_string(),
+            reason: "no index here (CURRENT is missing)".into(),
+        })?;
+        let manifest = generation_manifest(index_dir, &generation)?;
+        let path = generation.join("diagnostics.json");
+        let recorded = manifest.files.iter().find(|f| f.path == "diagnostics.json");
+        let bytes = std::fs::read(&path).map_err(|e| IndexError::io(&path, e))?;
+        if recorded
+            .is_none_or(|r| r.size != bytes.len() as u64 || r.crc32 != crc32fast::hash(&bytes))
+        {
+            return Err(IndexError::Corrupt {
+                path: path.display().to_string(),
+                reason: "checksum mismatch".into(),
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupt {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })
+    }
+}
