@@ -21,6 +21,7 @@ pub(super) fn mcp_stdio(
     audit_log: Option<PathBuf>,
     watch: bool,
 ) -> Result<i32> {
+    init_tracing(source.quiet);
     kbtools::analysis::load_dictionary_at_first_cjk_query();
     let mut source = source;
     source.bundle = one_bundle(bundle_path, source.bundle.clone())?;
@@ -37,19 +38,68 @@ pub(super) fn mcp_stdio(
             kb.manifest.bundle_root, kb.manifest.active_content_revision, kb.manifest.counts.files
         );
     }
-    serve_stdio(live, options, server_log(source.quiet))?;
+    serve_stdio(live, options, server_log())?;
     drop(watcher);
     Ok(0)
 }
 
-/// What a server says while it runs: progress unless `quiet`, warnings always (on stderr; the
-/// MCP server's stdout carries the protocol only).
-fn server_log(quiet: bool) -> Log {
-    Arc::new(move |level: Level, line: &str| match level {
-        Level::Progress if quiet => {}
-        Level::Progress => eprintln!("kbtools: {line}"),
-        Level::Warning => eprintln!("kbtools: warning: {line}"),
+/// What a server says while it runs, as `tracing` events of target `kbtools` (progress at
+/// `info`, warnings at `warn`), which [`init_tracing`] prints on stderr.
+fn server_log() -> Log {
+    Arc::new(|level: Level, line: &str| match level {
+        Level::Progress => tracing::info!(target: "kbtools", "{line}"),
+        Level::Warning => tracing::warn!(target: "kbtools", "{line}"),
     })
+}
+
+/// The servers' log, set up once: kbtools' own lines (progress unless `quiet`, warnings always)
+/// and the libraries' (rmcp's, hyper's: warnings and errors), on stderr (the MCP server's stdout
+/// carries the protocol only). `KBTOOLS_LOG` takes a `tracing` filter instead (for example
+/// `KBTOOLS_LOG=kbtools=info,rmcp=debug`).
+fn init_tracing(quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if quiet { "warn" } else { "warn,kbtools=info" };
+    let filter = EnvFilter::try_from_env("KBTOOLS_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .event_format(Lines)
+        .try_init();
+}
+
+/// `kbtools: <line>` for progress, `kbtools: warning: <line>` for a warning, as the one-shot
+/// commands print theirs; another crate's event names its level and target.
+struct Lines;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for Lines
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        context: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let metadata = event.metadata();
+        let level = *metadata.level();
+        write!(writer, "kbtools: ")?;
+        if metadata.target() != "kbtools" {
+            write!(
+                writer,
+                "{} {}: ",
+                level.as_str().to_lowercase(),
+                metadata.target()
+            )?;
+        } else if level == tracing::Level::WARN {
+            write!(writer, "warning: ")?;
+        } else if level == tracing::Level::ERROR {
+            write!(writer, "error: ")?;
+        }
+        tracing_subscriber::fmt::FormatFields::format_fields(context, writer.by_ref(), event)?;
+        writeln!(writer)
+    }
 }
 
 /// Opens the knowledge base of a server: it follows its index folder (a rebuilt index is
@@ -62,7 +112,7 @@ fn open_live(
     let location = locate(source)?;
     // A server answers from what it opens for long: every file is checked.
     let kb = open_at(source, &location, index::Verify::Full)?;
-    let log = server_log(source.quiet);
+    let log = server_log();
     let live = Arc::new(LiveKnowledgeBase::from_opened(
         kb,
         &location.index_dir,
@@ -116,6 +166,7 @@ pub(super) fn serve_http(
     limits: ServeLimits,
     watch: bool,
 ) -> Result<i32> {
+    init_tracing(source.quiet);
     if token.as_ref().is_some_and(|t| t.trim().is_empty()) {
         return Err(anyhow!(
             "--token (or KBTOOLS_TOKEN) is empty: an empty token would turn authentication off; pass a token, or leave --token and KBTOOLS_TOKEN unset to serve without one"
