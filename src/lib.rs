@@ -30,6 +30,7 @@ pub mod markdown;
 #[cfg(feature = "server")]
 pub mod mcp;
 pub mod okf;
+pub mod relation;
 pub mod render;
 pub mod search;
 pub mod skill;

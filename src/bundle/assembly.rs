@@ -11,6 +11,7 @@ use super::paths::PathClass;
 use super::{
     is_source_page, paths, plain, record_title, resolve_title, BundleKind, Diagnostic, ReadFile,
 };
+use crate::relation::Direction;
 
 /// A per-file graph record kbtools renders for a source page that has none on disk.
 #[derive(Debug, Clone)]
@@ -46,7 +47,7 @@ pub struct RelationRef {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RelationText<'a> {
     pub relation_type: &'a str,
-    pub direction: &'a str,
+    pub direction: Direction,
     pub reason: Option<&'a str>,
 }
 
@@ -64,7 +65,7 @@ pub struct Assembly {
     /// Sorted (by source page, target page, type, direction, reason) and deduplicated.
     pub relations: Vec<RelationRef>,
     /// (type, direction, reason) of the relations a plain folder derives.
-    plain: Vec<(String, String, Option<String>)>,
+    plain: Vec<(String, Direction, Option<String>)>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -75,7 +76,7 @@ impl Assembly {
             let (relation_type, direction, reason) = &self.plain[rel.item as usize];
             return RelationText {
                 relation_type,
-                direction,
+                direction: *direction,
                 reason: reason.as_deref(),
             };
         }
@@ -85,13 +86,12 @@ impl Assembly {
             .as_ref()
             .expect("a relation's record was read");
         let item = &record.relationships[(rel.item & !FLIPPED) as usize];
-        let direction = item.direction.as_str();
         RelationText {
             relation_type: item.relation_type.as_str(),
             direction: if rel.item & FLIPPED != 0 {
-                flip_direction(direction)
+                item.direction.flipped()
             } else {
-                direction
+                item.direction
             },
             reason: item.reason.as_deref(),
         }
@@ -406,14 +406,6 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
     assembly
 }
 
-pub(crate) fn flip_direction(direction: &str) -> &str {
-    match direction {
-        "outgoing" => "incoming",
-        "incoming" => "outgoing",
-        other => other,
-    }
-}
-
 fn assemble_plain(read: &[ReadFile]) -> Assembly {
     let by_path: HashMap<&str, u32> = read
         .iter()
@@ -473,7 +465,7 @@ pub struct RelationView<'a> {
     pub to: &'a str,
     pub to_title: &'a str,
     pub relation_type: &'a str,
-    pub direction: &'a str,
+    pub direction: Direction,
     pub reason: Option<&'a str>,
 }
 
@@ -496,11 +488,11 @@ pub fn render_per_file_graph(
             let mut item = Map::new();
             item.insert("targetPath".into(), Value::from(rel.to));
             item.insert("targetTitle".into(), Value::from(rel.to_title));
-            item.insert("direction".into(), Value::from(rel.direction));
+            item.insert("direction".into(), Value::from(rel.direction.as_str()));
             item.insert("relationType".into(), Value::from(rel.relation_type));
             item.insert("weight".into(), Value::from(1));
             item.insert("reason".into(), rel.reason.map_or(Value::Null, Value::from));
-            let evidence_path = if rel.direction == "incoming" {
+            let evidence_path = if rel.direction == Direction::Incoming {
                 rel.to
             } else {
                 page

@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::IndexError;
 use crate::markdown;
+use crate::relation::Direction;
 use markdown::Link;
 use paths::PathClass;
 use records::{LocalRelationship, PacketDocuments};
@@ -83,7 +84,7 @@ pub struct PageText {
     pub body: String,
 }
 
-/// A word of a relation (its type or direction): the common ones are shared, not allocated for
+/// A relation's type: the common ones are shared, not allocated for
 /// each of the hundreds of thousands of relations of a large bundle.
 #[derive(Debug, Clone)]
 pub enum Word {
@@ -91,14 +92,8 @@ pub enum Word {
     Other(Box<str>),
 }
 
-/// The relation types and directions of the bundle format.
-const KNOWN_WORDS: [&str; 5] = [
-    "references",
-    "related",
-    "outgoing",
-    "incoming",
-    "bidirectional",
-];
+/// The relation types of the bundle format.
+const KNOWN_WORDS: [&str; 2] = ["references", "related"];
 
 impl Word {
     pub fn new(text: &str) -> Self {
@@ -141,7 +136,7 @@ impl<'de> Deserialize<'de> for Word {
 pub struct Relationship {
     pub target: Box<str>,
     pub relation_type: Word,
-    pub direction: Word,
+    pub direction: Direction,
     pub reason: Option<Box<str>>,
 }
 
@@ -150,7 +145,7 @@ impl From<LocalRelationship> for Relationship {
         Relationship {
             target: rel.target_path.into(),
             relation_type: Word::new(&rel.relation_type),
-            direction: Word::new(&rel.direction),
+            direction: rel.direction,
             reason: rel.reason.map(String::into_boxed_str),
         }
     }
@@ -162,7 +157,7 @@ pub struct Relation {
     pub from: String,
     pub to: String,
     pub relation_type: String,
-    pub direction: String,
+    pub direction: Direction,
     pub reason: Option<String>,
 }
 

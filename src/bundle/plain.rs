@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::relation::Direction;
+
 use serde_json::Value;
 
 use super::{paths, Diagnostic, Relation};
@@ -24,7 +26,7 @@ fn translation(from: &str, to: &str, reason: String) -> Relation {
         from: from.to_string(),
         to: to.to_string(),
         relation_type: "translation".into(),
-        direction: "bidirectional".into(),
+        direction: Direction::Bidirectional,
         reason: Some(reason),
     }
 }
@@ -381,15 +383,15 @@ pub fn derive_relations(
     for (&(holder, other), &kind) in &evidence {
         let back = evidence.get(&(other, holder)).copied();
         let (holder_dir, other_dir) = if back.is_some() {
-            ("bidirectional", "bidirectional")
+            (Direction::Bidirectional, Direction::Bidirectional)
         } else {
-            ("outgoing", "incoming")
+            (Direction::Outgoing, Direction::Incoming)
         };
         relations.push(Relation {
             from: holder.to_string(),
             to: other.to_string(),
             relation_type: "references".into(),
-            direction: holder_dir.into(),
+            direction: holder_dir,
             reason: Some(reason(holder, other, kind)),
         });
         if back.is_none() {
@@ -397,7 +399,7 @@ pub fn derive_relations(
                 from: other.to_string(),
                 to: holder.to_string(),
                 relation_type: "references".into(),
-                direction: other_dir.into(),
+                direction: other_dir,
                 reason: Some(reason(holder, other, kind)),
             });
         }
@@ -604,7 +606,7 @@ mod resolution_tests {
         let relations = derive_relations(&pages, &mut diagnostics);
         let mut out: Vec<String> = relations
             .iter()
-            .filter(|r| r.from == from && r.direction != "incoming")
+            .filter(|r| r.from == from && r.direction != Direction::Incoming)
             .map(|r| r.to.clone())
             .collect();
         out.sort();

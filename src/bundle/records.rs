@@ -5,6 +5,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::relation::Direction;
+
 /// Nesting deeper than this is refused before parsing (serde_json's own limit is 128).
 const MAX_JSON_DEPTH: usize = 100;
 
@@ -408,7 +410,7 @@ pub struct LocalRelationship {
     pub target_path: String,
     #[serde(default)]
     pub target_title: Option<String>,
-    pub direction: String,
+    pub direction: Direction,
     pub relation_type: String,
     #[serde(default)]
     pub reason: Option<String>,

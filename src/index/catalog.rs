@@ -2,6 +2,7 @@
 //! revision, the relations between source pages, and the lookup tables and directory tree built
 //! from them when an index is opened.
 
+use crate::relation::Direction;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -78,7 +79,7 @@ pub struct CatalogRelation {
     pub from: u32,
     pub to: u32,
     pub relation_type: String,
-    pub direction: String,
+    pub direction: Direction,
     pub reason: Option<String>,
 }
 
@@ -397,7 +398,7 @@ impl Catalog {
                 to: &self.file(rel.to).path,
                 to_title: self.file(rel.to).title.as_deref().unwrap_or(""),
                 relation_type: &rel.relation_type,
-                direction: &rel.direction,
+                direction: rel.direction,
                 reason: rel.reason.as_deref(),
             })
             .collect();

@@ -130,7 +130,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         .iter()
         .map(|step| {
             let rel = kb.catalog.relation(step.relation);
-            RelatedFile::new(kb, revision, rel, &rel.direction, step.depth)
+            RelatedFile::new(kb, revision, rel, rel.direction, step.depth)
         })
         .collect();
     let graph_paths = graph_paths(

@@ -19,6 +19,7 @@ use crate::ids::ReadActions;
 use crate::index::catalog::{CatalogFile, CatalogRelation};
 use crate::kb::KnowledgeBase;
 use crate::okf::OkfSignals;
+use crate::relation::Direction;
 pub use fields::ParamsDef;
 
 /// A tool, by its MCP name.
@@ -333,7 +334,7 @@ pub struct RelatedFile {
     pub path: String,
     pub title: String,
     pub relation_type: String,
-    pub direction: String,
+    pub direction: Direction,
     pub from_file_id: String,
     pub relationship_depth: u8,
     pub reason: Option<String>,
@@ -346,7 +347,7 @@ impl RelatedFile {
         kb: &KnowledgeBase,
         revision: u64,
         relation: &CatalogRelation,
-        direction: &str,
+        direction: Direction,
         depth: u8,
     ) -> Self {
         let from = kb.catalog.file(relation.from);
@@ -358,7 +359,7 @@ impl RelatedFile {
             path: target.path.clone(),
             title: target.title.clone().unwrap_or_else(|| "Untitled".into()),
             relation_type: relation.relation_type.clone(),
-            direction: direction.to_string(),
+            direction,
             from_file_id: from.file_id.clone(),
             relationship_depth: depth,
             reason: relation.reason.clone(),

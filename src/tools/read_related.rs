@@ -14,6 +14,7 @@ use crate::cursor;
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::catalog::CatalogRelation;
 use crate::kb::KnowledgeBase;
+use crate::relation::Direction;
 
 pub const NAME: &str = ToolName::ReadRelated.as_str();
 pub const DEFAULT_LIMIT: u64 = 50;
@@ -30,30 +31,16 @@ pub struct Output {
     pub next_cursor: Option<String>,
 }
 
-/// Merges the directions of several relations to one target.
-fn merge_direction(a: &str, b: &str) -> &'static str {
-    match (a, b) {
-        ("outgoing", "outgoing") => "outgoing",
-        ("incoming", "incoming") => "incoming",
-        _ => "bidirectional",
-    }
-}
-
 /// One item per target: the preferred relation and the merged direction.
-pub fn collapsed(kb: &KnowledgeBase, page: u32) -> Vec<(&CatalogRelation, &'static str)> {
-    let mut by_target: BTreeMap<&str, (&CatalogRelation, &'static str)> = BTreeMap::new();
+pub fn collapsed(kb: &KnowledgeBase, page: u32) -> Vec<(&CatalogRelation, Direction)> {
+    let mut by_target: BTreeMap<&str, (&CatalogRelation, Direction)> = BTreeMap::new();
     // Keyed by the target's sourceFileId: the API orders related files by it (byte order).
     for (_, rel) in kb.graph().ordered_relations(page) {
         let path = kb.catalog.file(rel.to).file_id.as_str();
-        let direction: &'static str = match rel.direction.as_str() {
-            "outgoing" => "outgoing",
-            "incoming" => "incoming",
-            _ => "bidirectional",
-        };
         by_target
             .entry(path)
-            .and_modify(|(_, d)| *d = merge_direction(d, direction))
-            .or_insert((rel, direction));
+            .and_modify(|(_, d)| *d = d.merged(rel.direction))
+            .or_insert((rel, rel.direction));
     }
     by_target.into_values().collect()
 }
@@ -101,7 +88,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let (range, next_cursor) = cursor::page(NAME, &scope, revision, offset, limit, all.len());
     let items = all[range]
         .iter()
-        .map(|(rel, direction)| RelatedFile::new(kb, revision, rel, direction, 1))
+        .map(|&(rel, direction)| RelatedFile::new(kb, revision, rel, direction, 1))
         .collect();
     Ok(Output {
         active_content_revision: revision,

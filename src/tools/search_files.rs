@@ -766,7 +766,7 @@ fn result(
             .iter()
             .map(|s| {
                 let rel = kb.catalog.relation(s.relation);
-                RelatedFile::new(kb, revision, rel, &rel.direction, s.depth)
+                RelatedFile::new(kb, revision, rel, rel.direction, s.depth)
             })
             .collect();
         // The distinct [own record, related pages' records], each one that opens.

@@ -1108,3 +1108,47 @@ fn virtual_graph_records_point_at_nothing_missing() {
     }
     assert!(record["indexPath"].is_null());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Relation directions outside the contract's enum
+
+/// A graph record's relationship whose direction is not `outgoing`, `incoming` or
+/// `bidirectional` is left out with a diagnostic that names the record, the item and the words
+/// allowed; the record's other relationships stay, and every output keeps to the contract's enum
+/// (checked by `checked_call`).
+#[test]
+fn a_relation_in_an_unknown_direction_is_left_out_with_a_diagnostic() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
+    let record = "_graph/by-file/en/README.json";
+    let path = bundle.join(record);
+    let mut json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let relationships = json["relationships"].as_array_mut().unwrap();
+    assert!(
+        relationships.len() > 1,
+        "the record has relationships to keep"
+    );
+    relationships[0]["direction"] = json!("sideways");
+    std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+
+    let opened = open_bundle(&bundle);
+    let found = diagnostics_for(&opened.report.diagnostics, record);
+    assert_eq!(found.len(), 1, "{:?}", opened.report.diagnostics);
+    assert!(
+        found[0].message.contains(
+            "relationships[0]: unknown direction `sideways`: expected outgoing, incoming or bidirectional"
+        ),
+        "{}",
+        found[0]
+    );
+    let page = "pages/en/README.md";
+    let related = checked_call(&opened.kb, "read_related", json!({ "fileId": page })).unwrap();
+    assert!(!related["items"].as_array().unwrap().is_empty());
+    checked_call(
+        &opened.kb,
+        "expand_graph",
+        json!({ "fileId": page, "depth": 2 }),
+    )
+    .unwrap();
+}

@@ -19,6 +19,7 @@ use crate::index::{
     open_catalog, search_index, while_creating, BuildingGeneration, Counts, CrcWriter, FileLock,
     Previous, BUILD_LOCK, CATALOG_FILE, INGEST_CACHE_FILE,
 };
+use crate::relation::Direction;
 
 /// A file as the catalog stores it ([`CatalogFile`]'s encoding, borrowed).
 #[derive(Serialize)]
@@ -44,7 +45,7 @@ pub(super) struct StoredRelation<'a> {
     from: u32,
     to: u32,
     relation_type: &'a str,
-    direction: &'a str,
+    direction: Direction,
     reason: Option<&'a str>,
 }
 
@@ -536,14 +537,14 @@ mod tests {
             from: 3,
             to: 70_000,
             relation_type: "references".into(),
-            direction: "incoming".into(),
+            direction: Direction::Incoming,
             reason: Some("because".into()),
         };
         let view = StoredRelation {
             from: 3,
             to: 70_000,
             relation_type: "references",
-            direction: "incoming",
+            direction: Direction::Incoming,
             reason: Some("because"),
         };
         assert_eq!(

@@ -660,7 +660,7 @@ mod tests {
             from,
             to,
             relation_type: "related".into(),
-            direction: "outgoing".into(),
+            direction: crate::relation::Direction::Outgoing,
             reason: Some(format!("r{n}")),
         }
     }
