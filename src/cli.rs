@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use kbtools::tools::ToolName;
 use kbtools::{error::new_request_id, tools};
@@ -413,6 +413,7 @@ enum Command {
     },
     /// Write a deterministic synthetic bundle for benchmarks (for developers); prints a JSON
     /// summary.
+    #[cfg(feature = "gen-bundle")]
     #[command(hide = true)]
     GenBundle(GenBundleArgs),
     /// Explore the relation graph from a source page (expand_graph).
@@ -434,6 +435,7 @@ enum Command {
 }
 
 /// `gen-bundle`: a synthetic bundle for benchmarks (hidden; `kbtools::bundle_gen`).
+#[cfg(feature = "gen-bundle")]
 #[derive(Args)]
 struct GenBundleArgs {
     /// The folder to write (absent or empty).
@@ -664,6 +666,7 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(0)
         }
+        #[cfg(feature = "gen-bundle")]
         Command::GenBundle(args) => {
             let started = std::time::Instant::now();
             let options = kbtools::bundle_gen::GenOptions {
@@ -677,7 +680,8 @@ fn run(cli: Cli) -> Result<i32> {
             let report = kbtools::bundle_gen::generate(&args.dir, &options)
                 .with_context(|| format!("generating a bundle in {}", args.dir.display()))?;
             let mut summary = serde_json::to_value(&report)?;
-            summary["seconds"] = json!((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0);
+            summary["seconds"] =
+                serde_json::json!((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0);
             print_json(&summary, source.pretty)?;
             Ok(0)
         }

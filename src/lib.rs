@@ -10,6 +10,7 @@
 
 pub mod analysis;
 pub mod bundle;
+#[cfg(feature = "gen-bundle")]
 pub mod bundle_gen;
 pub mod compact;
 pub mod cursor;

@@ -9,6 +9,7 @@ mod common;
 
 #[cfg(feature = "server")]
 mod attack_faults;
+#[cfg(feature = "gen-bundle")]
 mod bundle_gen;
 #[cfg(feature = "server")]
 mod cli;

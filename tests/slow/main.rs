@@ -4,13 +4,15 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-// The modules that run a server, or the binary as a whole, need the `server` feature (on by
-// default).
+// The modules that run a server, or the binary as a whole, need the `server` feature, and those
+// over a generated bundle the `gen-bundle` feature (both on by default).
 
-#[cfg(feature = "server")]
+#[cfg(all(feature = "server", feature = "gen-bundle"))]
 mod crash_safety;
 mod eval;
 mod hostile_bundles;
+#[cfg(feature = "gen-bundle")]
 mod incremental;
+#[cfg(feature = "gen-bundle")]
 mod scale_smoke;
 mod shared_bundles;
