@@ -25,37 +25,21 @@ use eval::evaluate;
 use open::{build_index, one_bundle, open};
 
 /// The tool commands and the input fields they take as positional arguments.
-struct SearchCommand;
-struct ReadCommand;
-struct TreeCommand;
-struct FileCommand;
-struct RelatedCommand;
-struct ExpandCommand;
-
-impl ToolCommand for SearchCommand {
-    const TOOL: ToolName = ToolName::SearchFiles;
-    const POSITIONAL: &'static [&'static str] = &["query"];
+macro_rules! tool_command {
+    ($command:ident, $tool:ident, [$($positional:literal),*]) => {
+        struct $command;
+        impl ToolCommand for $command {
+            const TOOL: ToolName = ToolName::$tool;
+            const POSITIONAL: &'static [&'static str] = &[$($positional),*];
+        }
+    };
 }
-impl ToolCommand for ReadCommand {
-    const TOOL: ToolName = ToolName::ReadFile;
-    const POSITIONAL: &'static [&'static str] = &["fileId", "path"];
-}
-impl ToolCommand for TreeCommand {
-    const TOOL: ToolName = ToolName::ListTree;
-    const POSITIONAL: &'static [&'static str] = &["parentPath"];
-}
-impl ToolCommand for FileCommand {
-    const TOOL: ToolName = ToolName::GetFile;
-    const POSITIONAL: &'static [&'static str] = &["fileId"];
-}
-impl ToolCommand for RelatedCommand {
-    const TOOL: ToolName = ToolName::ReadRelated;
-    const POSITIONAL: &'static [&'static str] = &["fileId"];
-}
-impl ToolCommand for ExpandCommand {
-    const TOOL: ToolName = ToolName::ExpandGraph;
-    const POSITIONAL: &'static [&'static str] = &["fileId"];
-}
+tool_command!(SearchCommand, SearchFiles, ["query"]);
+tool_command!(ReadCommand, ReadFile, ["fileId", "path"]);
+tool_command!(TreeCommand, ListTree, ["parentPath"]);
+tool_command!(FileCommand, GetFile, ["fileId"]);
+tool_command!(RelatedCommand, ReadRelated, ["fileId"]);
+tool_command!(ExpandCommand, ExpandGraph, ["fileId"]);
 
 #[derive(Parser)]
 #[command(
