@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use kbtools::tools::ToolName;
 use kbtools::{error::new_request_id, tools};
@@ -466,12 +466,6 @@ pub fn main() -> i32 {
     }
 }
 
-fn insert_some(map: &mut Map<String, Value>, key: &str, value: Option<impl Into<Value>>) {
-    if let Some(v) = value {
-        map.insert(key.to_string(), v.into());
-    }
-}
-
 fn run(cli: Cli) -> Result<i32> {
     let source = cli.source;
     match cli.command {
@@ -518,14 +512,8 @@ fn run(cli: Cli) -> Result<i32> {
             input,
             render,
         } => {
-            let mut input = input.input;
-            input.insert("query".into(), query.into());
-            answer(
-                &source,
-                &render,
-                ToolName::SearchFiles,
-                &Value::Object(input),
-            )
+            let (tool, input) = input.with("query", Some(query));
+            answer(&source, &render, tool, &input)
         }
         #[cfg(feature = "server")]
         Command::Serve {
@@ -599,46 +587,37 @@ fn run(cli: Cli) -> Result<i32> {
             input,
             render,
         } => {
-            let mut input = input.input;
             let key = if looks_like_id(&target) {
                 "fileId"
             } else {
                 "path"
             };
-            input.insert(key.into(), target.into());
-            answer(&source, &render, ToolName::ReadFile, &Value::Object(input))
+            let (tool, input) = input.with(key, Some(target));
+            answer(&source, &render, tool, &input)
         }
         Command::Tree {
             parent,
             input,
             render,
         } => {
-            let mut input = input.input;
-            insert_some(&mut input, "parentPath", parent);
-            answer(&source, &render, ToolName::ListTree, &Value::Object(input))
+            let (tool, input) = input.with("parentPath", parent);
+            answer(&source, &render, tool, &input)
         }
         Command::File {
             target,
             input,
             render,
         } => {
-            let mut input = input.input;
-            input.insert("fileId".into(), target.into());
-            answer(&source, &render, ToolName::GetFile, &Value::Object(input))
+            let (tool, input) = input.with("fileId", Some(target));
+            answer(&source, &render, tool, &input)
         }
         Command::Related {
             target,
             input,
             render,
         } => {
-            let mut input = input.input;
-            input.insert("fileId".into(), target.into());
-            answer(
-                &source,
-                &render,
-                ToolName::ReadRelated,
-                &Value::Object(input),
-            )
+            let (tool, input) = input.with("fileId", Some(target));
+            answer(&source, &render, tool, &input)
         }
         Command::Skill {
             action: SkillAction::Install { dir, force },
@@ -674,14 +653,8 @@ fn run(cli: Cli) -> Result<i32> {
             input,
             render,
         } => {
-            let mut input = input.input;
-            input.insert("fileId".into(), target.into());
-            answer(
-                &source,
-                &render,
-                ToolName::ExpandGraph,
-                &Value::Object(input),
-            )
+            let (tool, input) = input.with("fileId", Some(target));
+            answer(&source, &render, tool, &input)
         }
     }
 }

@@ -187,8 +187,22 @@ impl Visitable for CatalogGraph<'_> {
     }
 }
 
+/// A page's relations in walk order, as edges (one allocation: the ordering's).
+type OrderedEdges<'c> = std::iter::Map<
+    std::vec::IntoIter<(u32, &'c CatalogRelation)>,
+    fn((u32, &'c CatalogRelation)) -> RelationEdge,
+>;
+
+fn edge((relation, rel): (u32, &CatalogRelation)) -> RelationEdge {
+    RelationEdge {
+        from: rel.from,
+        to: rel.to,
+        relation,
+    }
+}
+
 impl<'c> IntoNeighbors for CatalogGraph<'c> {
-    type Neighbors = std::iter::Map<std::vec::IntoIter<RelationEdge>, fn(RelationEdge) -> u32>;
+    type Neighbors = std::iter::Map<OrderedEdges<'c>, fn(RelationEdge) -> u32>;
 
     fn neighbors(self, a: u32) -> Self::Neighbors {
         self.edges(a).map(|edge| edge.to)
@@ -196,18 +210,10 @@ impl<'c> IntoNeighbors for CatalogGraph<'c> {
 }
 
 impl<'c> IntoEdges for CatalogGraph<'c> {
-    type Edges = std::vec::IntoIter<RelationEdge>;
+    type Edges = OrderedEdges<'c>;
 
     fn edges(self, a: u32) -> Self::Edges {
-        self.ordered_relations(a)
-            .into_iter()
-            .map(|(relation, rel)| RelationEdge {
-                from: a,
-                to: rel.to,
-                relation,
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
+        self.ordered_relations(a).into_iter().map(edge)
     }
 }
 
@@ -215,8 +221,8 @@ impl<'c> IntoEdgeReferences for CatalogGraph<'c> {
     type EdgeRef = RelationEdge;
     type EdgeReferences = std::iter::FlatMap<
         std::ops::Range<u32>,
-        std::vec::IntoIter<RelationEdge>,
-        Box<dyn Fn(u32) -> std::vec::IntoIter<RelationEdge> + 'c>,
+        OrderedEdges<'c>,
+        Box<dyn Fn(u32) -> OrderedEdges<'c> + 'c>,
     >;
 
     fn edge_references(self) -> Self::EdgeReferences {

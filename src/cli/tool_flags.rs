@@ -25,6 +25,17 @@ pub struct ToolFlags<T> {
     command: PhantomData<T>,
 }
 
+impl<T: ToolCommand> ToolFlags<T> {
+    /// The command's tool and its input: the options, and the positional `field` when given.
+    pub fn with(self, field: &str, value: Option<String>) -> (ToolName, Value) {
+        let mut input = self.input;
+        if let Some(value) = value {
+            input.insert(field.to_string(), Value::String(value));
+        }
+        (T::TOOL, Value::Object(input))
+    }
+}
+
 impl<T> Clone for ToolFlags<T> {
     fn clone(&self) -> Self {
         ToolFlags {

@@ -270,7 +270,7 @@ fn index_inside_bundle(canonical_root: &Path, index_dir: &Path) -> Option<String
 
 /// Builds (or rebuilds) the index of `bundle_root` in `index_dir`, checking the live generation
 /// at `verify` first; see [`super::build`].
-pub(super) fn build(
+pub(crate) fn build(
     bundle_root: &Path,
     index_dir: &Path,
     options: &BuildOptions,

@@ -85,6 +85,8 @@ pub(crate) use manifest::generation_manifest;
 pub(crate) use manifest::CrcWriter;
 pub use manifest::{verify_generation, Counts, FileRecord, Manifest};
 
+/// [`build`], checking the previous generation's files at a given `Verify` before reusing them.
+pub(crate) use build::build as build_verified;
 pub use generations::{current_generation, default_index_dir, read_manifest};
 pub(crate) use generations::{
     damage_line, erased, last_revision, link_dir, live_generation, load_previous, open_catalog,
@@ -177,15 +179,4 @@ pub fn build(
     progress: &mut dyn FnMut(&str),
 ) -> Result<BuildReport, IndexError> {
     build::build(bundle_root, index_dir, options, Verify::Quick, progress)
-}
-
-/// [`build`], checking the previous generation's files at `verify` before reusing them.
-pub(crate) fn build_verified(
-    bundle_root: &Path,
-    index_dir: &Path,
-    options: &BuildOptions,
-    verify: Verify,
-    progress: &mut dyn FnMut(&str),
-) -> Result<BuildReport, IndexError> {
-    build::build(bundle_root, index_dir, options, verify, progress)
 }
