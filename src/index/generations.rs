@@ -371,21 +371,25 @@ pub(crate) fn remove_leftovers(index_dir: &Path, prune: bool, in_use: Option<&Pa
         if Some(&name) == named.as_ref() || !name.starts_with("gen-") {
             continue;
         }
-        let gone = build_gone(&path);
         if name.ends_with(".tmp") {
-            // A build being written, or a killed build's. Without a lock file it is a build
-            // killed as it began (once no build is creating one), or an older kbtools' (only
-            // an old one is taken for a leftover when the creation lock cannot be taken).
-            let unlocked_leftover = || {
-                while_creating(index_dir, || path.is_dir() && build_gone(&path).is_none())
-                    .unwrap_or_else(|| old(&entry))
-            };
-            if gone == Some(true) || (gone.is_none() && unlocked_leftover()) {
+            // A build being written, or a killed build's, told apart holding the creation
+            // lock: a build makes its folder, then its lock file, then locks it, all under that
+            // lock, so outside it a lock file that can be locked, or a folder without one, is
+            // a killed build's (or an older kbtools'). Decided without the creation lock, a
+            // lock file just made and not yet locked read as a dead build's, and a build lost
+            // its folder as it began. When the creation lock cannot be taken, only an old
+            // folder is taken for a leftover.
+            let leftover = while_creating(index_dir, || match build_gone(&path) {
+                Some(gone) => gone,
+                None => path.is_dir(),
+            })
+            .unwrap_or_else(|| old(&entry));
+            if leftover {
                 let _ = std::fs::remove_dir_all(&path);
             }
             continue;
         }
-        match gone {
+        match build_gone(&path) {
             // Finished by a build killed before `CURRENT` named it, or after.
             Some(true) => {
                 let _ = std::fs::remove_dir_all(&path);
@@ -435,40 +439,49 @@ mod tests {
         let lock = FileLock::create(&tmp.join(BUILD_LOCK)).unwrap();
         let current_tmp = dir.path().join("CURRENT.gen-2-abcd.tmp");
         std::fs::write(&current_tmp, "gen-2-abcd").unwrap();
-        // Another build's folder that has no lock file yet (being created: the creation lock
-        // held meanwhile) stays too; one without a lock file that no build is creating (killed
+        // Another build's folder that has no lock file yet, or one not yet locked (being
+        // created: the creation lock held meanwhile) stays too; one without a lock file that no build is creating (killed
         // between the two steps) goes.
         let fresh = dir.path().join("gen-3-ef01.tmp");
+        let fresh_locking = dir.path().join("gen-3-ef02.tmp");
         let killed = dir.path().join("gen-3-dead.tmp");
         std::fs::create_dir_all(&killed).unwrap();
         let (created_tx, created_rx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let creator = {
-            let (index_dir, fresh) = (dir.path().to_path_buf(), fresh.clone());
+            let index_dir = dir.path().to_path_buf();
+            let (fresh, fresh_locking) = (fresh.clone(), fresh_locking.clone());
             std::thread::spawn(move || {
-                let lock = while_creating(&index_dir, || {
+                // The two moments a clean-up must not judge: a folder without its lock file,
+                // and one whose lock file is made but not yet locked.
+                let locks = while_creating(&index_dir, || {
                     std::fs::create_dir_all(&fresh).unwrap();
+                    std::fs::create_dir_all(&fresh_locking).unwrap();
+                    let file = std::fs::File::create(fresh_locking.join(BUILD_LOCK)).unwrap();
                     created_tx.send(()).unwrap();
                     std::thread::sleep(std::time::Duration::from_millis(200));
-                    FileLock::create(&fresh.join(BUILD_LOCK)).unwrap()
+                    assert!(flock::try_exclusive(&file), "the clean-up holds the lock");
+                    let locking = FileLock { _file: file };
+                    (FileLock::create(&fresh.join(BUILD_LOCK)).unwrap(), locking)
                 })
                 .unwrap();
                 done_rx.recv().unwrap();
-                drop(lock);
+                drop(locks);
             })
         };
         created_rx.recv().unwrap();
         remove_leftovers(dir.path(), false, None);
-        assert!(tmp.is_dir() && current_tmp.is_file() && fresh.is_dir());
+        assert!(tmp.is_dir() && current_tmp.is_file());
+        assert!(fresh.is_dir() && fresh_locking.is_dir());
         assert!(!killed.exists());
         drop(lock);
         remove_leftovers(dir.path(), false, None);
         assert!(!tmp.exists() && !current_tmp.exists());
-        assert!(fresh.is_dir());
+        assert!(fresh.is_dir() && fresh_locking.is_dir());
         done_tx.send(()).unwrap();
         creator.join().unwrap();
         remove_leftovers(dir.path(), false, None);
-        assert!(!fresh.exists());
+        assert!(!fresh.exists() && !fresh_locking.exists());
 
         // A build killed after naming its generation in CURRENT left its lock file there: the
         // live generation stays; a finished generation CURRENT never named goes.
