@@ -440,8 +440,8 @@ mod tests {
         let current_tmp = dir.path().join("CURRENT.gen-2-abcd.tmp");
         std::fs::write(&current_tmp, "gen-2-abcd").unwrap();
         // Another build's folder that has no lock file yet, or one not yet locked (being
-        // created: the creation lock held meanwhile) stays too; one without a lock file that no build is creating (killed
-        // between the two steps) goes.
+        // created: the creation lock held meanwhile) stays too; one without a lock file that no
+        // build is creating (killed between the two steps) goes.
         let fresh = dir.path().join("gen-3-ef01.tmp");
         let fresh_locking = dir.path().join("gen-3-ef02.tmp");
         let killed = dir.path().join("gen-3-dead.tmp");
