@@ -3,6 +3,14 @@
 
 use std::time::{Duration, Instant};
 
+/// Whether the bench runs to measure (`cargo bench` passes `--bench`) rather than in criterion's
+/// test mode (`cargo test --bench`, as CI runs it), which runs each benchmark once to check it.
+/// Our own latency rounds are skipped in test mode, as criterion skips its sampling: figures of
+/// a test-profile build mean nothing, and the rounds cost CI a minute and a half.
+pub fn measuring() -> bool {
+    std::env::args().any(|arg| arg == "--bench")
+}
+
 /// Times `run` on every input, `rounds` times over all inputs. Returns each input's median
 /// (sorted) and every timed call (sorted).
 pub fn warm_latencies<I>(
