@@ -58,21 +58,20 @@ stop_server() {
     fi
 }
 RUN_PIDS=()
-# The runs stop their own servers; a script stopped early stops the runs first.
-trap 'kill "${RUN_PIDS[@]}" 2>/dev/null || true; wait; stop_server; rm -rf "$WORK"' EXIT
+# The runs start and stop their own servers; a script stopped early stops the runs first.
+trap 'kill "${RUN_PIDS[@]}" 2>/dev/null || true; wait; rm -rf "$WORK"' EXIT
 
 free_port() {
     "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# start_server NAME [serve flags...]: a fresh server on a free port; sets BASE.
+# start_server NAME: a fresh server on a free port, with `--token` when TOKEN is set; sets BASE.
 start_server() {
     local name="$1"
-    shift
     local port
     port="$(free_port)"
     "$KBTOOLS_BIN" serve fixtures/focowiki-docs --index "$WORK/index-$name" \
-        --addr "127.0.0.1:$port" -q "$@" >"$WORK/server-$name.log" 2>&1 &
+        --addr "127.0.0.1:$port" -q ${TOKEN:+--token "$TOKEN"} >"$WORK/server-$name.log" 2>&1 &
     SERVER_PID=$!
     BASE="http://127.0.0.1:$port"
     # The first start builds the index; wait for /openapi/v2/health (up to 120 s).
@@ -152,7 +151,7 @@ one_run() {
     shift 3
     trap stop_server EXIT
     local status=0 passed failed
-    if start_server "$name" "${SERVE_FLAGS[@]}"; then
+    if start_server "$name"; then
         run_schemathesis "$name" "$examples" "$checks" "$@" || status=$?
     else
         status=1
@@ -163,15 +162,10 @@ one_run() {
     echo "$passed $failed $status" >"$WORK/result-$name"
 }
 
-(
-    TOKEN=""
-    SERVE_FLAGS=()
-    one_run open "$EXAMPLES" "$CHECKS"
-) &
+(TOKEN="" one_run open "$EXAMPLES" "$CHECKS") &
 RUN_PIDS+=($!)
 (
     TOKEN="kbtools-schemathesis-$RANDOM$RANDOM"
-    SERVE_FLAGS=(--token "$TOKEN")
     one_run token "$(( (EXAMPLES + 3) / 4 ))" "$CHECKS,ignored_auth" \
         --header "Authorization: Bearer $TOKEN"
 ) &
