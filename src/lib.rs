@@ -14,6 +14,8 @@ pub mod bundle;
 pub mod bundle_gen;
 pub mod compact;
 pub mod cursor;
+#[cfg(feature = "semantic")]
+pub mod embed;
 pub mod error;
 pub mod eval;
 #[doc(hidden)]
