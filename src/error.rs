@@ -165,6 +165,9 @@ pub enum IndexError {
     Corrupt { path: String, reason: String },
     #[error("search index: {0}")]
     Tantivy(String),
+    /// The semantic lane's vectors cannot be made (no model, or a build without the feature).
+    #[error("semantic index: {0}")]
+    Semantic(String),
 }
 
 impl IndexError {

@@ -27,6 +27,11 @@ pub struct ServeOptions {
     /// How thoroughly opening checks the generation's files: [`Verify::Quick`] for one-shot
     /// commands, [`Verify::Full`] for long-running servers.
     pub verify: Verify,
+    /// Whether `hybrid` runs the semantic lane when the index has vectors and the model is
+    /// installed (`kbtools eval` turns it off to compare).
+    pub semantic: bool,
+    /// Where the embedding model is; `None`: `KBTOOLS_MODEL_DIR`, else the user's data folder.
+    pub model_dir: Option<PathBuf>,
 }
 
 impl Default for ServeOptions {
@@ -36,6 +41,8 @@ impl Default for ServeOptions {
             read_limit: 10 * 1024 * 1024,
             search_deadline: std::time::Duration::from_secs(3),
             verify: Verify::Quick,
+            semantic: true,
+            model_dir: None,
         }
     }
 }
@@ -52,6 +59,8 @@ pub struct KnowledgeBase {
     pub options: ServeOptions,
     /// Why this index is known to be older than the bundle (its refresh failed), when it is.
     pub stale: Option<String>,
+    /// The semantic lane's vectors, when the generation has them.
+    pub vectors: Option<crate::index::vectors::Vectors>,
 }
 
 impl KnowledgeBase {
@@ -98,7 +107,14 @@ impl KnowledgeBase {
             Some(root) => root.canonicalize().map_err(|e| IndexError::io(root, e))?,
             None => PathBuf::from(&manifest.bundle_root),
         };
+        let vectors = match manifest.semantic {
+            Some(_) => Some(crate::index::vectors::Vectors::read(
+                &generation.join(crate::index::vectors::VECTORS_FILE),
+            )?),
+            None => None,
+        };
         Ok(KnowledgeBase {
+            vectors,
             manifest,
             catalog,
             search,
@@ -128,6 +144,7 @@ impl KnowledgeBase {
             Some(m) => {
                 let walked = bundle::walk::walk(bundle_root);
                 bundle::walk::stat_fingerprint(&walked) == m.stat_fingerprint
+                    && index::semantic_fits(build_options, m)
                     && build_options
                         .knowledge_base_id
                         .as_ref()

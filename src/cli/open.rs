@@ -165,6 +165,7 @@ pub(super) fn serve_options(source: &Source) -> Result<ServeOptions> {
     Ok(ServeOptions {
         today,
         read_limit: source.read_limit,
+        model_dir: source.model_dir.clone(),
         ..ServeOptions::default()
     })
 }
@@ -173,6 +174,7 @@ pub(super) fn build_index(
     bundle: &Path,
     threads: usize,
     full: bool,
+    semantic: index::Semantic,
     source: &Source,
 ) -> Result<i32> {
     check_bundle_path(bundle)?;
@@ -185,6 +187,8 @@ pub(super) fn build_index(
         threads,
         full,
         streamed_bytes: None,
+        semantic,
+        model_dir: source.model_dir.clone(),
     };
     let mut progress = progress_printer(source.quiet);
     let started = std::time::Instant::now();
@@ -201,6 +205,7 @@ pub(super) fn build_index(
         "activeContentRevision": m.active_content_revision,
         "revisionChanged": report.revision_changed,
         "counts": m.counts,
+        "semantic": m.semantic,
         "work": report.work,
         "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
@@ -269,6 +274,8 @@ pub(super) fn build_options(source: &Source) -> BuildOptions {
         threads: 0,
         full: false,
         streamed_bytes: None,
+        semantic: index::Semantic::Keep,
+        model_dir: source.model_dir.clone(),
     }
 }
 

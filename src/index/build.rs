@@ -47,6 +47,7 @@ use crate::ids;
 
 mod assemble;
 mod patch;
+mod semantic;
 mod stream;
 
 use assemble::{assemble, create_generation};
@@ -268,6 +269,8 @@ fn index_inside_bundle(canonical_root: &Path, index_dir: &Path) -> Option<String
     ))
 }
 
+pub(crate) use semantic::fits as semantic_fits;
+
 /// Builds (or rebuilds) the index of `bundle_root` in `index_dir`, checking the live generation
 /// at `verify` first; see [`super::build`].
 pub(crate) fn build(
@@ -317,6 +320,7 @@ pub(crate) fn build(
         if same_kb
             && manifest.bundle_root == canonical_root.to_string_lossy()
             && manifest.stat_fingerprint == bundle::walk::stat_fingerprint(&walked)
+            && semantic::fits(options, manifest)
         {
             progress("unchanged since the last build");
             return Ok(BuildReport {
@@ -650,6 +654,22 @@ pub(crate) fn build(
         ..counts
     };
 
+    let mut crcs = crcs;
+    let semantic = if semantic::wanted(options, previous.as_ref()) {
+        let (record, crc, vector_work) = semantic::stage(
+            bundle_root,
+            &tmp,
+            previous.as_ref(),
+            options,
+            threads,
+            progress,
+        )?;
+        crcs.push((super::vectors::VECTORS_FILE, crc));
+        work.vectors = vector_work;
+        Some(record)
+    } else {
+        None
+    };
     let json = |v: &dyn erased::Json| v.to_json();
     write_file(&tmp.join("diagnostics.json"), &json(&diagnostics))?;
     let files = record_files(&tmp, previous.as_ref(), &crcs)?;
@@ -664,6 +684,7 @@ pub(crate) fn build(
         content_fingerprint,
         stat_fingerprint,
         counts,
+        semantic,
         files,
     };
     write_file(&tmp.join("manifest.json"), &manifest_bytes(&manifest))?;

@@ -39,6 +39,9 @@ pub struct Manifest {
     pub content_fingerprint: String,
     pub stat_fingerprint: String,
     pub counts: Counts,
+    /// The semantic lane's vectors, when the generation has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<super::vectors::SemanticManifest>,
     /// Every other file of the generation as the build left it (see the module docs).
     pub files: Vec<FileRecord>,
 }
@@ -339,6 +342,7 @@ mod tests {
             content_fingerprint: "c".into(),
             stat_fingerprint: "s".into(),
             counts: Counts::default(),
+            semantic: None,
             files: vec![FileRecord {
                 path: "catalog.bin".into(),
                 size: 3,

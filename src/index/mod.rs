@@ -73,6 +73,7 @@ mod generations;
 mod manifest;
 mod passages;
 pub mod search_index;
+pub mod vectors;
 
 use std::io::Write;
 use std::path::Path;
@@ -121,6 +122,30 @@ pub struct BuildOptions {
     /// memory at once, less time); `None`: no limit. A larger build reads everything first,
     /// then the page texts again as it indexes them.
     pub streamed_bytes: Option<u64>,
+    /// Whether the generation has the semantic lane's vectors ([`vectors`]).
+    pub semantic: Semantic,
+    /// Where the embedding model is (`--model-dir`); `None`: `KBTOOLS_MODEL_DIR`, else the
+    /// user's data folder.
+    pub model_dir: Option<std::path::PathBuf>,
+}
+
+/// Whether the generation of `manifest` has the vectors `options` want (an unchanged bundle
+/// then needs no build).
+pub fn semantic_fits(options: &BuildOptions, manifest: &Manifest) -> bool {
+    build::semantic_fits(options, manifest)
+}
+
+/// Whether a build makes the semantic lane's vectors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Semantic {
+    /// As the previous generation had them (an index built with vectors keeps them through
+    /// every refresh until it is rebuilt without them).
+    #[default]
+    Keep,
+    /// With vectors (`--semantic`): the model must be installed.
+    On,
+    /// Without (`--no-semantic`).
+    Off,
 }
 
 /// What a build did.
@@ -148,6 +173,8 @@ pub struct BuildWork {
     pub pages_indexed: u64,
     /// Source pages removed from the full-text index (removed or changed pages).
     pub pages_removed: u64,
+    /// The semantic lane's vectors: kept, read, embedded.
+    pub vectors: vectors::VectorWork,
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, IndexError> {

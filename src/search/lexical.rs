@@ -59,6 +59,7 @@ pub fn run(
     query: &Query<'_>,
     terms: &QueryTerms,
     lanes: &[Lane],
+    model: &super::SemanticModel,
 ) -> Result<Vec<LaneHits>, IndexError> {
     let text = query.text;
     let exact_key = crate::text::exact_key(text);
@@ -115,6 +116,16 @@ pub fn run(
                     return Ok(std::iter::once(page).chain(passages).collect());
                 }
                 Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
+                #[cfg(feature = "semantic")]
+                Lane::ContentVector => match model {
+                    Some(model) => super::vector::hits(kb, model, text, LANE_DEPTH),
+                    None => Vec::new(),
+                },
+                #[cfg(not(feature = "semantic"))]
+                Lane::ContentVector => {
+                    let _ = model;
+                    Vec::new()
+                }
                 // Not direct lanes (left out of `wanted`; the passage lane runs with the page
                 // lane).
                 Lane::Passage | Lane::FileGraph | Lane::FileRelationship => Vec::new(),

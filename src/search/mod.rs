@@ -21,6 +21,8 @@ pub mod graph_lane;
 pub mod lexical;
 pub mod relationship;
 pub mod translation;
+#[cfg(feature = "semantic")]
+pub mod vector;
 
 use crate::error::{messages, ErrorCode, IndexError, ToolError};
 use crate::graph::Step;
@@ -35,6 +37,7 @@ pub enum Lane {
     Lexical,
     Passage,
     Jieba,
+    ContentVector,
     FileGraph,
     FileRelationship,
 }
@@ -46,6 +49,7 @@ impl Lane {
             Lane::ExactTitle => "exact_title",
             Lane::Lexical | Lane::Passage => "lexical",
             Lane::Jieba => "jieba",
+            Lane::ContentVector => "content_vector",
             Lane::FileGraph => "file_graph",
             Lane::FileRelationship => "file_relationship",
         }
@@ -63,14 +67,17 @@ impl Lane {
 
     /// Content lanes: what a quoted phrase filters, and where an excerpt comes from.
     pub fn is_content(self) -> bool {
-        matches!(self, Lane::Lexical | Lane::Passage | Lane::Jieba)
+        matches!(
+            self,
+            Lane::Lexical | Lane::Passage | Lane::Jieba | Lane::ContentVector
+        )
     }
 
     pub fn matched_field(self) -> &'static str {
         match self {
             Lane::ExactPath => "path",
             Lane::ExactTitle => "title",
-            Lane::Lexical | Lane::Passage | Lane::Jieba => "content",
+            Lane::Lexical | Lane::Passage | Lane::Jieba | Lane::ContentVector => "content",
             Lane::FileGraph => "graph_node",
             Lane::FileRelationship => "file_relationship",
         }
@@ -82,12 +89,13 @@ impl Lane {
 pub struct LaneSet(u8);
 
 impl LaneSet {
-    const ALL: [Lane; 7] = [
+    const ALL: [Lane; 8] = [
         Lane::ExactPath,
         Lane::ExactTitle,
         Lane::Lexical,
         Lane::Passage,
         Lane::Jieba,
+        Lane::ContentVector,
         Lane::FileGraph,
         Lane::FileRelationship,
     ];
@@ -159,6 +167,8 @@ pub struct Ranking {
     pub lanes: Vec<Lane>,
     /// Each seed with its walk (unbounded in total).
     pub walks: Vec<(u32, Vec<Step>)>,
+    /// Whether the semantic lane could run.
+    pub semantic: SemanticState,
 }
 
 impl Ranking {
@@ -172,11 +182,42 @@ impl Ranking {
     }
 }
 
+/// Whether the semantic lane can run (`semanticStatus`, DECISIONS 24).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SemanticState {
+    /// The index has vectors of the installed model.
+    Ready,
+    /// Some pages have none (they changed while the model was missing): the lane runs over
+    /// the rest.
+    Degraded,
+    /// No vectors, no model, another model's vectors, or turned off.
+    Unavailable,
+}
+
+#[cfg(feature = "semantic")]
+type SemanticModel = Option<std::sync::Arc<crate::embed::Model>>;
+#[cfg(not(feature = "semantic"))]
+type SemanticModel = Option<()>;
+
+/// Whether the semantic lane can run on `kb`, and its model.
+pub fn semantic(kb: &KnowledgeBase) -> (SemanticState, SemanticModel) {
+    #[cfg(feature = "semantic")]
+    {
+        vector::state(kb)
+    }
+    #[cfg(not(feature = "semantic"))]
+    {
+        let _ = kb;
+        (SemanticState::Unavailable, None)
+    }
+}
+
 /// Results a cursor can page through.
 pub const MAX_RESULTS: usize = 1000;
 
-/// The lanes a request runs (§8.4 lane plan, without vector lanes).
-pub fn plan(scope: Scope, mode: Mode, query: &str) -> Vec<Lane> {
+/// The lanes a request runs (§8.4 lane plan; the one vector lane, `content_vector`, in
+/// `hybrid` only and when `semantic`).
+pub fn plan(scope: Scope, mode: Mode, query: &str, semantic: bool) -> Vec<Lane> {
     match scope {
         Scope::Path => vec![Lane::ExactPath, Lane::ExactTitle],
         Scope::Metadata => vec![Lane::Lexical],
@@ -190,6 +231,9 @@ pub fn plan(scope: Scope, mode: Mode, query: &str) -> Vec<Lane> {
                 if crate::analysis::has_cjk(query) {
                     lanes.push(Lane::Jieba);
                 }
+            }
+            if mode == Mode::Hybrid && semantic {
+                lanes.push(Lane::ContentVector);
             }
             if mode != Mode::File {
                 lanes.push(Lane::FileGraph);
@@ -218,10 +262,11 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
             Ok(())
         }
     };
-    let lanes = plan(query.scope, query.mode, query.text);
+    let (semantic_state, model) = semantic(kb);
+    let lanes = plan(query.scope, query.mode, query.text, model.is_some());
     let searcher = kb.search.searcher();
     let terms = QueryTerms::of(query.text);
-    let direct = lexical::run(kb, &searcher, query, &terms, &lanes).map_err(unavailable)?;
+    let direct = lexical::run(kb, &searcher, query, &terms, &lanes, &model).map_err(unavailable)?;
     check_deadline()?;
     let mut scored = fusion::file_scores(kb, &direct);
     let mut walks: Vec<(u32, Vec<Step>)> = Vec::new();
@@ -256,5 +301,6 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
         candidates,
         lanes,
         walks,
+        semantic: semantic_state,
     })
 }

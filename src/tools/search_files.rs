@@ -16,7 +16,7 @@ use crate::error::{messages, ToolError};
 use crate::ids::ReadActions;
 use crate::kb::KnowledgeBase;
 use crate::okf::OkfSignals;
-pub use crate::search::{Candidate, Lane, LaneSet, Mode, Ranking, Scope};
+pub use crate::search::{Candidate, Lane, LaneSet, Mode, Ranking, Scope, SemanticState};
 
 pub const NAME: &str = ToolName::SearchFiles.as_str();
 pub const DEFAULT_LIMIT: i64 = 10;
@@ -627,11 +627,33 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         })
         .collect();
 
+    // DECISIONS 24: the semantic lane is `ready` when it ran over vectors of every page,
+    // `degraded` (and its family degraded) when some pages have none.
+    let vector_ran = lanes.contains(&Lane::ContentVector);
+    let degraded_vectors = vector_ran && ranking.semantic == SemanticState::Degraded;
     let completed: Vec<&'static str> = {
-        let mut families: Vec<&'static str> = lanes.iter().map(|l| l.family()).collect();
+        let mut families: Vec<&'static str> = lanes
+            .iter()
+            .filter(|l| !(degraded_vectors && **l == Lane::ContentVector))
+            .map(|l| l.family())
+            .collect();
         families.sort_unstable();
         families.dedup();
         families
+    };
+    let semantic_status = match (vector_ran, ranking.semantic) {
+        (true, SemanticState::Ready) => Status {
+            state: "ready",
+            safe_code: None,
+        },
+        (true, _) => Status {
+            state: "degraded",
+            safe_code: Some("SEMANTIC_LANE_PARTIAL_FAILURE"),
+        },
+        (false, _) => Status {
+            state: "unavailable",
+            safe_code: Some("SEMANTIC_SEARCH_UNAVAILABLE"),
+        },
     };
     let graph_available = request.mode != Mode::File;
     let empty = items.is_empty();
@@ -641,13 +663,14 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         next_cursor: next_cursor.clone(),
         search_status: if empty { "no_candidates" } else { "ok" },
         search_mode: mode_name(request.mode),
-        semantic_status: Status {
-            state: "unavailable",
-            safe_code: Some("SEMANTIC_SEARCH_UNAVAILABLE"),
-        },
+        semantic_status,
         evidence_status: EvidenceStatus {
             completed_families: completed,
-            degraded_families: Vec::new(),
+            degraded_families: if degraded_vectors {
+                vec![Lane::ContentVector.family()]
+            } else {
+                Vec::new()
+            },
         },
         reranker_status: reranker_status(&request),
         graph_status: if graph_available {

@@ -38,6 +38,8 @@ mod relation_graph;
 mod search_contract;
 mod search_graph;
 mod search_phrases;
+#[cfg(all(feature = "semantic", feature = "server"))]
+mod semantic;
 #[cfg(feature = "server")]
 mod skill;
 #[cfg(feature = "server")]

@@ -1,0 +1,472 @@
+//! The semantic lane's vectors (`vectors.bin` in a generation): one vector per passage window
+//! of every source page, and how a build makes them.
+//!
+//! A page's passages are its heading sections ([`crate::markdown::sections`], the passage
+//! lane's units, so a vector hit names the section its excerpt comes from), each under its
+//! page's title and cut into windows of at most [`MAX_PASSAGE_TOKENS`] tokens. Generated
+//! navigation pages have none.
+//!
+//! Incremental: a page whose path, content and title are unchanged keeps its vectors without
+//! being read; a changed page is read and only the sections whose text (with the title) is new
+//! are embedded again, keyed by a hash of that text.
+//!
+//! The file (little endian): magic `KBVEC001`, `u32` dimension, windows, pages; per page `u32`
+//! catalog position, first window, window count, then its 16-byte key; per window `u32`
+//! section and `u64` section key; then the vectors (`f32` × dimension × windows). Searching is
+//! an exact scan (a dot product per window: unit vectors), best window per page.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::IndexError;
+
+pub const VECTORS_FILE: &str = "vectors.bin";
+const MAGIC: &[u8; 8] = b"KBVEC001";
+
+/// Tokens of a passage window (title included), as the prototype measured best: a section
+/// longer than this is cut into equal windows.
+pub const MAX_PASSAGE_TOKENS: usize = 320;
+
+/// What the manifest records of a generation's vectors.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SemanticManifest {
+    /// The model's name and its file's SHA-256: the lane runs only with that same model.
+    pub model: String,
+    pub sha256: String,
+    pub dim: u32,
+    pub pages: u64,
+    pub windows: u64,
+    /// Source pages that have no vectors (changed while the model was missing): the lane is
+    /// then `degraded`.
+    pub pages_without: u64,
+}
+
+/// One page's windows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PageVectors {
+    pub position: u32,
+    pub first: u32,
+    pub count: u32,
+    pub key: [u8; 16],
+}
+
+/// The vectors of a generation.
+#[derive(Debug, Default, Clone)]
+pub struct Vectors {
+    pub dim: usize,
+    pub pages: Vec<PageVectors>,
+    /// Per window: its section, and the section's key.
+    pub sections: Vec<u32>,
+    pub section_keys: Vec<u64>,
+    pub data: Vec<f32>,
+}
+
+/// A page the lane found: its best window's section and cosine.
+#[derive(Debug, Clone, Copy)]
+pub struct VectorHit {
+    pub position: u32,
+    pub section: u32,
+    pub score: f32,
+}
+
+fn corrupt(path: &Path, reason: &str) -> IndexError {
+    IndexError::Corrupt {
+        path: path.display().to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+impl Vectors {
+    pub fn window(&self, w: usize) -> &[f32] {
+        &self.data[w * self.dim..(w + 1) * self.dim]
+    }
+
+    pub fn windows(&self) -> usize {
+        self.sections.len()
+    }
+
+    /// The file's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(20 + self.pages.len() * 28 + self.data.len() * 4);
+        out.extend_from_slice(MAGIC);
+        for n in [self.dim, self.windows(), self.pages.len()] {
+            out.extend_from_slice(&(n as u32).to_le_bytes());
+        }
+        for p in &self.pages {
+            for n in [p.position, p.first, p.count] {
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            out.extend_from_slice(&p.key);
+        }
+        for (s, k) in self.sections.iter().zip(&self.section_keys) {
+            out.extend_from_slice(&s.to_le_bytes());
+            out.extend_from_slice(&k.to_le_bytes());
+        }
+        for v in &self.data {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out
+    }
+
+    pub fn read(path: &Path) -> Result<Vectors, IndexError> {
+        let bytes = std::fs::read(path).map_err(|e| IndexError::io(path, e))?;
+        Self::decode(&bytes)
+            .ok_or_else(|| corrupt(path, "the vectors file is truncated or damaged"))
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Vectors> {
+        let rest = bytes.strip_prefix(MAGIC)?;
+        let u32_at = |b: &[u8], i: usize| -> Option<u32> {
+            Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?))
+        };
+        let dim = u32_at(rest, 0)? as usize;
+        let windows = u32_at(rest, 4)? as usize;
+        let pages = u32_at(rest, 8)? as usize;
+        let mut at = 12;
+        let page_bytes = pages.checked_mul(28)?;
+        let window_bytes = windows.checked_mul(12)?;
+        let data_bytes = windows.checked_mul(dim)?.checked_mul(4)?;
+        if rest.len() != at + page_bytes + window_bytes + data_bytes {
+            return None;
+        }
+        let mut out = Vectors {
+            dim,
+            ..Vectors::default()
+        };
+        for _ in 0..pages {
+            let p = PageVectors {
+                position: u32_at(rest, at)?,
+                first: u32_at(rest, at + 4)?,
+                count: u32_at(rest, at + 8)?,
+                key: rest.get(at + 12..at + 28)?.try_into().ok()?,
+            };
+            if p.first as usize + p.count as usize > windows {
+                return None;
+            }
+            out.pages.push(p);
+            at += 28;
+        }
+        for _ in 0..windows {
+            out.sections.push(u32_at(rest, at)?);
+            out.section_keys.push(u64::from_le_bytes(
+                rest.get(at + 4..at + 12)?.try_into().ok()?,
+            ));
+            at += 12;
+        }
+        out.data = rest[at..]
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Some(out)
+    }
+
+    /// The `depth` pages whose best window is closest to `query` (a unit vector), best first,
+    /// ties by position; windows below `min_score` do not count.
+    pub fn search(&self, query: &[f32], depth: usize, min_score: f32) -> Vec<VectorHit> {
+        if query.len() != self.dim || self.dim == 0 {
+            return Vec::new();
+        }
+        let mut hits: Vec<VectorHit> = self
+            .pages
+            .iter()
+            .filter_map(|p| {
+                let mut best: Option<VectorHit> = None;
+                for w in p.first as usize..(p.first + p.count) as usize {
+                    let score: f32 = self.window(w).iter().zip(query).map(|(a, b)| a * b).sum();
+                    if score >= min_score && best.is_none_or(|b| score > b.score) {
+                        best = Some(VectorHit {
+                            position: p.position,
+                            section: self.sections[w],
+                            score,
+                        });
+                    }
+                }
+                best
+            })
+            .collect();
+        let order = |a: &VectorHit, b: &VectorHit| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.position.cmp(&b.position))
+        };
+        if depth < hits.len() {
+            hits.select_nth_unstable_by(depth, order);
+            hits.truncate(depth);
+        }
+        hits.sort_unstable_by(order);
+        hits
+    }
+}
+
+/// A source page a build gives vectors to.
+pub struct SourcePage {
+    pub position: u32,
+    pub key: [u8; 16],
+    pub disk: String,
+    pub path: String,
+    pub title: String,
+}
+
+/// The key of a page's section: its title and text.
+pub fn section_key(title: &str, text: &str) -> u64 {
+    let mut h = Sha256::new();
+    h.update(title.as_bytes());
+    h.update([0]);
+    h.update(text.as_bytes());
+    let d = h.finalize();
+    u64::from_le_bytes(d[..8].try_into().unwrap_or_default())
+}
+
+/// What a build did to the vectors.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VectorWork {
+    /// Pages whose vectors were kept unread.
+    pub pages_kept: u64,
+    /// Pages read for their sections.
+    pub pages_read: u64,
+    /// Windows embedded, and their tokens.
+    pub windows_embedded: u64,
+    pub tokens_embedded: u64,
+    /// Pages left without vectors (no model, or unreadable).
+    pub pages_without: u64,
+}
+
+/// Embeds passage windows: the model behind a closure, so that the index does not depend on
+/// the encoder (a build without feature `semantic` keeps what it can).
+pub trait Embedder: Sync {
+    /// The windows of a section under its page's title.
+    fn windows(&self, title: &str, text: &str) -> Vec<Vec<u32>>;
+    /// Unit vectors of `windows`, in order.
+    fn embed(&self, windows: &[Vec<u32>]) -> Vec<Vec<f32>>;
+    fn dim(&self) -> usize;
+}
+
+/// Tokens embedded per call of [`Embedder::embed`], between two progress lines.
+const PROGRESS_TOKENS: usize = 24_576;
+
+/// The vectors of `pages` (in position order), reusing `previous`' by page and by section.
+pub fn build(
+    bundle_root: &Path,
+    pages: &[SourcePage],
+    previous: Option<&Vectors>,
+    embedder: Option<&dyn Embedder>,
+    progress: &mut dyn FnMut(&str),
+) -> (Vectors, VectorWork) {
+    use rayon::prelude::*;
+    let dim = embedder
+        .map(|e| e.dim())
+        .or(previous.map(|p| p.dim))
+        .unwrap_or(0);
+    let previous = previous.filter(|p| p.dim == dim);
+    let by_page: HashMap<[u8; 16], &PageVectors> = previous
+        .map(|p| p.pages.iter().map(|v| (v.key, v)).collect())
+        .unwrap_or_default();
+    // Section key → its windows in `previous`.
+    let mut by_section: HashMap<u64, Vec<usize>> = HashMap::new();
+    if let Some(p) = previous {
+        for (w, k) in p.section_keys.iter().enumerate() {
+            by_section.entry(*k).or_default().push(w);
+        }
+    }
+    let mut work = VectorWork::default();
+    // A page's windows: kept ones (index into `previous`) or new ones (index into `fresh`).
+    enum Window {
+        Kept(usize),
+        Fresh(usize),
+    }
+    let changed: Vec<&SourcePage> = pages
+        .iter()
+        .filter(|p| !by_page.contains_key(&p.key))
+        .collect();
+    // The changed pages' sections, read in parallel: (section, key, windows to embed or kept).
+    // Per changed page (`None`: not read), per section: its number, key, and its windows kept
+    // from `previous` or to embed.
+    type Sections = Vec<(u32, u64, Result<Vec<usize>, Vec<Vec<u32>>>)>;
+    let read: Vec<Option<Sections>> = match embedder {
+        None => changed.iter().map(|_| None).collect(),
+        Some(embedder) => changed
+            .par_iter()
+            .map(|p| {
+                let text = crate::bundle::read_page_text(bundle_root, &p.disk, &p.path)?;
+                let body = &text.body;
+                Some(
+                    crate::markdown::sections(body)
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, range)| {
+                            let section = &body[range];
+                            let key = section_key(&p.title, section);
+                            let windows = match by_section.get(&key) {
+                                Some(kept) => Ok(kept.clone()),
+                                None => Err(embedder.windows(&p.title, section)),
+                            };
+                            (i as u32, key, windows)
+                        })
+                        .collect(),
+                )
+            })
+            .collect(),
+    };
+    // Every window to embed, in page order.
+    let mut to_embed: Vec<Vec<u32>> = Vec::new();
+    let mut layouts: HashMap<u32, Vec<(u32, u64, Window)>> = HashMap::new();
+    for (p, sections) in changed.iter().zip(read) {
+        let Some(sections) = sections else {
+            work.pages_without += 1;
+            continue;
+        };
+        work.pages_read += 1;
+        let mut layout = Vec::new();
+        for (section, key, windows) in sections {
+            match windows {
+                Ok(kept) => {
+                    layout.extend(kept.into_iter().map(|w| (section, key, Window::Kept(w))))
+                }
+                Err(new) => {
+                    for w in new {
+                        layout.push((section, key, Window::Fresh(to_embed.len())));
+                        to_embed.push(w);
+                    }
+                }
+            }
+        }
+        layouts.insert(p.position, layout);
+    }
+    let mut fresh: Vec<Vec<f32>> = Vec::with_capacity(to_embed.len());
+    if let Some(embedder) = embedder.filter(|_| !to_embed.is_empty()) {
+        let total: usize = to_embed.iter().map(|w| w.len() + 2).sum();
+        progress(&format!(
+            "embedding {} passage windows ({total} tokens) of {} pages",
+            to_embed.len(),
+            work.pages_read
+        ));
+        let started = std::time::Instant::now();
+        let mut done = 0usize;
+        let mut start = 0;
+        while start < to_embed.len() {
+            let mut end = start;
+            let mut tokens = 0;
+            while end < to_embed.len() && (end == start || tokens < PROGRESS_TOKENS) {
+                tokens += to_embed[end].len() + 2;
+                end += 1;
+            }
+            fresh.extend(embedder.embed(&to_embed[start..end]));
+            done += tokens;
+            start = end;
+            let secs = started.elapsed().as_secs_f64().max(1e-3);
+            let rate = done as f64 / secs;
+            progress(&format!(
+                "embedded {done}/{total} tokens ({:.0} tokens/s, {:.1} pages/s, about {:.0} s left)",
+                rate,
+                work.pages_read as f64 * done as f64 / total as f64 / secs,
+                (total - done) as f64 / rate
+            ));
+        }
+        work.windows_embedded = to_embed.len() as u64;
+        work.tokens_embedded = total as u64;
+    }
+    let mut out = Vectors {
+        dim,
+        ..Vectors::default()
+    };
+    let push = |out: &mut Vectors, section: u32, key: u64, v: &[f32]| {
+        out.sections.push(section);
+        out.section_keys.push(key);
+        out.data.extend_from_slice(v);
+    };
+    for p in pages {
+        let first = out.windows() as u32;
+        if let Some(kept) = by_page.get(&p.key) {
+            let prev = previous.expect("kept pages come from the previous vectors");
+            for w in kept.first as usize..(kept.first + kept.count) as usize {
+                push(
+                    &mut out,
+                    prev.sections[w],
+                    prev.section_keys[w],
+                    prev.window(w),
+                );
+            }
+            work.pages_kept += 1;
+        } else if let Some(layout) = layouts.get(&p.position) {
+            for (section, key, window) in layout {
+                match window {
+                    Window::Kept(w) => {
+                        let prev = previous.expect("kept sections come from the previous vectors");
+                        push(&mut out, *section, *key, prev.window(*w));
+                    }
+                    Window::Fresh(i) => push(&mut out, *section, *key, &fresh[*i]),
+                }
+            }
+        } else {
+            continue;
+        }
+        let count = out.windows() as u32 - first;
+        if count > 0 {
+            out.pages.push(PageVectors {
+                position: p.position,
+                first,
+                count,
+                key: p.key,
+            });
+        }
+    }
+    (out, work)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vectors {
+        Vectors {
+            dim: 2,
+            pages: vec![
+                PageVectors {
+                    position: 3,
+                    first: 0,
+                    count: 2,
+                    key: [1; 16],
+                },
+                PageVectors {
+                    position: 7,
+                    first: 2,
+                    count: 1,
+                    key: [2; 16],
+                },
+            ],
+            sections: vec![0, 1, 0],
+            section_keys: vec![10, 11, 12],
+            data: vec![1.0, 0.0, 0.6, 0.8, 0.0, 1.0],
+        }
+    }
+
+    #[test]
+    fn encode_then_decode_is_the_same() {
+        let v = sample();
+        let back = Vectors::decode(&v.encode()).expect("decodes");
+        assert_eq!(back.pages, v.pages);
+        assert_eq!(back.sections, v.sections);
+        assert_eq!(back.section_keys, v.section_keys);
+        assert_eq!(back.data, v.data);
+        let mut cut = v.encode();
+        cut.pop();
+        assert!(Vectors::decode(&cut).is_none());
+    }
+
+    #[test]
+    fn search_takes_each_pages_best_window() {
+        let v = sample();
+        let hits = v.search(&[0.0, 1.0], 10, -1.0);
+        assert_eq!(hits.len(), 2);
+        assert_eq!((hits[0].position, hits[0].section), (7, 0));
+        assert_eq!((hits[1].position, hits[1].section), (3, 1));
+        assert!((hits[1].score - 0.8).abs() < 1e-6);
+        // The threshold leaves out windows below it.
+        assert_eq!(v.search(&[1.0, 0.0], 10, 0.7).len(), 1);
+        assert_eq!(v.search(&[0.0, 1.0], 1, -1.0)[0].position, 7);
+    }
+}

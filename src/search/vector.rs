@@ -1,0 +1,93 @@
+//! The semantic lane (`content_vector`): the query's embedding (`"query: "` + the text, cached
+//! per process) against every passage window of the index's vectors, a page counting at its
+//! best window. It runs in `hybrid` only (`file` stays lexical, as the issue that added the lane
+//! decided; `graph` ranks by relations), when the index has vectors made by the installed model
+//! (DECISIONS 24).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use super::lexical::Hit;
+use crate::embed::Model;
+use crate::kb::KnowledgeBase;
+
+/// Whether the lane can run on `kb`, and how [`super::SemanticState`] reports it.
+pub fn state(kb: &KnowledgeBase) -> (super::SemanticState, Option<Arc<Model>>) {
+    use super::SemanticState::*;
+    let (Some(recorded), Some(_)) = (kb.manifest.semantic.as_ref(), kb.vectors.as_ref()) else {
+        return (Unavailable, None);
+    };
+    if !kb.options.semantic {
+        return (Unavailable, None);
+    }
+    let dir = crate::embed::install::model_dir(kb.options.model_dir.as_deref());
+    match crate::embed::shared(&dir) {
+        Ok((model, installed)) if installed.sha256 == recorded.sha256 => {
+            let state = if recorded.pages_without > 0 {
+                Degraded
+            } else {
+                Ready
+            };
+            (state, Some(model))
+        }
+        _ => (Unavailable, None),
+    }
+}
+
+/// Query embeddings kept per process (a server answers the same questions again, paging among
+/// them): the most recent [`CACHED`].
+const CACHED: usize = 512;
+
+struct Cache {
+    vectors: HashMap<String, Arc<Vec<f32>>>,
+    order: VecDeque<String>,
+}
+
+static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+
+/// The embedding of `text` as a query.
+pub fn query_vector(model: &Model, text: &str) -> Arc<Vec<f32>> {
+    {
+        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = cache.as_ref().and_then(|c| c.vectors.get(text)) {
+            return v.clone();
+        }
+    }
+    let vector = Arc::new(model.embed_query(text, rayon::current_num_threads()));
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache.get_or_insert_with(|| Cache {
+        vectors: HashMap::new(),
+        order: VecDeque::new(),
+    });
+    if cache
+        .vectors
+        .insert(text.to_string(), vector.clone())
+        .is_none()
+    {
+        cache.order.push_back(text.to_string());
+        if cache.order.len() > CACHED {
+            if let Some(old) = cache.order.pop_front() {
+                cache.vectors.remove(&old);
+            }
+        }
+    }
+    vector
+}
+
+/// The lane's hits for `text`: pages by their best window, best first.
+pub fn hits(kb: &KnowledgeBase, model: &Model, text: &str, depth: usize) -> Vec<Hit> {
+    let Some(vectors) = kb.vectors.as_ref() else {
+        return Vec::new();
+    };
+    let query = query_vector(model, text);
+    vectors
+        .search(&query, depth, super::fusion::WEIGHTS.min_cosine)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, h)| Hit {
+            position: h.position,
+            rank: rank as u32,
+            section: Some(crate::index::search_index::Section(h.section)),
+        })
+        .collect()
+}

