@@ -112,6 +112,9 @@ fn open_live(
     let location = locate(source)?;
     // A server answers from what it opens for long: every file is checked.
     let kb = open_at(source, &location, index::Verify::Full)?;
+    // The embedding model, when the index has vectors, is loaded now rather than by the first
+    // search (the load takes a few tenths of a second).
+    let _ = kbtools::search::semantic(&kb);
     let log = server_log();
     let live = Arc::new(LiveKnowledgeBase::from_opened(
         kb,
