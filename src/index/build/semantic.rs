@@ -7,7 +7,6 @@ use super::super::vectors::{self, Embedder, SemanticManifest, SourcePage, Vector
 use super::super::{BuildOptions, Semantic, CATALOG_FILE};
 use super::{index_fingerprint, Previous};
 use crate::error::IndexError;
-use crate::index::catalog::{store, Catalog};
 
 /// Whether the new generation has vectors: asked for, or kept from the previous one.
 pub(super) fn wanted(options: &BuildOptions, previous: Option<&Previous>) -> bool {
@@ -103,14 +102,7 @@ fn embedder(
 
 /// The source pages of the generation in `dir` that get vectors.
 fn source_pages(dir: &Path) -> Result<Vec<SourcePage>, IndexError> {
-    let path = dir.join(CATALOG_FILE);
-    let bytes = store::Bytes::map(&path).map_err(|e| IndexError::io(&path, e))?;
-    let catalog = Catalog::open(bytes, &path.display().to_string()).map_err(|reason| {
-        IndexError::Corrupt {
-            path: path.display().to_string(),
-            reason,
-        }
-    })?;
+    let catalog = super::stream::open_written_catalog(&dir.join(CATALOG_FILE))?;
     Ok(catalog
         .iter_files()
         .enumerate()

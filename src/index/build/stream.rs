@@ -15,15 +15,18 @@ use crate::index::catalog::{store, Catalog};
 use crate::index::search_index::IndexedPage;
 use crate::index::{link_dir, search_index};
 
+/// The catalog a build just wrote at `path`.
+pub(super) fn open_written_catalog(path: &Path) -> Result<Catalog, IndexError> {
+    let bytes = store::Bytes::map(path).map_err(|e| IndexError::io(path, e))?;
+    Catalog::open(bytes, &path.display().to_string()).map_err(|reason| IndexError::Corrupt {
+        path: path.display().to_string(),
+        reason,
+    })
+}
+
 /// Every indexed page of the catalog at `path`.
 pub(super) fn pages_of_catalog(path: &Path) -> Result<Vec<Page>, IndexError> {
-    let bytes = store::Bytes::map(path).map_err(|e| IndexError::io(path, e))?;
-    let catalog = Catalog::open(bytes, &path.display().to_string()).map_err(|reason| {
-        IndexError::Corrupt {
-            path: path.display().to_string(),
-            reason,
-        }
-    })?;
+    let catalog = open_written_catalog(path)?;
     Ok(catalog
         .iter_files()
         .filter_map(|f| {
