@@ -43,8 +43,8 @@ pub struct Weights {
 /// equal and any added share outweighed the lexical order; passages weigh three times the
 /// whole page (answers sit in one section of a long page); graph shares of a fifth, damped
 /// by the square root of the page's relation count; translations at half their page's score.
-/// The semantic lane weighs 8 (the best of 3, 5, 8, 12 and 20 on both dev sets; 12 and 20
-/// with k = 10 and 20 did worse), with no cosine floor (0.80 and 0.82 lost on both).
+/// The semantic lane weighs 8, with no cosine floor (the dev-set figures that chose both are in
+/// the README, "Semantic search").
 pub const WEIGHTS: Weights = Weights {
     rrf_k: 5.0,
     exact_path: 16.0,
