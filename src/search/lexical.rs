@@ -53,13 +53,28 @@ fn passage_hits(passages: crate::index::search_index::Passages) -> Vec<Hit> {
     hits
 }
 
+/// The semantic lane's hits: pages by their best passage window, each with that window's
+/// section (its excerpt comes from it).
+fn vector_hits(vectors: &crate::index::vectors::Vectors, query: &[f32]) -> Vec<Hit> {
+    vectors
+        .search(query, LANE_DEPTH, super::fusion::WEIGHTS.min_cosine)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, h)| Hit {
+            position: h.position,
+            rank: rank as u32,
+            section: Some(crate::index::search_index::Section(h.section)),
+        })
+        .collect()
+}
+
 pub fn run(
     kb: &KnowledgeBase,
     searcher: &Searcher,
     query: &Query<'_>,
     terms: &QueryTerms,
     lanes: &[Lane],
-    model: &super::SemanticModel,
+    query_vector: Option<&[f32]>,
 ) -> Result<Vec<LaneHits>, IndexError> {
     let text = query.text;
     let exact_key = crate::text::exact_key(text);
@@ -116,16 +131,10 @@ pub fn run(
                     return Ok(std::iter::once(page).chain(passages).collect());
                 }
                 Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
-                #[cfg(feature = "semantic")]
-                Lane::ContentVector => match model {
-                    Some(model) => super::vector::hits(kb, model, text, LANE_DEPTH),
-                    None => Vec::new(),
+                Lane::ContentVector => match (query_vector, kb.vectors.as_ref()) {
+                    (Some(query), Some(vectors)) => vector_hits(vectors, query),
+                    _ => Vec::new(),
                 },
-                #[cfg(not(feature = "semantic"))]
-                Lane::ContentVector => {
-                    let _ = model;
-                    Vec::new()
-                }
                 // Not direct lanes (left out of `wanted`; the passage lane runs with the page
                 // lane).
                 Lane::Passage | Lane::FileGraph | Lane::FileRelationship => Vec::new(),

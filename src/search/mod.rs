@@ -267,15 +267,23 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
     // The query's embedding first, its GEMMs on the whole pool: inside the lanes' parallel run
     // they waited on the other lanes' tasks (SciFact, warm server: 71 ms median a search).
     #[cfg(feature = "semantic")]
-    if let Some(model) = model
+    let query_vector = model
         .as_ref()
         .filter(|_| lanes.contains(&Lane::ContentVector))
-    {
-        vector::query_vector(model, query.text);
-    }
+        .map(|model| vector::query_vector(model, query.text));
+    #[cfg(not(feature = "semantic"))]
+    let query_vector: Option<std::sync::Arc<Vec<f32>>> = None;
     let searcher = kb.search.searcher();
     let terms = QueryTerms::of(query.text);
-    let direct = lexical::run(kb, &searcher, query, &terms, &lanes, &model).map_err(unavailable)?;
+    let direct = lexical::run(
+        kb,
+        &searcher,
+        query,
+        &terms,
+        &lanes,
+        query_vector.as_deref().map(|v| &v[..]),
+    )
+    .map_err(unavailable)?;
     check_deadline()?;
     let mut scored = fusion::file_scores(kb, &direct);
     let mut walks: Vec<(u32, Vec<Step>)> = Vec::new();

@@ -1,13 +1,12 @@
-//! The semantic lane (`content_vector`): the query's embedding (`"query: "` + the text, cached
-//! per process) against every passage window of the index's vectors, a page counting at its
-//! best window. It runs in `hybrid` only (`file` stays lexical, as the issue that added the lane
+//! The semantic lane (`content_vector`): whether it can run, and the query's embedding
+//! (`"query: "` + the text, cached per process), which [`super::lexical`] scores against every
+//! passage window of the index's vectors, a page counting at its best window. It runs in `hybrid` only (`file` stays lexical, as the issue that added the lane
 //! decided; `graph` ranks by relations), when the index has vectors made by the installed model
 //! (DECISIONS 24).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use super::lexical::Hit;
 use crate::embed::Model;
 use crate::kb::KnowledgeBase;
 
@@ -72,22 +71,4 @@ pub fn query_vector(model: &Model, text: &str) -> Arc<Vec<f32>> {
         }
     }
     vector
-}
-
-/// The lane's hits for `text`: pages by their best window, best first.
-pub fn hits(kb: &KnowledgeBase, model: &Model, text: &str, depth: usize) -> Vec<Hit> {
-    let Some(vectors) = kb.vectors.as_ref() else {
-        return Vec::new();
-    };
-    let query = query_vector(model, text);
-    vectors
-        .search(&query, depth, super::fusion::WEIGHTS.min_cosine)
-        .into_iter()
-        .enumerate()
-        .map(|(rank, h)| Hit {
-            position: h.position,
-            rank: rank as u32,
-            section: Some(crate::index::search_index::Section(h.section)),
-        })
-        .collect()
 }
