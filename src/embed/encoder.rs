@@ -192,9 +192,7 @@ impl Encoder {
                             Parallelism::None,
                         );
                     }
-                    for row in sc.chunks_exact_mut(len) {
-                        softmax(row);
-                    }
+                    wide(|| sc.chunks_exact_mut(len).for_each(softmax));
                     let c = context[start * h + hd * head..].as_mut_ptr();
                     // SAFETY: as above.
                     unsafe {
@@ -233,9 +231,7 @@ impl Encoder {
             );
             layer_norm(x, Some(projected), &layer.attention_norm, h, s.eps);
             linear(x, h, &layer.up, &layer.up_bias, mid, parallelism);
-            for v in mid.iter_mut() {
-                *v = gelu(*v);
-            }
+            wide(|| mid.iter_mut().for_each(|v| *v = gelu(*v)));
             linear(
                 mid,
                 ff,
@@ -299,29 +295,70 @@ fn linear(x: &[f32], nin: usize, w: &[f32], bias: &[f32], y: &mut [f32], par: Pa
     }
 }
 
-/// `x = LayerNorm(x + y)` row by row.
-fn layer_norm(x: &mut [f32], y: Option<&[f32]>, (w, b): &(Vec<f32>, Vec<f32>), h: usize, eps: f32) {
-    for (i, row) in x.chunks_exact_mut(h).enumerate() {
-        if let Some(y) = y {
-            for (r, v) in row.iter_mut().zip(&y[i * h..(i + 1) * h]) {
-                *r += v;
-            }
+/// Runs `f` compiled for AVX2 and FMA when the CPU has them (checked once, cached by std):
+/// the build targets baseline x86-64, whose loops vectorize four lanes wide at most. `f` and
+/// what it calls must inline into it (`#[inline(always)]`) to be compiled that way.
+/// Measured reason: the layer norms, softmax and GELU were 22% of the encoder's time.
+#[inline(always)]
+fn wide<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2<R>(f: impl FnOnce() -> R) -> R {
+            f()
         }
-        let mean = row.iter().sum::<f32>() / h as f32;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
-        let inv = 1.0 / (var + eps).sqrt();
-        for ((r, w), b) in row.iter_mut().zip(w).zip(b) {
-            *r = (*r - mean) * inv * w + b;
-        }
+        // SAFETY: the CPU has the features `avx2` is compiled for (checked just above).
+        return unsafe { avx2(f) };
     }
+    f()
 }
 
+/// Folds `xs` by `f` in eight running values (the lanes of a vector), then the eight into one
+/// by `join`: a single running value keeps the operations in order and does not vectorize.
+#[inline(always)]
+fn fold8(
+    xs: &[f32],
+    start: f32,
+    f: impl Fn(f32, f32) -> f32,
+    join: impl Fn(f32, f32) -> f32,
+) -> f32 {
+    let mut acc = [start; 8];
+    let chunks = xs.chunks_exact(8);
+    let tail = chunks.remainder().iter().fold(start, |a, &x| f(a, x));
+    for c in chunks {
+        for i in 0..8 {
+            acc[i] = f(acc[i], c[i]);
+        }
+    }
+    acc.iter().fold(tail, |a, &x| join(a, x))
+}
+
+/// `x = LayerNorm(x + y)` row by row.
+fn layer_norm(x: &mut [f32], y: Option<&[f32]>, (w, b): &(Vec<f32>, Vec<f32>), h: usize, eps: f32) {
+    wide(|| {
+        for (i, row) in x.chunks_exact_mut(h).enumerate() {
+            if let Some(y) = y {
+                for (r, v) in row.iter_mut().zip(&y[i * h..(i + 1) * h]) {
+                    *r += v;
+                }
+            }
+            let mean = fold8(row, 0.0, |a, v| a + v, |a, b| a + b) / h as f32;
+            let var = fold8(row, 0.0, |a, v| a + (v - mean) * (v - mean), |a, b| a + b) / h as f32;
+            let inv = 1.0 / (var + eps).sqrt();
+            for ((r, w), b) in row.iter_mut().zip(w).zip(b) {
+                *r = (*r - mean) * inv * w + b;
+            }
+        }
+    })
+}
+
+#[inline(always)]
 fn softmax(row: &mut [f32]) {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let max = fold8(row, f32::NEG_INFINITY, f32::max, f32::max);
     for v in row.iter_mut() {
         *v = exp(*v - max);
     }
-    let inv = 1.0 / row.iter().sum::<f32>();
+    let inv = 1.0 / fold8(row, 0.0, |a, v| a + v, |a, b| a + b);
     row.iter_mut().for_each(|v| *v *= inv);
 }
 
@@ -334,7 +371,10 @@ fn softmax(row: &mut [f32]) {
 #[inline(always)]
 fn exp(x: f32) -> f32 {
     let t = (x * std::f32::consts::LOG2_E).max(-126.0);
-    let whole = t.round();
+    // Round to nearest by adding and taking away 1.5·2^23 (|t| ≤ 126), which vectorizes on any
+    // x86-64 (`round` is a call to `roundf` there: 5% of the encoder's time).
+    const ROUND: f32 = 12_582_912.0;
+    let whole = (t + ROUND) - ROUND;
     let f = t - whole;
     // 2^f on [-1/2, 1/2]: Taylor terms of e^(f ln 2) (the first left out is below 1.2e-7).
     let p = 1.0
@@ -362,6 +402,30 @@ fn gelu(x: f32) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fold8_folds_every_value_once_and_joins_the_lanes() {
+        for n in [0usize, 1, 7, 8, 9, 19, 384] {
+            let xs: Vec<f32> = (1..=n).map(|i| i as f32).collect();
+            let sum = super::fold8(&xs, 0.0, |a, v| a + v, |a, b| a + b);
+            assert_eq!(sum, (n * (n + 1) / 2) as f32, "sum of 1..={n}");
+            let squares = super::fold8(&xs, 0.0, |a, v| a + v * v, |a, b| a + b);
+            assert_eq!(
+                squares,
+                (n * (n + 1) * (2 * n + 1) / 6) as f32,
+                "squares to {n}"
+            );
+            let max = super::fold8(&xs, f32::NEG_INFINITY, f32::max, f32::max);
+            assert_eq!(max, if n == 0 { f32::NEG_INFINITY } else { n as f32 });
+        }
+        let mut row = [1.0f32, 2.0, 3.0];
+        super::softmax(&mut row);
+        let e: Vec<f64> = [1.0f64, 2.0, 3.0].iter().map(|x| x.exp()).collect();
+        let total: f64 = e.iter().sum();
+        for (got, want) in row.iter().zip(&e) {
+            assert!((*got as f64 - want / total).abs() < 1e-6);
+        }
+    }
+
     #[test]
     fn exp_and_gelu_are_close_to_the_exact_ones() {
         for i in 0..2000 {

@@ -175,7 +175,7 @@ impl Vectors {
             .filter_map(|p| {
                 let mut best: Option<VectorHit> = None;
                 for w in p.first as usize..(p.first + p.count) as usize {
-                    let score: f32 = self.window(w).iter().zip(query).map(|(a, b)| a * b).sum();
+                    let score = dot(self.window(w), query);
                     if score >= min_score && best.is_none_or(|b| score > b.score) {
                         best = Some(VectorHit {
                             position: p.position,
@@ -199,6 +199,25 @@ impl Vectors {
         hits.sort_unstable_by(order);
         hits
     }
+}
+
+/// `a · b` in eight running sums, so that the loop vectorizes (a single running sum keeps the
+/// additions in order, one at a time: SciFact's 9,218 windows took 4 ms a query that way).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut sums = [0.0f32; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = a8
+        .remainder()
+        .iter()
+        .zip(b8.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a8.zip(b8) {
+        for i in 0..8 {
+            sums[i] += x[i] * y[i];
+        }
+    }
+    sums.iter().sum::<f32>() + tail
 }
 
 /// A source page a build gives vectors to.
@@ -455,6 +474,18 @@ mod tests {
         let mut cut = v.encode();
         cut.pop();
         assert!(Vectors::decode(&cut).is_none());
+    }
+
+    #[test]
+    fn dot_sums_every_product() {
+        for n in [0usize, 3, 8, 19, 384] {
+            let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let b: Vec<f32> = (0..n)
+                .map(|i| if i % 2 == 0 { 1.0 } else { -2.0 })
+                .collect();
+            let want: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert_eq!(super::dot(&a, &b), want, "length {n}");
+        }
     }
 
     #[test]
