@@ -336,6 +336,15 @@ pub const LANGUAGE_CODES: [&str; 36] = [
     "zh-Hans", "zh-Hant", "zh-TW", "zh-cn", "zh-hans", "zh-hant", "zh-tw",
 ];
 
+/// The language code of the first folder of `path` that is a language root
+/// ([`LANGUAGE_CODES`]), as [`translation_paths`] reads them.
+pub fn language_root(path: &str) -> Option<&str> {
+    let folders = &path[..path.rfind('/')?];
+    folders
+        .split('/')
+        .find(|segment| LANGUAGE_CODES.contains(segment))
+}
+
 /// The paths `path` would have under its sibling language roots: each folder segment that is
 /// a language code ([`LANGUAGE_CODES`]) replaced by each other code, in code order.
 pub fn translation_paths(path: &str) -> Vec<String> {
@@ -362,6 +371,15 @@ pub fn translation_paths(path: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn language_root_is_the_first_language_folder() {
+        assert_eq!(language_root("pages/zh-CN/guide/a.md"), Some("zh-CN"));
+        assert_eq!(language_root("en/a/fr/b.md"), Some("en"));
+        assert_eq!(language_root("docs/en.md"), None);
+        assert_eq!(language_root("en"), None);
+        assert_eq!(language_root("guide/js/a.md"), None);
+    }
 
     #[test]
     fn classifies_bundle_paths() {

@@ -18,6 +18,11 @@ pub struct Weights {
     pub jieba: f64,
     /// The semantic lane (`content_vector`).
     pub content_vector: f64,
+    /// The semantic lane's share is multiplied by this for a page in another script than the
+    /// question (CJK against alphabetic, by the page's language root): the lexical lanes
+    /// cannot match such a page, so the semantic lane is its only direct witness, and it must
+    /// stand against same-language pages that several lanes add up for.
+    pub cross_language: f64,
     /// Windows less similar to the query than this do not count for the semantic lane.
     pub min_cosine: f32,
     /// Seeds of the graph lanes: the best pages by file score.
@@ -43,8 +48,8 @@ pub struct Weights {
 /// equal and any added share outweighed the lexical order; passages weigh three times the
 /// whole page (answers sit in one section of a long page); graph shares of a fifth, damped
 /// by the square root of the page's relation count; translations at half their page's score.
-/// The semantic lane weighs 8, with no cosine floor (the dev-set figures that chose both are in
-/// the README, "Semantic search").
+/// The semantic lane weighs 8, twice that for a page in the question's other script, with no
+/// cosine floor (the dev-set figures that chose them are in the README, "Semantic search").
 pub const WEIGHTS: Weights = Weights {
     rrf_k: 5.0,
     exact_path: 16.0,
@@ -53,6 +58,7 @@ pub const WEIGHTS: Weights = Weights {
     passage: 10.0,
     jieba: 4.0,
     content_vector: 8.0,
+    cross_language: 2.0,
     min_cosine: 0.0,
     seeds: 20,
     graph: 0.2,
@@ -102,10 +108,21 @@ impl Entry {
 /// Every page some lane found, by catalog position.
 pub type Scored = rustc_hash::FxHashMap<u32, Entry>;
 
+/// Whether `path` is a page in another script than `question`: one of them CJK (Chinese,
+/// Japanese, Korean) and the other not, the page's by its language root (a page outside
+/// language roots is in no particular script).
+fn other_script(question_is_cjk: bool, path: &str) -> bool {
+    crate::bundle::paths::language_root(path).is_some_and(|code| {
+        let cjk = ["zh", "ja", "ko"].iter().any(|c| code.starts_with(c));
+        cjk != question_is_cjk
+    })
+}
+
 /// The file score of every page a direct lane found (each lane counts at the page's rank in
 /// it; a page is in a lane once).
-pub fn file_scores(kb: &KnowledgeBase, direct: &[LaneHits]) -> Scored {
+pub fn file_scores(kb: &KnowledgeBase, question: &str, direct: &[LaneHits]) -> Scored {
     let w = &WEIGHTS;
+    let question_is_cjk = crate::analysis::has_cjk(question);
     let mut scored = Scored::default();
     for lane in direct {
         let weight = lane_weight(w, lane.lane);
@@ -113,6 +130,13 @@ pub fn file_scores(kb: &KnowledgeBase, direct: &[LaneHits]) -> Scored {
             if !kb.catalog.is_source(hit.position) {
                 continue;
             }
+            let weight = if lane.lane == Lane::ContentVector
+                && other_script(question_is_cjk, &kb.catalog.file(hit.position).path)
+            {
+                weight * w.cross_language
+            } else {
+                weight
+            };
             let entry = scored.entry(hit.position).or_default();
             entry.file += weight / (w.rrf_k + f64::from(hit.rank) + 1.0);
             if lane.reported {
@@ -185,4 +209,20 @@ pub fn finish(kb: &KnowledgeBase, query: &Query<'_>, scored: Scored) -> Vec<Cand
     });
     candidates.truncate(MAX_RESULTS);
     candidates
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn other_script_compares_cjk_with_the_rest_by_language_root() {
+        assert!(super::other_script(true, "pages/en/guide/a.md"));
+        assert!(!super::other_script(true, "pages/zh-CN/guide/a.md"));
+        assert!(super::other_script(false, "zh/a.md"));
+        assert!(!super::other_script(false, "en-GB/a.md"));
+        assert!(!super::other_script(false, "fr/a.md"));
+        assert!(super::other_script(false, "ja/a.md"));
+        // No language root: no script to compare.
+        assert!(!super::other_script(true, "guide/a.md"));
+        assert!(!super::other_script(false, "guide/a.md"));
+    }
 }

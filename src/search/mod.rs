@@ -285,7 +285,7 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
     )
     .map_err(unavailable)?;
     check_deadline()?;
-    let mut scored = fusion::file_scores(kb, &direct);
+    let mut scored = fusion::file_scores(kb, query.text, &direct);
     let mut walks: Vec<(u32, Vec<Step>)> = Vec::new();
     if lanes.iter().any(|l| l.is_graph()) {
         let seeds = fusion::seeds(&scored);
