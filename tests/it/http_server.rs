@@ -20,7 +20,7 @@ use kbtools::http::HttpOptions;
 use serde_json::Value;
 
 /// A running server over some fixtures; stops (gracefully) when dropped.
-struct Server {
+pub(crate) struct Server {
     addr: SocketAddr,
     ids: Vec<String>,
     stop: Arc<AtomicBool>,
@@ -37,6 +37,15 @@ impl Server {
             kbs.push(opened.kb);
             indexes.push(opened.index_dir);
         }
+        Server::serving(kbs, indexes, options)
+    }
+
+    /// A server over knowledge bases already open (their index folders kept until it stops).
+    pub(crate) fn serving(
+        kbs: Vec<kbtools::kb::KnowledgeBase>,
+        indexes: Vec<tempfile::TempDir>,
+        options: HttpOptions,
+    ) -> Server {
         let ids = kbs
             .iter()
             .map(|kb| kb.manifest.knowledge_base_id.clone())
@@ -78,11 +87,11 @@ impl Server {
     }
 
     /// `/openapi/v2/knowledge-bases/<first kb><rest>`.
-    fn long(&self, rest: &str) -> String {
+    pub(crate) fn long(&self, rest: &str) -> String {
         format!("/openapi/v2/knowledge-bases/{}{rest}", self.kb())
     }
 
-    fn get(&self, target: &str) -> Reply {
+    pub(crate) fn get(&self, target: &str) -> Reply {
         self.request("GET", target, &[])
     }
 
@@ -118,10 +127,10 @@ impl Drop for Server {
 }
 
 #[derive(Debug)]
-struct Reply {
-    status: u16,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
     headers: BTreeMap<String, String>,
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Reply {
@@ -153,7 +162,7 @@ impl Reply {
         }
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         let content_type = self.headers.get("content-type").map(String::as_str);
         assert_eq!(
             content_type,
@@ -198,7 +207,7 @@ impl Reply {
 }
 
 /// JavaScript `encodeURIComponent`, for query values.
-fn encode(value: &str) -> String {
+pub(crate) fn encode(value: &str) -> String {
     kbtools::text::encode_uri_component(value)
 }
 

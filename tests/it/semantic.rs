@@ -310,6 +310,40 @@ fn the_mcp_door_reports_the_lane_as_the_library_does() {
 }
 
 #[test]
+fn the_http_door_reports_the_lane_as_the_library_does() {
+    let Some((_, bundle, index_dir)) = semantic_fixture() else {
+        return;
+    };
+    let model = model_dir().unwrap();
+    let kb = KnowledgeBase::open(index_dir, Some(bundle), serve(&model)).unwrap();
+    let server = crate::http_server::Server::serving(
+        vec![kb],
+        Vec::new(),
+        kbtools::http::HttpOptions::default(),
+    );
+    let query = crate::http_server::encode("webhook signature retries");
+    let reply = server.get(&server.long(&format!("/files/search?query={query}&mode=hybrid")));
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let out = reply.json();
+    assert_eq!(out["semanticStatus"]["state"], json!("ready"), "{out}");
+    assert!(families(&out, "completedFamilies").contains(&"content_vector".to_string()));
+    // `file` mode stays lexical, over HTTP as everywhere.
+    let reply = server.get(&server.long(&format!("/files/search?query={query}&mode=file")));
+    let out = reply.json();
+    assert_eq!(
+        out["semanticStatus"]["state"],
+        json!("unavailable"),
+        "{out}"
+    );
+    assert!(!families(&out, "completedFamilies").contains(&"content_vector".to_string()));
+}
+
+#[test]
 fn a_refresh_embeds_only_the_changed_page_and_keeps_the_vectors() {
     let Some((_, bundle, index_dir)) = semantic_fixture() else {
         return;
