@@ -9,7 +9,8 @@ use sha2::{Digest, Sha256};
 
 use super::paths::PathClass;
 use super::{
-    is_source_page, paths, plain, record_title, resolve_title, BundleKind, Diagnostic, ReadFile,
+    is_source_page, paths, plain, record_title, resolve_title, BundleKind, Code, Diagnostic,
+    ReadFile,
 };
 use crate::relation::Direction;
 
@@ -197,6 +198,7 @@ fn routed_packets<'a>(
         }
         let Some(&file) = by_path.get(router) else {
             diagnostics.push(Diagnostic::new(
+                Code::MissingRouter,
                 router.to_string(),
                 None,
                 "router is missing".into(),
@@ -214,6 +216,7 @@ fn routed_packets<'a>(
                 packets.push(resource.as_str());
             } else {
                 diagnostics.push(Diagnostic::new(
+                    Code::MissingRouter,
                     router.to_string(),
                     None,
                     format!("routes to {resource}, which is missing"),
@@ -238,6 +241,7 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
     for r in read {
         if r.class == PathClass::DocumentPacket && !routed.contains(r.path.as_str()) {
             diagnostics.push(Diagnostic::new(
+                Code::UnroutedPacket,
                 r.path.clone(),
                 None,
                 "document packet is not reached from _index/pages/index.json; read anyway".into(),
@@ -259,6 +263,7 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
         };
         let Some((good, bad)) = &record.documents else {
             diagnostics.push(Diagnostic::new(
+                Code::RecordShape,
                 packet.to_string(),
                 None,
                 "`documents` is missing".into(),
@@ -266,7 +271,12 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
             continue;
         };
         for message in bad {
-            diagnostics.push(Diagnostic::new(packet.to_string(), None, message.clone()));
+            diagnostics.push(Diagnostic::new(
+                Code::RecordShape,
+                packet.to_string(),
+                None,
+                message.clone(),
+            ));
         }
         for (path, title) in good {
             records.entry(path.as_str()).or_insert(title.as_deref());
@@ -280,6 +290,7 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
     missing.sort_unstable();
     for path in missing {
         diagnostics.push(Diagnostic::new(
+            Code::MissingPage,
             path.to_string(),
             None,
             "listed in the _index document records but missing from pages/".into(),
@@ -298,6 +309,7 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
         };
         let Some(page) = record.page.as_deref() else {
             diagnostics.push(Diagnostic::new(
+                Code::RecordShape,
                 r.path.clone(),
                 None,
                 "`path` is missing".into(),
@@ -305,7 +317,12 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
             continue;
         };
         for message in &record.relationship_problems {
-            diagnostics.push(Diagnostic::new(r.path.clone(), None, message.clone()));
+            diagnostics.push(Diagnostic::new(
+                Code::RecordShape,
+                r.path.clone(),
+                None,
+                message.clone(),
+            ));
         }
         owners.push((page, i as u32));
     }
@@ -321,6 +338,7 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
         let source_backed = is_source_page(r.class, record.is_some());
         if source_backed && record.is_none() {
             diagnostics.push(Diagnostic::new(
+                Code::UnrecordedPage,
                 r.path.clone(),
                 None,
                 "page is not in the _index document records; served as a source page".into(),
@@ -357,6 +375,7 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
         let graph_path = &read[group[group.len() - 1].1 as usize].path;
         let Some(from) = source_page(page) else {
             diagnostics.push(Diagnostic::new(
+                Code::OrphanGraph,
                 graph_path.clone(),
                 None,
                 format!("relation records for {page}, which is not a readable page; skipped"),
@@ -370,6 +389,7 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
             for (item, rel) in record.relationships.iter().enumerate() {
                 let Some(to) = source_page(&rel.target) else {
                     diagnostics.push(Diagnostic::new(
+                        Code::DanglingRelation,
                         graph_path.clone(),
                         None,
                         format!(

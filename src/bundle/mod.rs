@@ -4,6 +4,7 @@
 
 mod assembly;
 pub mod beneath;
+mod diagnostic;
 pub mod frontmatter;
 pub mod paths;
 pub mod plain;
@@ -32,6 +33,7 @@ use walk::WalkedFile;
 pub use assembly::{
     assemble, render_per_file_graph, Assembly, RelationRef, RelationText, RelationView, VirtualFile,
 };
+pub use diagnostic::{Code, Diagnostic, Problem, Severity};
 use read::{read_bytes, read_one, text_of};
 
 /// Bytes of a file read at most: only this much of a larger page is read, parsed, indexed and
@@ -39,34 +41,6 @@ use read::{read_bytes, read_one, text_of};
 pub const MAX_PARSE_BYTES: u64 = 16 * 1024 * 1024;
 /// Plain text indexed per page at most (bytes); the rest of a huge page is not searchable.
 pub const MAX_INDEXED_TEXT: usize = 4 * 1024 * 1024;
-
-/// A problem found while reading a bundle: which file, where, and what.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Diagnostic {
-    pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub line: Option<usize>,
-    pub message: String,
-}
-
-impl Diagnostic {
-    pub fn new(path: String, line: Option<usize>, message: String) -> Self {
-        Diagnostic {
-            path,
-            line,
-            message,
-        }
-    }
-}
-
-impl std::fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{}: {}", self.path, line, self.message),
-            None => write!(f, "{}: {}", self.path, self.message),
-        }
-    }
-}
 
 /// A Focowiki bundle or a plain Markdown folder (rules#plain-folders).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -242,8 +216,8 @@ pub struct ReadFile {
     pub size: u64,
     pub mtime_ns: i128,
     pub sha256: String,
-    /// Problems of this file: line and message.
-    pub problems: Vec<(Option<usize>, String)>,
+    /// Problems of this file.
+    pub problems: Vec<Problem>,
     pub detail: Detail,
 }
 
@@ -383,6 +357,7 @@ pub fn scan(root: &Path, walked: walk::Walk) -> Result<Scan, IndexError> {
             Ok(_) => {
                 if let Some(&first) = twin_of.get(&(i as u32)) {
                     diagnostics.push(Diagnostic::new(
+                        Code::NotServed,
                         walked.files[i].relative.clone(),
                         None,
                         format!(
@@ -460,12 +435,17 @@ pub fn read_files_with_pages(
 
 /// The diagnostics of each file's own problems, for `(disk path, problems)` in path order.
 pub fn problem_diagnostics<'a>(
-    files: impl Iterator<Item = (&'a str, &'a [(Option<usize>, String)])>,
+    files: impl Iterator<Item = (&'a str, &'a [Problem])>,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (disk, problems) in files {
-        for (line, message) in problems {
-            out.push(Diagnostic::new(disk.to_string(), *line, message.clone()));
+        for p in problems {
+            out.push(Diagnostic::new(
+                p.code,
+                disk.to_string(),
+                p.line,
+                p.message.clone(),
+            ));
         }
     }
     out
@@ -643,6 +623,7 @@ fn logical_path(kind: BundleKind, file: &WalkedFile) -> Logical {
     };
     if let Err(problem) = paths::check_canonical(&candidate) {
         return Err(Some(Diagnostic::new(
+            Code::NotServed,
             file.relative.clone(),
             None,
             format!("{problem}; skipped"),
@@ -654,6 +635,7 @@ fn logical_path(kind: BundleKind, file: &WalkedFile) -> Logical {
             Some(class) => class,
             None => {
                 return Err(Some(Diagnostic::new(
+                    Code::NotServed,
                     file.relative.clone(),
                     None,
                     "not a path a Focowiki bundle holds; ignored".into(),

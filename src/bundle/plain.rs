@@ -10,7 +10,7 @@ use crate::relation::Direction;
 
 use serde_json::Value;
 
-use super::{paths, Diagnostic, Relation};
+use super::{paths, Code, Diagnostic, Relation};
 use crate::markdown::Link;
 use crate::text::{exact_key, nfc, percent_decode_once};
 
@@ -343,6 +343,7 @@ pub fn derive_relations(
                 // A link to an image or another file that is no page.
                 None if !page_like => {}
                 None => diagnostics.push(Diagnostic::new(
+                    Code::UnresolvedLink,
                     from.to_string(),
                     None,
                     format!("link to {} does not resolve to a page", link.destination),
@@ -361,6 +362,7 @@ pub fn derive_relations(
                     }
                     Some(_) => {}
                     None => diagnostics.push(Diagnostic::new(
+                        Code::UnresolvedLink,
                         from.to_string(),
                         None,
                         format!("frontmatter `{key}` entry {target:?} does not resolve to a page"),
@@ -439,6 +441,7 @@ pub fn derive_relations(
     for ((name, value), members) in &groups {
         if members.len() > MAX_TRANSLATIONS {
             diagnostics.push(Diagnostic::new(
+                Code::SharedKey,
                 members[0].path.to_string(),
                 None,
                 format!(

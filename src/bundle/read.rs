@@ -7,8 +7,8 @@ use super::paths::PathClass;
 use super::walk::{self, WalkedFile};
 use super::{
     beneath, indexed_text, is_record_class, is_source_page, records, sha256_hex, split_page,
-    string_field, with_read_buffer, BundleKind, Detail, OnPage, PageText, ParsedRecord, ReadFile,
-    SplitPage, MAX_PARSE_BYTES,
+    string_field, with_read_buffer, BundleKind, Code, Detail, OnPage, PageText, ParsedRecord,
+    Problem, ReadFile, SplitPage, MAX_PARSE_BYTES,
 };
 use crate::markdown;
 
@@ -113,8 +113,11 @@ fn read_parsed(
     } = match read_bytes(file, bytes) {
         Ok(x) => x,
         Err(e) => {
-            out.problems
-                .push((None, format!("cannot read: {e}; skipped")));
+            out.problems.push(Problem::new(
+                Code::Unreadable,
+                None,
+                format!("cannot read: {e}; skipped"),
+            ));
             out.sha256 = "unreadable".into();
             return out;
         }
@@ -122,14 +125,16 @@ fn read_parsed(
     out.sha256 = sha;
     out.size = total;
     if changed {
-        out.problems.push((
+        out.problems.push(Problem::new(
+            Code::ChangedWhileRead,
             None,
-            "changed while it was read; indexed as read (the next build reads it again)".into(),
+            "changed while it was read; indexed as read (the next build reads it again)",
         ));
     }
     if total > MAX_PARSE_BYTES {
         if out.path.ends_with(".json") {
-            out.problems.push((
+            out.problems.push(Problem::new(
+                Code::TooLarge,
                 None,
                 format!(
                     "{total} bytes, more than the {MAX_PARSE_BYTES} bytes kbtools reads; listed but not parsed (its checksumSha256 covers the first {MAX_PARSE_BYTES} bytes)"
@@ -137,7 +142,8 @@ fn read_parsed(
             ));
             return out;
         }
-        out.problems.push((
+        out.problems.push(Problem::new(
+            Code::TooLarge,
             None,
             format!(
                 "{total} bytes, more than the {MAX_PARSE_BYTES} bytes kbtools reads; only the first {MAX_PARSE_BYTES} bytes are read, parsed, indexed and hashed (its checksumSha256 covers them)"
@@ -146,7 +152,8 @@ fn read_parsed(
     }
     let (text, invalid_at) = text_of(bytes, total);
     if let Some(valid) = invalid_at {
-        out.problems.push((
+        out.problems.push(Problem::new(
+            Code::InvalidUtf8,
             None,
             format!("invalid UTF-8 at byte {valid}; read as text with U+FFFD replacements"),
         ));
@@ -164,7 +171,11 @@ fn read_parsed(
             records::parse_title(&text).map(|title| out.detail.own_title = title)
         };
         if let Err(e) = parsed {
-            out.problems.push((None, format!("invalid JSON: {e}")));
+            out.problems.push(Problem::new(
+                Code::InvalidJson,
+                None,
+                format!("invalid JSON: {e}"),
+            ));
         }
         return out;
     }
@@ -175,7 +186,8 @@ fn read_parsed(
     } = split_page(&text);
     let mut raw_frontmatter = None;
     if let Some((e, raw)) = invalid {
-        out.problems.push((
+        out.problems.push(Problem::new(
+            Code::InvalidFrontmatter,
             e.line,
             format!("invalid frontmatter, kept as raw text: {}", e.message),
         ));

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use walkdir::{DirEntry, WalkDir};
 
-use super::Diagnostic;
+use super::{Code, Diagnostic};
 
 /// Deepest directory nesting walked; deeper entries are reported and skipped.
 pub const MAX_DEPTH: usize = 256;
@@ -105,6 +105,7 @@ pub fn walk(root: &Path) -> Walk {
         Ok(p) => p,
         Err(e) => {
             out.diagnostics.push(Diagnostic::new(
+                Code::Unreadable,
                 root.display().to_string(),
                 None,
                 format!("cannot open the bundle root: {e}"),
@@ -192,8 +193,8 @@ fn visit(
     depth: usize,
     stats: &mut Stats,
 ) -> Option<Item> {
-    let diagnostic = |path: String, message: String| {
-        Some(Item::Diagnostic(Diagnostic::new(path, None, message)))
+    let diagnostic = |code: Code, path: String, message: String| {
+        Some(Item::Diagnostic(Diagnostic::new(code, path, None, message)))
     };
     let entry = match entry {
         Ok(entry) => entry,
@@ -202,13 +203,14 @@ fn visit(
                 .path()
                 .map(|p| display_relative(root, p))
                 .unwrap_or_default();
-            return diagnostic(at, format!("cannot read: {e}"));
+            return diagnostic(Code::Unreadable, at, format!("cannot read: {e}"));
         }
     };
     let path = entry.path();
     let relative_os = path.strip_prefix(root).unwrap_or(path);
     let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
         return diagnostic(
+            Code::NotServed,
             relative_os.to_string_lossy().into_owned(),
             "the file name is not valid UTF-8; skipped".into(),
         );
@@ -216,6 +218,7 @@ fn visit(
     let file_type = entry.file_type();
     if depth + entry.depth() == MAX_DEPTH && file_type.is_dir() {
         return diagnostic(
+            Code::NotServed,
             relative,
             format!("directories nest deeper than {MAX_DEPTH} levels; the rest is skipped"),
         );
@@ -228,23 +231,33 @@ fn visit(
             Ok(target) if target.starts_with(root) && target.is_file() => target,
             Ok(target) if target.starts_with(root) => {
                 return diagnostic(
+                    Code::NotServed,
                     relative,
                     "symbolic link to a directory is not followed".into(),
                 );
             }
             Ok(_) => {
                 return diagnostic(
+                    Code::NotServed,
                     relative,
                     "symbolic link points outside the bundle; skipped".into(),
                 );
             }
             Err(e) => {
-                return diagnostic(relative, format!("broken symbolic link; skipped ({e})"));
+                return diagnostic(
+                    Code::NotServed,
+                    relative,
+                    format!("broken symbolic link; skipped ({e})"),
+                );
             }
         };
         std::fs::metadata(&target).map(|m| (m.len(), mtime_ns(&m), Some(target)))
     } else if !file_type.is_file() {
-        return diagnostic(relative, "not a regular file; skipped".into());
+        return diagnostic(
+            Code::NotServed,
+            relative,
+            "not a regular file; skipped".into(),
+        );
     } else {
         stats
             .of(&entry)
@@ -252,7 +265,7 @@ fn visit(
     };
     let (size, mtime_ns, target) = match metadata {
         Ok(m) => m,
-        Err(e) => return diagnostic(relative, format!("cannot stat: {e}")),
+        Err(e) => return diagnostic(Code::Unreadable, relative, format!("cannot stat: {e}")),
     };
     Some(Item::File(WalkedFile::new(
         root.clone(),
@@ -388,6 +401,7 @@ mod tests {
             Ok(p) => p,
             Err(e) => {
                 out.diagnostics.push(Diagnostic::new(
+                    Code::Unreadable,
                     root.display().to_string(),
                     None,
                     format!("cannot open the bundle root: {e}"),
@@ -409,8 +423,12 @@ mod tests {
                         .path()
                         .map(|p| display_relative(&canonical_root, p))
                         .unwrap_or_default();
-                    out.diagnostics
-                        .push(Diagnostic::new(path, None, format!("cannot read: {e}")));
+                    out.diagnostics.push(Diagnostic::new(
+                        Code::Unreadable,
+                        path,
+                        None,
+                        format!("cannot read: {e}"),
+                    ));
                     continue;
                 }
             };
@@ -423,6 +441,7 @@ mod tests {
                 .unwrap_or(entry.path());
             let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
                 out.diagnostics.push(Diagnostic::new(
+                    Code::NotServed,
                     relative_os.to_string_lossy().into_owned(),
                     None,
                     "the file name is not valid UTF-8; skipped".into(),
@@ -432,6 +451,7 @@ mod tests {
             let file_type = entry.file_type();
             if entry.depth() == MAX_DEPTH && file_type.is_dir() {
                 out.diagnostics.push(Diagnostic::new(
+                    Code::NotServed,
                     relative,
                     None,
                     format!("directories nest deeper than {MAX_DEPTH} levels; the rest is skipped"),
@@ -449,6 +469,7 @@ mod tests {
                     }
                     Ok(target) if target.starts_with(&canonical_root) => {
                         out.diagnostics.push(Diagnostic::new(
+                            Code::NotServed,
                             relative,
                             None,
                             "symbolic link to a directory is not followed".into(),
@@ -457,6 +478,7 @@ mod tests {
                     }
                     Ok(_) => {
                         out.diagnostics.push(Diagnostic::new(
+                            Code::NotServed,
                             relative,
                             None,
                             "symbolic link points outside the bundle; skipped".into(),
@@ -465,6 +487,7 @@ mod tests {
                     }
                     Err(e) => {
                         out.diagnostics.push(Diagnostic::new(
+                            Code::NotServed,
                             relative,
                             None,
                             format!("broken symbolic link; skipped ({e})"),
@@ -474,6 +497,7 @@ mod tests {
                 }
             } else if !file_type.is_file() {
                 out.diagnostics.push(Diagnostic::new(
+                    Code::NotServed,
                     relative,
                     None,
                     "not a regular file; skipped".into(),
@@ -484,6 +508,7 @@ mod tests {
                 Ok(m) => m,
                 Err(e) => {
                     out.diagnostics.push(Diagnostic::new(
+                        Code::Unreadable,
                         relative,
                         None,
                         format!("cannot stat: {e}"),

@@ -41,7 +41,7 @@ use super::{
     BUILD_LOCK, CATALOG_FILE, INDEX_FORMAT_VERSION, INGEST_CACHE_FILE,
 };
 use crate::bundle::paths::PathClass;
-use crate::bundle::{self, BundleKind, Diagnostic, Job, ReadFile};
+use crate::bundle::{self, BundleKind, Code, Diagnostic, Job, ReadFile};
 use crate::error::IndexError;
 use crate::ids;
 
@@ -642,6 +642,7 @@ pub(crate) fn build(
     let mut diagnostics = diagnostics;
     diagnostics.extend(unread.into_iter().map(|(_, path)| {
         Diagnostic::new(
+            Code::Unreadable,
             path,
             None,
             "cannot read again for indexing (removed or replaced during the build): listed \

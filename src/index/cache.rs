@@ -12,7 +12,7 @@
 //! Layout (integers little-endian):
 //!
 //! ```text
-//! magic "KBING07\n"
+//! magic "KBING08\n"
 //! chunks           each compact-encoded [Detail] (see crate::compact)
 //! records          one fixed-size record per entry (see RECORD)
 //! disk paths       (entries + 1) × u32 offsets, then the paths
@@ -21,7 +21,7 @@
 //! header           postcard: kind, when the cache was made, where each section lies, CRC-32s
 //! header length    u32
 //! header CRC-32    u32
-//! magic "KBING07\n"
+//! magic "KBING08\n"
 //! ```
 //!
 //! Every section has a CRC-32 in the header: the entries' are checked when the cache is opened,
@@ -34,9 +34,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::bundle::paths::PathClass;
-use crate::bundle::{BundleKind, Detail};
+use crate::bundle::{BundleKind, Code, Detail, Diagnostic, Problem};
 
-const MAGIC: &[u8; 8] = b"KBING07\n";
+const MAGIC: &[u8; 8] = b"KBING08\n";
 /// A chunk ends after a file whose path hashes to 0 modulo this (about this many files a chunk)…
 const CHUNK_SPREAD: u64 = 256;
 /// …or after this many files.
@@ -110,8 +110,8 @@ pub struct Entry<'a> {
     pub sha256: Sha<'a>,
     /// A Markdown file that was parsed ([`Detail::parsed`]).
     pub parsed: bool,
-    /// Its problems: line and message.
-    pub problems: &'a [(Option<usize>, String)],
+    /// Its problems.
+    pub problems: &'a [Problem],
     /// Its catalog position.
     pub position: u32,
     /// Its title comes from its document record.
@@ -185,8 +185,8 @@ const INDEXED: u8 = 8;
 /// The sha256 is a digest (else its text is in the side table).
 const DIGEST: u8 = 16;
 
-/// A file's problems: line and message.
-type Problems = Vec<(Option<usize>, String)>;
+/// A file's problems.
+type Problems = Vec<Problem>;
 
 /// The variable parts of the entries.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -211,14 +211,35 @@ struct Tables {
     side: Section,
 }
 
+/// A diagnostic as the cache keeps it: (code, path, line, column, message).
+pub type KeptDiagnostic = (Code, String, Option<usize>, Option<usize>, String);
+
 /// What the last build derived from the whole bundle, valid while the files it depends on are
 /// unchanged (see `index::assembly_key`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Derived {
     pub key: String,
     /// The diagnostics after the files' own problems (of the assembly and of the catalog), as
-    /// (path, line, message).
-    pub diagnostics: Vec<(String, Option<usize>, String)>,
+    /// (code, path, line, column, message): a tuple, since the cache's binary encoding does not
+    /// take [`Diagnostic`]'s skipped fields.
+    pub diagnostics: Vec<KeptDiagnostic>,
+}
+
+impl Derived {
+    pub fn keep(diagnostics: &[Diagnostic]) -> Vec<KeptDiagnostic> {
+        diagnostics
+            .iter()
+            .map(|d| (d.code, d.path.clone(), d.line, d.column, d.message.clone()))
+            .collect()
+    }
+
+    pub fn diagnostics(&self) -> impl Iterator<Item = Diagnostic> + '_ {
+        self.diagnostics
+            .iter()
+            .map(|(code, path, line, column, message)| {
+                Diagnostic::new(*code, path.clone(), *line, message.clone()).at(*column)
+            })
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]

@@ -896,7 +896,7 @@ fn a_page_deleted_while_indexing() {
     assert!(
         gone.problems
             .iter()
-            .any(|(_, m)| m.starts_with("cannot read") && m.contains("skipped")),
+            .any(|p| p.message.starts_with("cannot read") && p.message.contains("skipped")),
         "{:?}",
         gone.problems
     );

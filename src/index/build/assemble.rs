@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::{assembly_key, index_fingerprint, Page, Written};
 use crate::bundle::paths::PathClass;
-use crate::bundle::{self, BundleKind, Diagnostic, ReadFile};
+use crate::bundle::{self, BundleKind, Code, Diagnostic, ReadFile};
 use crate::error::IndexError;
 use crate::ids;
 use crate::index::cache::{self, Cache, Entry, Sha};
@@ -192,6 +192,7 @@ pub(super) fn assemble(
         let key = search_index::page_key(&r.path);
         if let Some(first) = keys.get(&key) {
             diagnostics.push(Diagnostic::new(
+                Code::IndexCollision,
                 r.path.clone(),
                 None,
                 format!(
@@ -395,10 +396,7 @@ pub(super) fn assemble(
                 )
             }),
         ),
-        diagnostics: diagnostics[derived_start..]
-            .iter()
-            .map(|d| (d.path.clone(), d.line, d.message.clone()))
-            .collect(),
+        diagnostics: cache::Derived::keep(&diagnostics[derived_start..]),
     };
     let total_files = slots.len() as u64;
     drop(slots);

@@ -228,12 +228,7 @@ pub(super) fn patch<T>(
             .filter(|e| !e.problems.is_empty())
             .map(|e| (e.disk, e.problems)),
     ));
-    diagnostics.extend(
-        derived
-            .diagnostics
-            .iter()
-            .map(|(path, line, message)| Diagnostic::new(path.clone(), *line, message.clone())),
-    );
+    diagnostics.extend(derived.diagnostics());
 
     // The catalog, and meanwhile the ingest cache: every chunk as stored but those of changed
     // files.

@@ -1,19 +1,18 @@
 use super::*;
 
-fn problems(i: usize) -> Vec<(Option<usize>, String)> {
+fn problems(i: usize) -> Vec<Problem> {
     if i.is_multiple_of(5) {
-        vec![(Some(2), format!("bad {i}"))]
+        vec![Problem::new(
+            Code::InvalidFrontmatter,
+            Some(2),
+            format!("bad {i}"),
+        )]
     } else {
         Vec::new()
     }
 }
 
-fn entry<'a>(
-    i: usize,
-    disk: &'a str,
-    sha: &'a str,
-    problems: &'a [(Option<usize>, String)],
-) -> Entry<'a> {
+fn entry<'a>(i: usize, disk: &'a str, sha: &'a str, problems: &'a [Problem]) -> Entry<'a> {
     Entry {
         disk,
         logical: (i % 7 == 3).then_some("pages/other.md"),
@@ -79,7 +78,7 @@ fn reads_back_what_it_wrote_and_finds_damage() {
     }
     let derived = Derived {
         key: "k".into(),
-        diagnostics: vec![("a".into(), None, "m".into())],
+        diagnostics: vec![(Code::UnrecordedPage, "a".into(), None, Some(4), "m".into())],
     };
     let finish = |writer: Writer| {
         writer
