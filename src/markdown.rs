@@ -74,17 +74,38 @@ pub const MAX_HEADING_CHARS: usize = 1024;
 /// Links kept per document.
 const MAX_LINKS: usize = 4096;
 
+/// The Markdown extensions every parse of a page enables.
+const OPTIONS: Options = Options::ENABLE_TABLES
+    .union(Options::ENABLE_FOOTNOTES)
+    .union(Options::ENABLE_STRIKETHROUGH)
+    .union(Options::ENABLE_TASKLISTS)
+    .union(Options::ENABLE_WIKILINKS)
+    .union(Options::ENABLE_HEADING_ATTRIBUTES);
+
+/// The destination of every Markdown link of `body` (not images, not wiki links) with the
+/// byte offset where the link starts (`kbtools check` reports broken ones there).
+pub fn link_destinations(body: &str) -> Vec<(String, usize)> {
+    Parser::new_ext(body, OPTIONS)
+        .into_offset_iter()
+        .filter_map(|(event, range)| match event {
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                ..
+            }) if !matches!(link_type, LinkType::WikiLink { .. }) => {
+                Some((dest_url.into_string(), range.start))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 pub fn summarize(body: &str) -> MarkdownSummary {
     // A byte-order mark before the first heading is no part of it.
     let body = body.strip_prefix('\u{feff}').unwrap_or(body);
     // Heading attributes (`# Title {#anchor .class}`, as VitePress, Hugo, MkDocs and Docusaurus
     // write anchors) are no part of the heading's text.
-    let options = Options::ENABLE_TABLES
-        | Options::ENABLE_FOOTNOTES
-        | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_WIKILINKS
-        | Options::ENABLE_HEADING_ATTRIBUTES;
+    let options = OPTIONS;
     let mut summary = MarkdownSummary::default();
     let mut heading: Option<(HeadingLevel, String)> = None;
     let mut text = String::with_capacity(body.len());

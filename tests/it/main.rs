@@ -12,6 +12,8 @@ mod attack_faults;
 #[cfg(feature = "gen-bundle")]
 mod bundle_gen;
 #[cfg(feature = "server")]
+mod check;
+#[cfg(feature = "server")]
 mod cli;
 mod contract_schema;
 mod edge_fixtures;

@@ -1,0 +1,394 @@
+//! `kbtools check`'s report in the forms people and CI systems read: text, JSON, JUnit XML,
+//! GitHub Actions workflow commands and SARIF 2.1.0.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::Report;
+use crate::bundle::{Code, Diagnostic, Severity};
+
+/// A report's form (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Junit,
+    Github,
+    Sarif,
+}
+
+impl Format {
+    pub const NAMES: [&'static str; 5] = ["text", "json", "junit", "github", "sarif"];
+
+    pub fn parse(name: &str) -> Option<Format> {
+        Some(match name {
+            "text" => Format::Text,
+            "json" => Format::Json,
+            "junit" => Format::Junit,
+            "github" => Format::Github,
+            "sarif" => Format::Sarif,
+            _ => return None,
+        })
+    }
+}
+
+/// What a report is written about: the folder as the user named it (findings' files are shown
+/// under it, so that a CI system finds them from the repository's root) and the severity at
+/// which the check fails.
+pub struct Context<'a> {
+    pub root: &'a Path,
+    pub threshold: Severity,
+}
+
+impl Context<'_> {
+    /// A finding's file as shown: under the folder as named.
+    fn file(&self, d: &Diagnostic) -> String {
+        let root = self.root.to_string_lossy();
+        let root = root.trim_end_matches('/');
+        if root.is_empty() || root == "." {
+            d.path.clone()
+        } else {
+            format!("{root}/{}", d.path)
+        }
+    }
+}
+
+/// The report in `format`.
+pub fn write(report: &Report, format: Format, cx: &Context<'_>) -> String {
+    match format {
+        Format::Text => text(report, cx),
+        Format::Json => {
+            let mut out = serde_json::to_string_pretty(&json_value(report, cx)).unwrap_or_default();
+            out.push('\n');
+            out
+        }
+        Format::Junit => junit(report, cx),
+        Format::Github => github(report, cx),
+        Format::Sarif => {
+            let mut out = serde_json::to_string_pretty(&sarif(report, cx)).unwrap_or_default();
+            out.push('\n');
+            out
+        }
+    }
+}
+
+fn place(d: &Diagnostic) -> String {
+    match (d.line, d.column) {
+        (Some(line), Some(column)) => format!(":{line}:{column}"),
+        (Some(line), None) => format!(":{line}"),
+        _ => String::new(),
+    }
+}
+
+fn plural(n: usize, one: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+fn summary(report: &Report, cx: &Context<'_>) -> String {
+    let (errors, warnings, notes) = report.counts();
+    let mut out = format!(
+        "{}, {}, {} in {} ({})",
+        plural(errors, "error"),
+        plural(warnings, "warning"),
+        plural(notes, "note"),
+        plural(report.files, "file"),
+        plural(report.pages, "page"),
+    );
+    if report.allowed > 0 {
+        let _ = write!(out, "; {} allowed", report.allowed);
+    }
+    let verdict = if report.fails(cx.threshold) {
+        "failed"
+    } else {
+        "passed"
+    };
+    let _ = write!(
+        out,
+        "; {verdict} (fails at {}{})",
+        cx.threshold.as_str(),
+        if cx.threshold == Severity::Error {
+            ""
+        } else {
+            " and above"
+        }
+    );
+    out
+}
+
+/// `file:line:column: severity[KB0xx]: message`, the fix hint under the first finding of each
+/// code, and a summary line.
+fn text(report: &Report, cx: &Context<'_>) -> String {
+    let mut out = String::new();
+    let mut hinted = std::collections::HashSet::new();
+    for d in &report.findings {
+        let _ = writeln!(
+            out,
+            "{}{}: {}[{}]: {}",
+            cx.file(d),
+            place(d),
+            d.severity().as_str(),
+            d.code.as_str(),
+            d.message
+        );
+        if hinted.insert(d.code) {
+            let _ = writeln!(out, "  hint: {}", d.code.hint());
+        }
+    }
+    let _ = writeln!(out, "kbtools check: {}", summary(report, cx));
+    out
+}
+
+fn json_value(report: &Report, cx: &Context<'_>) -> Value {
+    let (errors, warnings, notes) = report.counts();
+    let findings: Vec<Value> = report
+        .findings
+        .iter()
+        .map(|d| {
+            json!({
+                "code": d.code.as_str(),
+                "severity": d.severity().as_str(),
+                "path": d.path,
+                "file": cx.file(d),
+                "line": d.line,
+                "column": d.column,
+                "message": d.message,
+                "title": d.code.title(),
+                "hint": d.code.hint(),
+            })
+        })
+        .collect();
+    json!({
+        "bundle": cx.root.to_string_lossy(),
+        "kind": report.kind,
+        "files": report.files,
+        "pages": report.pages,
+        "failsAt": cx.threshold.as_str(),
+        "passed": !report.fails(cx.threshold),
+        "counts": {"error": errors, "warning": warnings, "note": notes, "allowed": report.allowed},
+        "findings": findings,
+    })
+}
+
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // Characters XML 1.0 cannot hold at all.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{fffd}'),
+            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// One test case per code (a stable list, so that a CI dashboard follows each rule from run to
+/// run): failing with its findings at or above the threshold, passing otherwise (findings below
+/// it in the case's output).
+fn junit(report: &Report, cx: &Context<'_>) -> String {
+    let mut cases = String::new();
+    let mut failures = 0;
+    for &code in Code::ALL {
+        let found: Vec<&Diagnostic> = report.findings.iter().filter(|d| d.code == code).collect();
+        let lines: String = found
+            .iter()
+            .map(|d| format!("{}{}: {}\n", cx.file(d), place(d), d.message))
+            .collect();
+        let _ = writeln!(
+            cases,
+            "    <testcase name=\"{} {}\" classname=\"kbtools.check\" time=\"0\">",
+            code.as_str(),
+            xml_escape(code.title())
+        );
+        if !found.is_empty() && code.severity() >= cx.threshold {
+            failures += 1;
+            let _ = writeln!(
+                cases,
+                "      <failure message=\"{}\" type=\"{}\">{}hint: {}</failure>",
+                xml_escape(&format!(
+                    "{} {}",
+                    plural(found.len(), code.severity().as_str()),
+                    code.as_str()
+                )),
+                code.as_str(),
+                xml_escape(&lines),
+                xml_escape(code.hint())
+            );
+        } else if !found.is_empty() {
+            let _ = writeln!(
+                cases,
+                "      <system-out>{}</system-out>",
+                xml_escape(&lines)
+            );
+        }
+        cases.push_str("    </testcase>\n");
+    }
+    let tests = Code::ALL.len();
+    let name = xml_escape(&format!("kbtools check {}", cx.root.to_string_lossy()));
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <testsuites name=\"{name}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" time=\"0\">\n  \
+         <testsuite name=\"{name}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"0\">\n\
+         {cases}  </testsuite>\n</testsuites>\n"
+    )
+}
+
+/// GitHub Actions' escaping of a workflow command's message.
+fn github_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// …and of a property's value.
+fn github_property(text: &str) -> String {
+    github_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// `::error file=…,line=…,col=…,title=…::message`, one per finding (annotations on the pull
+/// request), then the summary as a plain line.
+fn github(report: &Report, cx: &Context<'_>) -> String {
+    let mut out = String::new();
+    for d in &report.findings {
+        let command = match d.severity() {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "notice",
+        };
+        let mut properties = format!("file={}", github_property(&cx.file(d)));
+        if let Some(line) = d.line {
+            let _ = write!(properties, ",line={line}");
+            if let Some(column) = d.column {
+                let _ = write!(properties, ",col={column}");
+            }
+        }
+        let _ = write!(
+            properties,
+            ",title={}",
+            github_property(&format!("{} {}", d.code.as_str(), d.code.title()))
+        );
+        let _ = writeln!(
+            out,
+            "::{command} {properties}::{}",
+            github_data(&format!("{} (hint: {})", d.message, d.code.hint()))
+        );
+    }
+    let _ = writeln!(out, "kbtools check: {}", summary(report, cx));
+    out
+}
+
+/// A relative path as a URI reference (RFC 3986): each segment percent-encoded.
+fn uri_reference(path: &str) -> String {
+    const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    let encoded: Vec<String> = path
+        .split('/')
+        .map(|s| percent_encoding::utf8_percent_encode(s, SEGMENT).to_string())
+        .collect();
+    if path.starts_with('/') {
+        format!("file://{}", encoded.join("/"))
+    } else {
+        encoded.join("/")
+    }
+}
+
+/// SARIF 2.1.0: one run of the tool `kbtools`, a rule per code, a result per finding.
+fn sarif(report: &Report, cx: &Context<'_>) -> Value {
+    let level = |s: Severity| match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+    };
+    let rules: Vec<Value> = Code::ALL
+        .iter()
+        .map(|code| {
+            json!({
+                "id": code.as_str(),
+                "shortDescription": {"text": code.title()},
+                "help": {"text": code.hint()},
+                "defaultConfiguration": {"level": level(code.severity())},
+            })
+        })
+        .collect();
+    let results: Vec<Value> = report
+        .findings
+        .iter()
+        .map(|d| {
+            let mut location = json!({
+                "physicalLocation": {
+                    "artifactLocation": {"uri": uri_reference(&cx.file(d))},
+                }
+            });
+            if let Some(line) = d.line {
+                let mut region = json!({"startLine": line});
+                if let Some(column) = d.column {
+                    region["startColumn"] = json!(column);
+                }
+                location["physicalLocation"]["region"] = region;
+            }
+            json!({
+                "ruleId": d.code.as_str(),
+                "ruleIndex": Code::ALL.iter().position(|c| *c == d.code).unwrap_or(0),
+                "level": level(d.severity()),
+                "message": {"text": d.message},
+                "locations": [location],
+            })
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "kbtools",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_commands_escape_their_data_and_properties() {
+        assert_eq!(github_data("50% a\nb"), "50%25 a%0Ab");
+        assert_eq!(github_property("a:b,c"), "a%3Ab%2Cc");
+    }
+
+    #[test]
+    fn xml_text_is_escaped_and_stays_xml() {
+        assert_eq!(
+            xml_escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&apos;"
+        );
+        assert_eq!(xml_escape("a\u{1}b"), "a\u{fffd}b");
+    }
+
+    #[test]
+    fn uris_encode_each_segment() {
+        assert_eq!(
+            uri_reference("pages/指南/a b.md"),
+            "pages/%E6%8C%87%E5%8D%97/a%20b.md"
+        );
+        assert_eq!(uri_reference("/tmp/x.md"), "file:///tmp/x.md");
+    }
+}
