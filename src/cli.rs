@@ -238,7 +238,13 @@ const EXPAND_EXAMPLES: &str = "Examples:
   kbtools expand pages/en/README.md --depth 2 -b fixtures/focowiki-docs";
 const EVAL_EXAMPLES: &str = "Examples:
   kbtools eval -b ../shared/bundles/scifact --queries queries.jsonl --qrels qrels/test.tsv
-  kbtools eval -b ./bundle --queries q.jsonl --qrels r.tsv --mode hybrid --json";
+  kbtools eval -b ./bundle --queries q.jsonl --qrels r.tsv --mode hybrid --json
+  kbtools eval -b ./export --questions dev.jsonl --mode hybrid --min-ndcg 0.8 --min-ndcg lang=zh:0.75
+  kbtools eval -b ./export --must-find must-find.jsonl --mode hybrid --junit eval.xml
+
+Exit status: 0 passed, 1 a threshold not met (or, with --must-find or --fail-on-miss, a
+question that misses a page it must find), 2 bad input (a file that does not parse, judgments
+naming unknown pages or queries without --lenient).";
 const CHECK_EXAMPLES: &str = "Examples:
   kbtools check ./export                      findings as text; exit 1 on an error
   kbtools check ./export --strict --allow KB041,KB042
@@ -420,12 +426,13 @@ enum Command {
         #[command(flatten)]
         render: RenderArgs,
     },
-    /// Measure search quality against relevance judgments (BEIR queries.jsonl + qrels TSV).
+    /// Measure search quality against relevance judgments (BEIR queries.jsonl + qrels TSV,
+    /// graded questions, or a "must find" file); with thresholds, a gate for CI.
     #[command(after_help = EVAL_EXAMPLES)]
     Eval {
         /// BEIR queries.jsonl ({"_id", "text"} per line), with --qrels [default: none; or
-        /// --questions].
-        #[arg(long, requires = "qrels", conflicts_with = "questions")]
+        /// --questions, or --must-find].
+        #[arg(long, requires = "qrels", conflicts_with_all = ["questions", "must_find"])]
         queries: Option<PathBuf>,
         /// BEIR qrels TSV (query-id, corpus-id, score); corpus-id <id> is page pages/<id>.md
         /// [default: none].
@@ -433,13 +440,41 @@ enum Command {
         qrels: Option<PathBuf>,
         /// Graded questions, one JSON object a line: {"id", "question", "relevant": {path:
         /// grade}, "lang", "difficulty"}; prints a line per language and difficulty too
-        /// [default: none; or --queries and --qrels].
-        #[arg(long, value_name = "FILE")]
+        /// [default: none].
+        #[arg(long, value_name = "FILE", conflicts_with = "must_find")]
         questions: Option<PathBuf>,
-        /// Exit 1 when a mode's nDCG@10 over all questions is below this (for CI jobs)
+        /// Questions and the pages each must find in the top k, one JSON object a line:
+        /// {"question", "paths": ["pages/…md", …], "id"?}; a question that misses one fails
+        /// the run [default: none].
+        #[arg(long, value_name = "FILE")]
+        must_find: Option<PathBuf>,
+        /// Exit 1 when nDCG@10 is below VALUE: `VALUE` (every mode, all questions),
+        /// `MODE:VALUE`, `GROUP:VALUE` (`lang=zh:0.7`) or `MODE:GROUP:VALUE`; repeatable
         /// [default: no threshold].
-        #[arg(long, value_name = "NDCG")]
-        min_ndcg: Option<f64>,
+        #[arg(long, value_name = "[MODE:][GROUP:]VALUE")]
+        min_ndcg: Vec<String>,
+        /// Exit 1 when Recall@10 is below VALUE (as --min-ndcg) [default: no threshold].
+        #[arg(long, value_name = "[MODE:][GROUP:]VALUE")]
+        min_recall: Vec<String>,
+        /// The top k a question's verdict looks at: it passes when every page of the highest
+        /// grade it judges is among its first k results.
+        #[arg(long, value_name = "K", default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=100))]
+        top_k: u16,
+        /// Print each question's verdict (in the JSON report: `queries`).
+        #[arg(long)]
+        per_query: bool,
+        /// Write a JUnit XML report to FILE: a test case per question and mode, one per
+        /// threshold [default: none].
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Evaluate even when judgments name pages the knowledge base does not have or query
+        /// ids no query has (warnings instead of an error; such judgments score 0).
+        #[arg(long)]
+        lenient: bool,
+        /// Exit 1 when a question misses a page it must find in the top k (on with
+        /// --must-find).
+        #[arg(long)]
+        fail_on_miss: bool,
         /// Modes to evaluate (repeatable) [default: file, graph, hybrid].
         #[arg(long)]
         mode: Vec<String>,
@@ -628,7 +663,14 @@ fn run(cli: Cli) -> Result<i32> {
             queries,
             qrels,
             questions,
+            must_find,
             min_ndcg,
+            min_recall,
+            top_k,
+            per_query,
+            junit,
+            lenient,
+            fail_on_miss,
             mode,
             json,
         } => {
@@ -638,24 +680,22 @@ fn run(cli: Cli) -> Result<i32> {
             {
                 return Err(anyhow!("--mode {bad:?}: expected file, graph or hybrid"));
             }
-            let judged = match (queries, qrels, questions) {
-                (_, _, Some(questions)) => {
-                    kbtools::eval::load_questions(&questions).map_err(|e| anyhow!(e))?
-                }
-                (Some(queries), Some(qrels), None) => kbtools::eval::Judgments {
-                    queries: kbtools::eval::load_queries(&queries).map_err(|e| anyhow!(e))?,
-                    qrels: kbtools::eval::load_qrels(&qrels).map_err(|e| anyhow!(e))?,
-                    groups: Default::default(),
-                },
-                _ => {
-                    return Err(anyhow!(
-                        "say what to evaluate: --questions FILE, or --queries FILE and --qrels FILE"
-                    ))
-                }
-            };
+            let thresholds = eval::thresholds(&min_ndcg, &min_recall)?;
+            let fail_on_miss = fail_on_miss || must_find.is_some();
+            let judged = eval::load(queries, qrels, questions, must_find)?;
             // Thousands of queries: the whole dictionary, loaded before any is timed.
             kbtools::analysis::load_dictionary();
-            evaluate(&source, judged, mode, json, min_ndcg)
+            let options = eval::EvalOptions {
+                modes: mode,
+                json,
+                thresholds,
+                top_k: usize::from(top_k),
+                per_query,
+                junit,
+                lenient,
+                fail_on_miss,
+            };
+            evaluate(&source, judged, options)
         }
         Command::Read {
             target,

@@ -2,7 +2,7 @@
 //! (the standard definitions, graded gains, log2 discount), per search mode. A qrel document id
 //! `<id>` is the page `pages/<id>.md`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -48,8 +48,24 @@ pub fn load_queries(path: &Path) -> Result<Vec<(String, String)>, String> {
 
 /// Reads a qrels TSV (`query-id \t corpus-id \t score`, an optional header line).
 pub fn load_qrels(path: &Path) -> Result<Qrels, String> {
+    read_qrels(path).map(|(qrels, _)| qrels)
+}
+
+/// BEIR files: `queries.jsonl` and a qrels TSV, with where each judgment was read.
+pub fn load_beir(queries: &Path, qrels: &Path) -> Result<Judgments, String> {
+    let (qrels, origins) = read_qrels(qrels)?;
+    Ok(Judgments {
+        queries: load_queries(queries)?,
+        qrels,
+        groups: Groups::new(),
+        origins,
+    })
+}
+
+fn read_qrels(path: &Path) -> Result<(Qrels, Origins), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut qrels = Qrels::new();
+    let mut origins = Origins::new();
     for (n, line) in text.lines().enumerate() {
         let fields: Vec<&str> = line.split('\t').map(str::trim).collect();
         if line.trim().is_empty()
@@ -75,8 +91,12 @@ pub fn load_qrels(path: &Path) -> Result<Qrels, String> {
             .entry(query.to_string())
             .or_default()
             .insert(doc.to_string(), grade);
+        origins.insert(
+            (query.to_string(), doc.to_string()),
+            format!("{}:{}", path.display(), n + 1),
+        );
     }
-    Ok(qrels)
+    Ok((qrels, origins))
 }
 
 /// Questions in the graded format of the dev sets, one JSON object a line: `{"id", "question",
@@ -86,6 +106,7 @@ pub fn load_qrels(path: &Path) -> Result<Qrels, String> {
 pub fn load_questions(path: &Path) -> Result<Judgments, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (mut queries, mut qrels, mut groups) = (Vec::new(), Qrels::new(), Groups::new());
+    let mut origins = Origins::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -93,14 +114,14 @@ pub fn load_questions(path: &Path) -> Result<Judgments, String> {
         let at = || format!("{}:{}", path.display(), n + 1);
         let value: serde_json::Value =
             serde_json::from_str(line).map_err(|e| format!("{}: {e}", at()))?;
-        let id = value
-            .get("id")
-            .and_then(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .or_else(|| v.as_i64().map(|i| i.to_string()))
-            })
+        let id = question_id(&value)
             .ok_or_else(|| format!("{}: a question needs an `id` (string)", at()))?;
+        if qrels.contains_key(&id) {
+            return Err(format!(
+                "{}: the id {id} is used twice; give each question its own",
+                at()
+            ));
+        }
         let question = value
             .get("question")
             .and_then(|v| v.as_str())
@@ -122,8 +143,9 @@ pub fn load_questions(path: &Path) -> Result<Judgments, String> {
                     at()
                 )
             })?;
-            let doc = page.strip_prefix("pages/").unwrap_or(page);
-            judged.insert(doc.strip_suffix(".md").unwrap_or(doc).to_string(), grade);
+            let doc = doc_id(page);
+            origins.insert((id.clone(), doc.clone()), at());
+            judged.insert(doc, grade);
         }
         for key in ["lang", "difficulty"] {
             if let Some(v) = value.get(key).and_then(|v| v.as_str()) {
@@ -140,7 +162,115 @@ pub fn load_questions(path: &Path) -> Result<Judgments, String> {
         queries,
         qrels,
         groups,
+        origins,
     })
+}
+
+/// A question's `id` as text (a number is taken as its digits).
+fn question_id(value: &serde_json::Value) -> Option<String> {
+    value.get("id").and_then(|v| {
+        v.as_str()
+            .map(str::to_string)
+            .or_else(|| v.as_i64().map(|i| i.to_string()))
+    })
+}
+
+/// The document id of a bundle path: `pages/<id>.md` is `<id>`.
+fn doc_id(page: &str) -> String {
+    let doc = page.strip_prefix("pages/").unwrap_or(page);
+    doc.strip_suffix(".md").unwrap_or(doc).to_string()
+}
+
+/// The bundle path of a document id.
+pub fn doc_path(doc: &str) -> String {
+    format!("pages/{doc}.md")
+}
+
+/// A "must find" file, for teams without graded judgments: one JSON object a line,
+/// `{"question": "…", "paths": ["pages/…md", …], "id"?: "…"}`: each path must be in the top k
+/// of the question's results. A question without an id is named by its line (`line-3`).
+pub fn load_must_find(path: &Path) -> Result<Judgments, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut judgments = Judgments::default();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = || format!("{}:{}", path.display(), n + 1);
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{}: {e}", at()))?;
+        let id = question_id(&value).unwrap_or_else(|| format!("line-{}", n + 1));
+        if judgments.qrels.contains_key(&id) {
+            return Err(format!("{}: the id {id} is used twice", at()));
+        }
+        let question = value
+            .get("question")
+            .and_then(|v| v.as_str())
+            .filter(|q| !q.trim().is_empty())
+            .ok_or_else(|| format!("{}: a line needs `question` (a non-empty string)", at()))?;
+        let paths: Vec<&str> = value
+            .get("paths")
+            .and_then(|v| v.as_array())
+            .map(|items| items.iter().filter_map(|p| p.as_str()).collect())
+            .filter(|paths: &Vec<&str>| !paths.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "{}: a line needs `paths`, a non-empty array of bundle paths (pages/…md) that must be found",
+                    at()
+                )
+            })?;
+        let mut judged = BTreeMap::new();
+        for page in paths {
+            let doc = doc_id(page);
+            judgments.origins.insert((id.clone(), doc.clone()), at());
+            judged.insert(doc, 1);
+        }
+        judgments.qrels.insert(id.clone(), judged);
+        judgments.queries.push((id, question.to_string()));
+    }
+    if judgments.queries.is_empty() {
+        return Err(format!("{}: no question in the file", path.display()));
+    }
+    Ok(judgments)
+}
+
+/// Judgments that name what the knowledge base or the queries do not have: a page that is not
+/// a source page of `kb`, a query id no query has. One message each, with where it was read.
+pub fn unknown_judgments(kb: &KnowledgeBase, judged: &Judgments) -> Vec<String> {
+    let ids: std::collections::HashSet<&str> =
+        judged.queries.iter().map(|(id, _)| id.as_str()).collect();
+    let mut problems = Vec::new();
+    for (query, docs) in &judged.qrels {
+        let origin = |doc: &str| {
+            judged
+                .origins
+                .get(&(query.clone(), doc.to_string()))
+                .cloned()
+                .unwrap_or_default()
+        };
+        if !ids.contains(query.as_str()) {
+            let first = docs.keys().next().map(String::as_str).unwrap_or_default();
+            problems.push(format!(
+                "{}: query {query:?} is judged but no query has that id",
+                origin(first)
+            ));
+            continue;
+        }
+        for doc in docs.keys() {
+            let path = doc_path(doc);
+            let known = kb
+                .catalog
+                .by_exact_path(&path)
+                .is_some_and(|i| kb.catalog.is_source(i));
+            if !known {
+                problems.push(format!(
+                    "{}: query {query:?} judges {path}, which is not a page of the knowledge base",
+                    origin(doc)
+                ));
+            }
+        }
+    }
+    problems
 }
 
 /// Queries, their judgments and their groups (none for BEIR files).
@@ -149,7 +279,12 @@ pub struct Judgments {
     pub queries: Vec<(String, String)>,
     pub qrels: Qrels,
     pub groups: Groups,
+    /// Where each judgment (query id, document id) was read: `file:line`.
+    pub origins: Origins,
 }
+
+/// Where each judgment (query id, document id) was read: `file:line`.
+pub type Origins = BTreeMap<(String, String), String>;
 
 /// Groups of questions by a label (`lang=en`): the ids in each.
 pub type Groups = BTreeMap<String, Vec<String>>;
@@ -250,27 +385,102 @@ fn mrr_at(ranked: &[String], judged: &BTreeMap<String, i64>, k: usize) -> f64 {
         .map_or(0.0, |i| 1.0 / (i as f64 + 1.0))
 }
 
-/// Evaluates one mode over every judged query (in parallel).
-pub fn evaluate(
+/// What one judged query retrieved, and how well.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryResult {
+    pub id: String,
+    pub question: String,
+    /// The document ids retrieved, best first (at most 100).
+    #[serde(skip)]
+    pub ranked: Vec<String>,
+    /// nDCG@10, Recall@10, Recall@100 and MRR@10; `None` when the search failed.
+    #[serde(skip)]
+    pub scores: Option<[f64; 4]>,
+    /// Why the search failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip)]
+    pub ms: f64,
+}
+
+/// Whether a query found what it must at `k`: every page of the highest grade its judgments
+/// give (for a "must find" file, every path) is in its top `k`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    pub id: String,
+    pub question: String,
+    pub passed: bool,
+    pub ndcg_at_10: f64,
+    pub recall_at_10: f64,
+    /// The pages it had to find, each with its rank (1-based; `None`: not in the top 100).
+    pub required: Vec<(String, Option<usize>)>,
+    /// Its top `k`, as bundle paths.
+    pub top: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl QueryResult {
+    pub fn verdict(&self, judged: &BTreeMap<String, i64>, k: usize) -> Verdict {
+        let best = judged.values().copied().max().unwrap_or(0);
+        let required: Vec<(String, Option<usize>)> = judged
+            .iter()
+            .filter(|(_, g)| **g == best && best > 0)
+            .map(|(doc, _)| {
+                let rank = self.ranked.iter().position(|d| d == doc).map(|i| i + 1);
+                (doc_path(doc), rank)
+            })
+            .collect();
+        let passed =
+            self.error.is_none() && required.iter().all(|(_, r)| r.is_some_and(|r| r <= k));
+        let [ndcg, recall, _, _] = self.scores.unwrap_or_default();
+        Verdict {
+            id: self.id.clone(),
+            question: self.question.clone(),
+            passed,
+            ndcg_at_10: round4(ndcg),
+            recall_at_10: round4(recall),
+            required,
+            top: self.ranked.iter().take(k).map(|d| doc_path(d)).collect(),
+            error: self.error.clone(),
+        }
+    }
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+/// Runs every judged query (one with at least one positive judgment) in one mode, in parallel,
+/// in the queries' order.
+pub fn run(
     kb: &KnowledgeBase,
     queries: &[(String, String)],
     qrels: &Qrels,
     mode: &str,
-) -> Metrics {
-    let texts: HashMap<&str, &str> = queries
+) -> Vec<QueryResult> {
+    let judged: Vec<(&String, &String, &BTreeMap<String, i64>)> = queries
         .iter()
-        .map(|(id, t)| (id.as_str(), t.as_str()))
+        .filter_map(|(id, text)| {
+            qrels
+                .get(id)
+                .filter(|j| j.values().any(|g| *g > 0))
+                .map(|j| (id, text, j))
+        })
         .collect();
-    let judged: Vec<(&str, &BTreeMap<String, i64>)> = qrels
-        .iter()
-        .filter(|(id, j)| texts.contains_key(id.as_str()) && j.values().any(|g| *g > 0))
-        .map(|(id, j)| (texts[id.as_str()], j))
-        .collect();
-    let per_query: Vec<(Option<[f64; 4]>, f64)> = judged
+    judged
         .par_iter()
-        .map(|(text, judgments)| {
+        .map(|(id, text, judgments)| {
             let started = std::time::Instant::now();
-            let result = retrieve(kb, text, mode, 100).ok().map(|ranked| {
+            let retrieved = retrieve(kb, text, mode, 100);
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            let (ranked, error) = match retrieved {
+                Ok(ranked) => (ranked, None),
+                Err(e) => (Vec::new(), Some(e)),
+            };
+            let scores = error.is_none().then(|| {
                 [
                     ndcg_at(&ranked, judgments, 10),
                     recall_at(&ranked, judgments, 10),
@@ -278,31 +488,140 @@ pub fn evaluate(
                     mrr_at(&ranked, judgments, 10),
                 ]
             });
-            (result, started.elapsed().as_secs_f64() * 1000.0)
+            QueryResult {
+                id: id.to_string(),
+                question: text.to_string(),
+                ranked,
+                scores,
+                error,
+                ms,
+            }
         })
-        .collect();
-    let n = per_query.len().max(1) as f64;
+        .collect()
+}
+
+/// The metrics of a set of query results (a failed search counts as retrieving nothing).
+pub fn metrics<'a>(results: impl IntoIterator<Item = &'a QueryResult>) -> Metrics {
     let mut sums = [0.0; 4];
-    let mut failed = 0;
-    for (scores, _) in &per_query {
-        match scores {
+    let (mut n, mut failed) = (0usize, 0usize);
+    let mut times = Vec::new();
+    for r in results {
+        n += 1;
+        times.push(r.ms);
+        match r.scores {
             Some(s) => (0..4).for_each(|i| sums[i] += s[i]),
             None => failed += 1,
         }
     }
-    let mut times: Vec<f64> = per_query.iter().map(|(_, t)| *t).collect();
     times.sort_by(f64::total_cmp);
-    let round = |x: f64| (x * 10_000.0).round() / 10_000.0;
+    let n_div = n.max(1) as f64;
     Metrics {
-        ndcg_at_10: round(sums[0] / n),
-        recall_at_10: round(sums[1] / n),
-        recall_at_100: round(sums[2] / n),
-        mrr_at_10: round(sums[3] / n),
-        queries: per_query.len(),
+        ndcg_at_10: round4(sums[0] / n_div),
+        recall_at_10: round4(sums[1] / n_div),
+        recall_at_100: round4(sums[2] / n_div),
+        mrr_at_10: round4(sums[3] / n_div),
+        queries: n,
         failed,
         median_query_ms: times
             .get(times.len() / 2)
             .map_or(0.0, |t| (t * 100.0).round() / 100.0),
+    }
+}
+
+/// Evaluates one mode over every judged query (in parallel).
+pub fn evaluate(
+    kb: &KnowledgeBase,
+    queries: &[(String, String)],
+    qrels: &Qrels,
+    mode: &str,
+) -> Metrics {
+    metrics(&run(kb, queries, qrels, mode))
+}
+
+/// Which metric a threshold holds up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Ndcg,
+    Recall,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Ndcg => "nDCG@10",
+            Metric::Recall => "Recall@10",
+        }
+    }
+
+    pub fn of(self, m: &Metrics) -> f64 {
+        match self {
+            Metric::Ndcg => m.ndcg_at_10,
+            Metric::Recall => m.recall_at_10,
+        }
+    }
+}
+
+/// A floor for CI: `--min-ndcg [MODE:][GROUP:]VALUE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    pub metric: Metric,
+    /// `None`: every mode evaluated.
+    pub mode: Option<String>,
+    /// `None`: all questions; else a group (`lang=zh`).
+    pub group: Option<String>,
+    pub min: f64,
+}
+
+/// The modes a threshold may name.
+pub const MODES: [&str; 4] = ["file", "graph", "hybrid", "hybrid-lexical"];
+
+impl Threshold {
+    /// Parses `VALUE`, `MODE:VALUE`, `GROUP:VALUE` or `MODE:GROUP:VALUE` (a group has an `=`:
+    /// `lang=zh`).
+    pub fn parse(metric: Metric, spec: &str) -> Result<Threshold, String> {
+        let flag = match metric {
+            Metric::Ndcg => "--min-ndcg",
+            Metric::Recall => "--min-recall",
+        };
+        let usage = || {
+            format!(
+                "{flag} {spec:?}: expected VALUE, MODE:VALUE, GROUP:VALUE or MODE:GROUP:VALUE \
+                 (MODE one of {}; GROUP such as lang=zh; VALUE between 0 and 1)",
+                MODES.join(", ")
+            )
+        };
+        let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
+        let (value, scope) = parts.split_last().ok_or_else(usage)?;
+        let min: f64 = value.parse().map_err(|_| usage())?;
+        if !(0.0..=1.0).contains(&min) {
+            return Err(usage());
+        }
+        let (mut mode, mut group) = (None, None);
+        for part in scope {
+            if part.contains('=') && group.is_none() {
+                group = Some(part.to_string());
+            } else if MODES.contains(part) && mode.is_none() && group.is_none() {
+                mode = Some(part.to_string());
+            } else {
+                return Err(usage());
+            }
+        }
+        Ok(Threshold {
+            metric,
+            mode,
+            group,
+            min,
+        })
+    }
+
+    /// How it reads in a report: `nDCG@10 hybrid lang=zh >= 0.7`.
+    pub fn label(&self, mode: &str) -> String {
+        let group = self
+            .group
+            .as_deref()
+            .map(|g| format!(" {g}"))
+            .unwrap_or_default();
+        format!("{} {mode}{group} >= {}", self.metric.name(), self.min)
     }
 }
 
@@ -338,7 +657,12 @@ mod tests {
             queries,
             qrels,
             groups,
+            origins,
         } = load_questions(&path).unwrap();
+        assert_eq!(
+            origins[&("q2".to_string(), "zh/a".to_string())],
+            format!("{}:3", path.display())
+        );
         assert_eq!(queries[1], ("q2".to_string(), "怎么？".to_string()));
         assert_eq!(qrels["q1"]["en/a"], 2);
         assert_eq!(qrels["q1"]["zh/a"], 1);
@@ -348,6 +672,89 @@ mod tests {
         std::fs::write(&path, "{\"id\": \"q\", \"question\": \"x\"}\n").unwrap();
         let e = load_questions(&path).unwrap_err();
         assert!(e.contains(":1:") && e.contains("relevant"), "{e}");
+    }
+
+    #[test]
+    fn thresholds_read_mode_group_and_value() {
+        let t = Threshold::parse(Metric::Ndcg, "0.8").unwrap();
+        assert_eq!((t.mode, t.group, t.min), (None, None, 0.8));
+        let t = Threshold::parse(Metric::Ndcg, "hybrid:lang=zh:0.7").unwrap();
+        assert_eq!(
+            (t.mode.as_deref(), t.group.as_deref(), t.min),
+            (Some("hybrid"), Some("lang=zh"), 0.7)
+        );
+        let t = Threshold::parse(Metric::Recall, "difficulty=hard:0.5").unwrap();
+        assert_eq!(
+            (t.mode.as_deref(), t.group.as_deref()),
+            (None, Some("difficulty=hard"))
+        );
+        assert_eq!(t.label("file"), "Recall@10 file difficulty=hard >= 0.5");
+        for bad in [
+            "",
+            "x",
+            "1.5",
+            "-0.1",
+            "lang=zh:hybrid:0.5",
+            "fast:0.5",
+            "a=b:c=d:0.5",
+        ] {
+            let e = Threshold::parse(Metric::Ndcg, bad).unwrap_err();
+            assert!(e.starts_with("--min-ndcg"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_verdict_needs_every_page_of_the_best_grade_in_the_top_k() {
+        let result = QueryResult {
+            id: "q".into(),
+            question: "?".into(),
+            ranked: ["zh/a", "x", "en/a"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            scores: Some([0.5, 1.0, 1.0, 1.0]),
+            error: None,
+            ms: 1.0,
+        };
+        let judged = judged(&[("en/a", 2), ("zh/a", 1)]);
+        let v = result.verdict(&judged, 3);
+        assert!(v.passed);
+        assert_eq!(v.required, [("pages/en/a.md".to_string(), Some(3))]);
+        assert_eq!(v.top, ["pages/zh/a.md", "pages/x.md", "pages/en/a.md"]);
+        assert!(
+            !result.verdict(&judged, 2).passed,
+            "the grade-2 page is third"
+        );
+        let failed = QueryResult {
+            error: Some("bad".into()),
+            scores: None,
+            ..result
+        };
+        assert!(!failed.verdict(&judged, 10).passed);
+    }
+
+    #[test]
+    fn must_find_files_read_as_judgments_of_grade_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.jsonl");
+        std::fs::write(
+            &path,
+            "{\"id\": \"a\", \"question\": \"Q\", \"paths\": [\"pages/x.md\", \"pages/y.md\"]}\n\n{\"question\": \"R\", \"paths\": [\"pages/z.md\"]}\n",
+        )
+        .unwrap();
+        let j = load_must_find(&path).unwrap();
+        assert_eq!(j.queries[1], ("line-3".to_string(), "R".to_string()));
+        assert_eq!(j.qrels["a"], judged(&[("x", 1), ("y", 1)]));
+        assert_eq!(
+            j.origins[&("line-3".to_string(), "z".to_string())],
+            format!("{}:3", path.display())
+        );
+        std::fs::write(&path, "{\"id\": \"a\", \"question\": \"Q\", \"paths\": [\"pages/x.md\"]}\n{\"id\": \"a\", \"question\": \"Q\", \"paths\": [\"pages/x.md\"]}\n").unwrap();
+        assert!(load_must_find(&path)
+            .unwrap_err()
+            .contains(":2: the id a is used twice"));
+        std::fs::write(&path, "\n").unwrap();
+        assert!(load_must_find(&path).unwrap_err().contains("no question"));
     }
 
     #[test]

@@ -1,133 +1,483 @@
-//! `kbtools eval`: the report of search quality against relevance judgments.
+//! `kbtools eval`: the report of search quality against relevance judgments, and the gate a CI
+//! job sets on it (thresholds per mode and group, a verdict per question, JUnit).
 
-use anyhow::Result;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Map, Value};
+
+use kbtools::eval::{Judgments, Metric, Metrics, QueryResult, Threshold, Verdict};
 
 use super::open::open;
 use super::{print_json, Source};
 
-pub(super) fn evaluate(
-    source: &Source,
-    judged: kbtools::eval::Judgments,
-    modes: Vec<String>,
-    as_json: bool,
-    min_ndcg: Option<f64>,
-) -> Result<i32> {
-    let modes = if modes.is_empty() {
+/// What `kbtools eval` was asked for, besides the judgments.
+pub(super) struct EvalOptions {
+    pub modes: Vec<String>,
+    pub json: bool,
+    pub thresholds: Vec<Threshold>,
+    /// The top k each question's verdict looks at.
+    pub top_k: usize,
+    pub per_query: bool,
+    pub junit: Option<PathBuf>,
+    /// Judgments naming unknown pages or queries are warnings, not an error.
+    pub lenient: bool,
+    /// A question that misses its pages fails the run.
+    pub fail_on_miss: bool,
+}
+
+/// One mode's run: every question's result and verdict, the metrics over all questions and
+/// per group.
+struct ModeRun {
+    name: String,
+    metrics: Metrics,
+    groups: BTreeMap<String, Metrics>,
+    verdicts: Vec<Verdict>,
+}
+
+/// A threshold held up against one mode's figure.
+struct Checked {
+    mode: String,
+    label: String,
+    value: f64,
+    passed: bool,
+}
+
+pub(super) fn evaluate(source: &Source, judged: Judgments, options: EvalOptions) -> Result<i32> {
+    let mut modes = if options.modes.is_empty() {
         vec![
             "file".to_string(),
             "graph".to_string(),
             "hybrid".to_string(),
         ]
     } else {
-        modes
+        options.modes.clone()
     };
-    let kbtools::eval::Judgments {
-        queries,
-        qrels,
-        groups,
-    } = judged;
     let mut kb = open(source)?;
+    let problems = kbtools::eval::unknown_judgments(&kb, &judged);
+    if !problems.is_empty() {
+        let shown: Vec<&str> = problems.iter().take(20).map(String::as_str).collect();
+        let more = problems.len().saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!("\n… and {more} more")
+        } else {
+            String::new()
+        };
+        if !options.lenient {
+            return Err(anyhow!(
+                "{} {} what the knowledge base or the queries do not have (they would score 0 \
+                 whatever search does); fix them, or pass --lenient to evaluate anyway:\n{}{more}",
+                problems.len(),
+                if problems.len() == 1 {
+                    "judgment names"
+                } else {
+                    "judgments name"
+                },
+                shown.join("\n")
+            ));
+        }
+        for p in &shown {
+            eprintln!("kbtools: warning: {p}");
+        }
+        if !more.is_empty() {
+            eprintln!("kbtools: warning: {}", more.trim());
+        }
+    }
     // With the semantic lane ready, hybrid is measured without it too (`hybrid-lexical`).
-    let mut modes = modes;
     if modes.iter().any(|m| m == "hybrid")
+        && !modes.iter().any(|m| m == "hybrid-lexical")
         && kbtools::search::semantic(&kb).0 != kbtools::search::SemanticState::Unavailable
     {
         modes.push("hybrid-lexical".to_string());
     }
-    let mut report = Map::new();
-    let mut by_group = Map::new();
+    for t in &options.thresholds {
+        if let Some(mode) = &t.mode {
+            if !modes.contains(mode) {
+                return Err(anyhow!(
+                    "{} names mode {mode}, which is not evaluated (modes: {})",
+                    t.label(mode),
+                    modes.join(", ")
+                ));
+            }
+        }
+        if let Some(group) = &t.group {
+            if !judged.groups.contains_key(group) {
+                let known: Vec<&str> = judged.groups.keys().map(String::as_str).collect();
+                return Err(anyhow!(
+                    "{} names group {group}, which no question is in (groups: {})",
+                    t.label(t.mode.as_deref().unwrap_or("*")),
+                    if known.is_empty() {
+                        "none; groups come from the `lang` and `difficulty` of --questions".into()
+                    } else {
+                        known.join(", ")
+                    }
+                ));
+            }
+        }
+    }
+
+    let mut runs = Vec::new();
+    let semantic = kb.options.semantic;
     for name in &modes {
         let mode = match name.as_str() {
             "hybrid-lexical" => {
                 kb.options.semantic = false;
                 "hybrid"
             }
-            other => other,
+            other => {
+                kb.options.semantic = semantic;
+                other
+            }
         };
-        let mode = &mode.to_string();
-        let metrics = kbtools::eval::evaluate(&kb, &queries, &qrels, mode);
-        report.insert(name.clone(), serde_json::to_value(metrics)?);
-        let mut lines = Map::new();
-        for (group, ids) in &groups {
-            let subset: Vec<(String, String)> = queries
-                .iter()
-                .filter(|(id, _)| ids.contains(id))
-                .cloned()
-                .collect();
-            let metrics = kbtools::eval::evaluate(&kb, &subset, &qrels, mode);
-            lines.insert(group.clone(), serde_json::to_value(metrics)?);
-        }
-        if !lines.is_empty() {
-            by_group.insert(name.clone(), Value::Object(lines));
+        let results = kbtools::eval::run(&kb, &judged.queries, &judged.qrels, mode);
+        runs.push(mode_run(name, &results, &judged, options.top_k));
+    }
+
+    let checked = check_thresholds(&runs, &options.thresholds);
+    let misses: usize = runs
+        .iter()
+        .map(|r| r.verdicts.iter().filter(|v| !v.passed).count())
+        .sum();
+    if let Some(path) = &options.junit {
+        std::fs::write(path, junit(&runs, &checked, options.top_k))
+            .with_context(|| format!("writing the JUnit report to {}", path.display()))?;
+    }
+    let name = &kb.manifest.knowledge_base_name;
+    let revision = kb.manifest.active_content_revision;
+    if options.json {
+        print_json(
+            &json_report(name, revision, &runs, &checked, &options),
+            source.pretty,
+        )?;
+    } else {
+        print!("{}", text_report(name, revision, &runs, &checked, &options));
+    }
+    let failed: Vec<&Checked> = checked.iter().filter(|c| !c.passed).collect();
+    for c in &failed {
+        eprintln!(
+            "kbtools: below the threshold: {} (measured {:.4})",
+            c.label, c.value
+        );
+    }
+    if options.fail_on_miss && misses > 0 {
+        eprintln!(
+            "kbtools: {misses} {} pages {} must find in the top {}",
+            if misses == 1 {
+                "question misses"
+            } else {
+                "questions miss"
+            },
+            if misses == 1 { "it" } else { "they" },
+            options.top_k
+        );
+    }
+    Ok(i32::from(
+        !failed.is_empty() || (options.fail_on_miss && misses > 0),
+    ))
+}
+
+fn mode_run(name: &str, results: &[QueryResult], judged: &Judgments, top_k: usize) -> ModeRun {
+    let groups = judged
+        .groups
+        .iter()
+        .map(|(group, ids)| {
+            let ids: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+            let subset = results.iter().filter(|r| ids.contains(r.id.as_str()));
+            (group.clone(), kbtools::eval::metrics(subset))
+        })
+        .collect();
+    let verdicts = results
+        .iter()
+        .map(|r| r.verdict(&judged.qrels[&r.id], top_k))
+        .collect();
+    ModeRun {
+        name: name.to_string(),
+        metrics: kbtools::eval::metrics(results),
+        groups,
+        verdicts,
+    }
+}
+
+fn check_thresholds(runs: &[ModeRun], thresholds: &[Threshold]) -> Vec<Checked> {
+    let mut out = Vec::new();
+    for t in thresholds {
+        for run in runs {
+            if t.mode.as_ref().is_some_and(|m| m != &run.name) {
+                continue;
+            }
+            let metrics = match &t.group {
+                Some(group) => &run.groups[group],
+                None => &run.metrics,
+            };
+            let value = t.metric.of(metrics);
+            out.push(Checked {
+                mode: run.name.clone(),
+                label: t.label(&run.name),
+                value,
+                passed: value >= t.min,
+            });
         }
     }
-    if as_json {
-        let mut value = json!({
-            "knowledgeBaseName": kb.manifest.knowledge_base_name,
-            "activeContentRevision": kb.manifest.active_content_revision,
-            "modes": report,
-        });
-        if !by_group.is_empty() {
-            value["groups"] = Value::Object(by_group.clone());
+    out
+}
+
+fn json_report(
+    name: &str,
+    revision: u64,
+    runs: &[ModeRun],
+    checked: &[Checked],
+    options: &EvalOptions,
+) -> Value {
+    let mut modes = Map::new();
+    let mut groups = Map::new();
+    let mut queries = Map::new();
+    for run in runs {
+        modes.insert(run.name.clone(), json!(run.metrics));
+        if !run.groups.is_empty() {
+            groups.insert(run.name.clone(), json!(run.groups));
         }
-        print_json(&value, source.pretty)?;
-    } else {
-        println!(
-            "{} (revision {})",
-            kb.manifest.knowledge_base_name, kb.manifest.active_content_revision
+        if options.per_query {
+            queries.insert(run.name.clone(), json!(run.verdicts));
+        }
+    }
+    let mut value = json!({
+        "knowledgeBaseName": name,
+        "activeContentRevision": revision,
+        "modes": modes,
+    });
+    if !groups.is_empty() {
+        value["groups"] = Value::Object(groups);
+    }
+    if !checked.is_empty() {
+        value["thresholds"] = checked
+            .iter()
+            .map(|c| json!({"threshold": c.label, "value": c.value, "passed": c.passed}))
+            .collect();
+    }
+    if options.per_query {
+        value["topK"] = json!(options.top_k);
+        value["queries"] = Value::Object(queries);
+    }
+    value
+}
+
+fn text_report(
+    name: &str,
+    revision: u64,
+    runs: &[ModeRun],
+    checked: &[Checked],
+    options: &EvalOptions,
+) -> String {
+    let mut out = format!("{name} (revision {revision})\n");
+    let _ = writeln!(
+        out,
+        "{:<14} {:<20} {:>8} {:>10} {:>11} {:>8} {:>8} {:>7} {:>10}",
+        "mode",
+        "group",
+        "nDCG@10",
+        "Recall@10",
+        "Recall@100",
+        "MRR@10",
+        "queries",
+        "failed",
+        "median ms"
+    );
+    let line = |out: &mut String, mode: &str, group: &str, m: &Metrics| {
+        let _ = writeln!(
+            out,
+            "{:<14} {:<20} {:>8.4} {:>10.4} {:>11.4} {:>8.4} {:>8} {:>7} {:>10.2}",
+            mode,
+            group,
+            m.ndcg_at_10,
+            m.recall_at_10,
+            m.recall_at_100,
+            m.mrr_at_10,
+            m.queries,
+            m.failed,
+            m.median_query_ms
         );
-        println!(
-            "{:<8} {:<20} {:>8} {:>10} {:>11} {:>8} {:>8} {:>7} {:>10}",
-            "mode",
-            "group",
-            "nDCG@10",
-            "Recall@10",
-            "Recall@100",
-            "MRR@10",
-            "queries",
-            "failed",
-            "median ms"
+    };
+    for run in runs {
+        line(&mut out, &run.name, "all", &run.metrics);
+        for (group, m) in &run.groups {
+            line(&mut out, &run.name, group, m);
+        }
+    }
+    for c in checked {
+        let _ = writeln!(
+            out,
+            "{} {}: {:.4}",
+            if c.passed { "PASS" } else { "FAIL" },
+            c.label,
+            c.value
         );
-        let line = |mode: &str, group: &str, m: &Value| {
-            let f = |k: &str| m[k].as_f64().unwrap_or(0.0);
-            println!(
-                "{:<8} {:<20} {:>8.4} {:>10.4} {:>11.4} {:>8.4} {:>8} {:>7} {:>10.2}",
-                mode,
-                group,
-                f("ndcgAt10"),
-                f("recallAt10"),
-                f("recallAt100"),
-                f("mrrAt10"),
-                m["queries"].as_u64().unwrap_or(0),
-                m["failed"].as_u64().unwrap_or(0),
-                f("medianQueryMs")
-            );
-        };
-        for (mode, m) in &report {
-            line(mode, "all", m);
-            if let Some(Value::Object(lines)) = by_group.get(mode) {
-                for (group, m) in lines {
-                    line(mode, group, m);
+    }
+    if options.per_query {
+        for run in runs {
+            for v in &run.verdicts {
+                let _ = write!(
+                    out,
+                    "{} {} {} nDCG@10 {:.4}",
+                    if v.passed { "PASS" } else { "FAIL" },
+                    run.name,
+                    v.id,
+                    v.ndcg_at_10
+                );
+                if !v.passed {
+                    let _ = write!(out, ": {}", missing(v, options.top_k));
                 }
+                out.push('\n');
             }
         }
     }
-    if let Some(min) = min_ndcg {
-        let below: Vec<String> = report
-            .iter()
-            .filter_map(|(mode, m)| {
-                let ndcg = m["ndcgAt10"].as_f64().unwrap_or(0.0);
-                (ndcg < min).then(|| format!("{mode} {ndcg:.4}"))
-            })
-            .collect();
-        if !below.is_empty() {
-            eprintln!(
-                "kbtools: nDCG@10 below --min-ndcg {min}: {}",
-                below.join(", ")
-            );
-            return Ok(1);
+    let misses: usize = runs
+        .iter()
+        .map(|r| r.verdicts.iter().filter(|v| !v.passed).count())
+        .sum();
+    let total: usize = runs.iter().map(|r| r.verdicts.len()).sum();
+    let _ = writeln!(
+        out,
+        "questions: {} of {total} runs find the pages they must in the top {} ({misses} miss{})",
+        total - misses,
+        options.top_k,
+        if options.per_query {
+            ""
+        } else {
+            "; --per-query lists them"
+        }
+    );
+    out
+}
+
+/// What a question that failed did not find: each page and where it ranked.
+fn missing(v: &Verdict, k: usize) -> String {
+    if let Some(e) = &v.error {
+        return format!("the search failed: {e}");
+    }
+    let pages: Vec<String> = v
+        .required
+        .iter()
+        .filter(|(_, rank)| rank.is_none_or(|r| r > k))
+        .map(|(path, rank)| match rank {
+            Some(r) => format!("{path} at rank {r}"),
+            None => format!("{path} not in the top 100"),
+        })
+        .collect();
+    format!("missing {}", pages.join(", "))
+}
+
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{fffd}'),
+            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
         }
     }
-    Ok(0)
+    out
+}
+
+/// JUnit XML: a test suite per mode, a test case per question (failing when it misses a page it
+/// must find in the top k) and per threshold.
+fn junit(runs: &[ModeRun], checked: &[Checked], k: usize) -> String {
+    let mut suites = String::new();
+    let (mut all_tests, mut all_failures) = (0, 0);
+    for run in runs {
+        let mut cases = String::new();
+        let mut failures = 0;
+        let thresholds: Vec<&Checked> = checked.iter().filter(|c| c.mode == run.name).collect();
+        for c in &thresholds {
+            let _ = write!(
+                cases,
+                "    <testcase name=\"{}\" classname=\"kbtools.eval.{}\" time=\"0\">",
+                xml_escape(&c.label),
+                run.name
+            );
+            if !c.passed {
+                failures += 1;
+                let _ = write!(
+                    cases,
+                    "<failure message=\"measured {:.4}\" type=\"threshold\"/>",
+                    c.value
+                );
+            }
+            cases.push_str("</testcase>\n");
+        }
+        for v in &run.verdicts {
+            let question: String = v.question.chars().take(120).collect();
+            let _ = write!(
+                cases,
+                "    <testcase name=\"{}: {}\" classname=\"kbtools.eval.{}\" time=\"0\">",
+                xml_escape(&v.id),
+                xml_escape(&question),
+                run.name
+            );
+            if !v.passed {
+                failures += 1;
+                let _ = write!(
+                    cases,
+                    "<failure message=\"{}\" type=\"miss\">top {k}:\n{}</failure>",
+                    xml_escape(&missing(v, k)),
+                    xml_escape(&v.top.join("\n"))
+                );
+            }
+            cases.push_str("</testcase>\n");
+        }
+        let tests = thresholds.len() + run.verdicts.len();
+        all_tests += tests;
+        all_failures += failures;
+        let _ = write!(
+            suites,
+            "  <testsuite name=\"kbtools eval {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"0\">\n{cases}  </testsuite>\n",
+            run.name
+        );
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kbtools eval\" tests=\"{all_tests}\" failures=\"{all_failures}\" errors=\"0\" time=\"0\">\n{suites}</testsuites>\n"
+    )
+}
+
+/// The judgments named on the command line.
+pub(super) fn load(
+    queries: Option<PathBuf>,
+    qrels: Option<PathBuf>,
+    questions: Option<PathBuf>,
+    must_find: Option<PathBuf>,
+) -> Result<Judgments> {
+    match (queries, qrels, questions, must_find) {
+        (None, None, Some(questions), None) => {
+            kbtools::eval::load_questions(&questions).map_err(|e| anyhow!(e))
+        }
+        (Some(queries), Some(qrels), None, None) => {
+            kbtools::eval::load_beir(&queries, &qrels).map_err(|e| anyhow!(e))
+        }
+        (None, None, None, Some(must_find)) => {
+            kbtools::eval::load_must_find(&must_find).map_err(|e| anyhow!(e))
+        }
+        _ => Err(anyhow!(
+            "say what to evaluate, one of: --questions FILE, --queries FILE and --qrels FILE, or --must-find FILE"
+        )),
+    }
+}
+
+/// The thresholds of `--min-ndcg` and `--min-recall`.
+pub(super) fn thresholds(min_ndcg: &[String], min_recall: &[String]) -> Result<Vec<Threshold>> {
+    min_ndcg
+        .iter()
+        .map(|s| Threshold::parse(Metric::Ndcg, s))
+        .chain(
+            min_recall
+                .iter()
+                .map(|s| Threshold::parse(Metric::Recall, s)),
+        )
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| anyhow!(e))
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CI: the reports `kbtools check` wrote during `cargo test` (tests/it/check.rs writes them to
-# target/check-reports/), validated against their schemas:
+# CI: the reports `kbtools check` and `kbtools eval` wrote during `cargo test` (tests/it/check.rs
+# and tests/it/eval_ci.rs write them to target/check-reports/), validated against their schemas:
 # JUnit XML against junit-10.xsd, SARIF against the SARIF 2.1.0 schema (both fetched, pinned and
 # checksummed, by validate-report.sh). Prints "N passed, M failed" for .ci/run's totals.
 set -uo pipefail
@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 reports=target/check-reports
 passed=0
 failed=0
-for report in junit:broken.junit.xml sarif:broken.sarif; do
+for report in junit:broken.junit.xml sarif:broken.sarif junit:eval.junit.xml; do
     kind="${report%%:*}"
     file="$reports/${report#*:}"
     if [ ! -f "$file" ]; then

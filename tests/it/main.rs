@@ -17,6 +17,8 @@ mod check;
 mod cli;
 mod contract_schema;
 mod edge_fixtures;
+#[cfg(feature = "server")]
+mod eval_ci;
 mod fuzz_corpus;
 mod garbage_inputs;
 mod golden;

@@ -122,7 +122,7 @@ fn graded_questions_with_groups_and_a_threshold() {
     let (code, _, stderr) = run(&["--min-ndcg", "0.9"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(
-        stderr.contains("below --min-ndcg 0.9") && stderr.contains("file 0.6667"),
+        stderr.contains("below the threshold: nDCG@10 file >= 0.9 (measured 0.6667)"),
         "{stderr}"
     );
     let (code, stdout, _) = run(&[]);
