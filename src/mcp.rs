@@ -137,14 +137,156 @@ fn description(tool: &str) -> &'static str {
     }
 }
 
-/// The input schema of a tool: its `Params`' schema, plus the `format` argument.
-pub fn input_schema(params: &ParamsDef) -> JsonObject {
-    let mut object = match params.schema.clone() {
+/// A tool's title and what its arguments are, for a client to show and a model to read.
+fn title_and_arguments(tool: &str) -> (&'static str, &'static str) {
+    match tool {
+        "search_files" => (
+            "Search files",
+            "The question to search for (the user's whole question), and optional mode, filters and paging.",
+        ),
+        "read_file" => (
+            "Read file",
+            "The file to read (exactly one of fileId or path, as another tool returned it), and an optional partial read.",
+        ),
+        "list_tree" => (
+            "List folder",
+            "The folder to list (\"\" for the root) and optional paging.",
+        ),
+        "get_file" => ("File metadata", "The file whose metadata to return."),
+        "read_related" => (
+            "Related files",
+            "The file already read whose related files to list, and optional paging.",
+        ),
+        "expand_graph" => (
+            "Expand graph",
+            "The file already read to start from, how far and how wide to walk, and paging.",
+        ),
+        _ => ("", ""),
+    }
+}
+
+/// JSON Schema formats clients know (the tool structs' integer widths, `uint8` and the like,
+/// are Rust's, not JSON Schema's: the bounds say the same in `minimum` and `maximum`).
+const STANDARD_FORMATS: [&str; 10] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "uri",
+    "uri-reference",
+    "uuid",
+    "regex",
+    "hostname",
+];
+
+/// A schema as an MCP client shows it and a model reads it: the `$defs` it refers to inlined,
+/// an optional field as its own type (`["string", "null"]` and `anyOf [X, null]` read as
+/// "string" and X: a model leaves the field out rather than sending null), only standard
+/// formats.
+fn for_clients(schema: &Value, defs: &Map<String, Value>, depth: usize) -> Value {
+    let Value::Object(object) = schema else {
+        return match schema {
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|v| for_clients(v, defs, depth + 1))
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
+    };
+    let mut out = Map::new();
+    // `$ref` to a definition: the definition, with this object's own keys (its description).
+    if let Some(target) = object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+        .and_then(|name| defs.get(name))
+        .filter(|_| depth < 32)
+    {
+        if let Value::Object(inlined) = for_clients(target, defs, depth + 1) {
+            out.extend(inlined);
+        }
+    }
+    for (key, value) in object {
+        match key.as_str() {
+            "$ref" | "$defs" | "$schema" => {}
+            "type" => {
+                let types: Vec<&Value> = match value {
+                    Value::Array(types) => types.iter().filter(|t| *t != "null").collect(),
+                    other => vec![other],
+                };
+                match types.as_slice() {
+                    [one] => out.insert(key.clone(), (*one).clone()),
+                    _ => out.insert(key.clone(), json!(types)),
+                };
+            }
+            "anyOf" | "oneOf" => {
+                let options: Vec<Value> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|o| o.get("type") != Some(&json!("null")))
+                    .map(|o| for_clients(o, defs, depth + 1))
+                    .collect();
+                if let [Value::Object(only)] = options.as_slice() {
+                    for (k, v) in only {
+                        out.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                } else {
+                    out.insert(key.clone(), Value::Array(options));
+                }
+            }
+            "enum" => {
+                let values: Vec<Value> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|v| !v.is_null())
+                    .cloned()
+                    .collect();
+                out.insert(key.clone(), Value::Array(values));
+            }
+            "format"
+                if !value
+                    .as_str()
+                    .is_some_and(|f| STANDARD_FORMATS.contains(&f)) => {}
+            "default" if value.is_null() => {}
+            "properties" => {
+                let properties: Map<String, Value> = value
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, v)| (name.clone(), for_clients(v, defs, depth + 1)))
+                    .collect();
+                out.insert(key.clone(), Value::Object(properties));
+            }
+            _ => {
+                out.insert(key.clone(), for_clients(value, defs, depth + 1));
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// The input schema of a tool as clients get it: its `Params`' schema made plain for clients
+/// ([`for_clients`]), titled and described for a model, plus the `format` argument.
+pub fn input_schema(tool: &str, params: &ParamsDef) -> JsonObject {
+    let defs = params
+        .schema
+        .get("$defs")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut object = match for_clients(&params.schema, &defs, 0) {
         Value::Object(object) => object,
         _ => Map::new(),
     };
-    object.remove("$schema");
+    let (title, arguments) = title_and_arguments(tool);
     object.insert("type".into(), json!("object"));
+    object.insert("title".into(), json!(format!("{title}: arguments")));
+    object.insert("description".into(), json!(arguments));
     let properties = object
         .entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -175,8 +317,9 @@ pub fn tool_definitions() -> Vec<Tool> {
             let mut definition = Tool::new(
                 name,
                 description(name),
-                Arc::new(input_schema(&tool.params())),
+                Arc::new(input_schema(name, &tool.params())),
             );
+            definition.title = Some(title_and_arguments(name).0.to_string());
             definition.annotations = Some(annotations);
             definition
         })

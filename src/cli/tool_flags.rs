@@ -245,7 +245,7 @@ mod doors {
             ["parentPath", "cursor", "limit", "brandNewOption"]
         );
 
-        let mcp = kbtools::mcp::input_schema(&probe);
+        let mcp = kbtools::mcp::input_schema("list_tree", &probe);
         assert!(mcp["properties"].get("brandNewOption").is_some(), "{mcp:?}");
 
         let tree = KB_ROUTES.iter().find(|r| r.path == "/tree").unwrap();

@@ -68,6 +68,93 @@ fn six_read_only_tools_with_generated_schemas_and_a_format_argument() {
     }
 }
 
+/// What an MCP client shows and a strict one validates with: standard JSON Schema (no
+/// `$ref` to resolve, no Rust integer formats such as `uint8`, optional fields as their own
+/// type, not "or null"), titled and described for a model.
+#[test]
+fn tool_schemas_are_plain_json_schema_titled_for_a_model() {
+    fn walk(value: &Value, at: &str, problems: &mut Vec<String>) {
+        match value {
+            Value::Object(object) => {
+                for (key, v) in object {
+                    let here = format!("{at}/{key}");
+                    if key == "properties" {
+                        // Names of properties, not keywords (`format` is a tool argument).
+                        for (name, property) in v.as_object().unwrap() {
+                            walk(property, &format!("{here}/{name}"), problems);
+                        }
+                        continue;
+                    }
+                    match key.as_str() {
+                        "$ref" | "$defs" | "anyOf" | "oneOf" => problems.push(here.clone()),
+                        "format" if v != "date-time" && v != "uri" => {
+                            problems.push(format!("{here} = {v}"))
+                        }
+                        "type" if v.is_array() => problems.push(format!("{here} = {v}")),
+                        "enum" if v.as_array().unwrap().iter().any(Value::is_null) => {
+                            problems.push(format!("{here} = {v}"))
+                        }
+                        "description" if v.as_str().unwrap_or("").contains("Rust") => {
+                            problems.push(format!("{here} = {v}"))
+                        }
+                        _ => {}
+                    }
+                    walk(v, &here, problems);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(v, &format!("{at}/{i}"), problems);
+                }
+            }
+            _ => {}
+        }
+    }
+    for tool in tool_definitions() {
+        let schema = Value::Object(tool.input_schema.as_ref().clone());
+        let mut problems = Vec::new();
+        walk(&schema, "", &mut problems);
+        assert!(problems.is_empty(), "{}: {problems:#?}", tool.name);
+        assert!(
+            tool.title.as_deref().is_some_and(|t| !t.is_empty()),
+            "{}",
+            tool.name
+        );
+        assert!(schema["title"].as_str().unwrap().ends_with(": arguments"));
+        assert!(
+            schema["description"].as_str().unwrap().len() > 20,
+            "{}",
+            tool.name
+        );
+        assert!(
+            jsonschema::meta::is_valid(&schema),
+            "{}: not a valid JSON Schema",
+            tool.name
+        );
+        // Every property tells a model what it is.
+        for (name, property) in schema["properties"].as_object().unwrap() {
+            assert!(
+                property["description"]
+                    .as_str()
+                    .is_some_and(|d| !d.is_empty()),
+                "{}.{name} has no description",
+                tool.name
+            );
+        }
+    }
+    // What was a `$ref` (read_file's `type`, `segments`' items) is inlined.
+    let read = tool_definitions()
+        .into_iter()
+        .find(|t| t.name == "read_file")
+        .unwrap();
+    let schema = Value::Object(read.input_schema.as_ref().clone());
+    assert_eq!(
+        schema["properties"]["type"]["enum"],
+        json!(["read", "search", "extract"])
+    );
+    assert_eq!(schema["properties"]["segments"]["items"]["type"], "object");
+}
+
 #[test]
 fn one_call_in_text_and_in_json() {
     let (server, _opened) = server(McpOptions::default());
