@@ -221,9 +221,12 @@ pub(super) fn serve_http(
         if !source.quiet {
             for kb in kbs.iter().map(|live| live.snapshot()) {
                 eprintln!(
-                    "kbtools: serving {} as http://{local}/openapi/v2/knowledge-bases/{}",
-                    kb.manifest.bundle_root, kb.manifest.knowledge_base_id
+                    "kbtools: serving {} as http://{local}/openapi/v2/knowledge-bases/{} (MCP: http://{local}/mcp/{})",
+                    kb.manifest.bundle_root, kb.manifest.knowledge_base_id, kb.manifest.knowledge_base_id
                 );
+            }
+            if kbs.len() == 1 {
+                eprintln!("kbtools: MCP over Streamable HTTP at http://{local}/mcp");
             }
             eprintln!("kbtools: listening on http://{local} (Ctrl-C stops)");
         }

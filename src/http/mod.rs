@@ -22,6 +22,7 @@
 //! and answers from it, so a rebuilt index is picked up between requests and a response is never
 //! a mix of two revisions.
 
+pub mod mcp;
 pub mod spec;
 
 use std::collections::HashMap;
@@ -66,6 +67,8 @@ pub struct HttpOptions {
     /// Longest time a write to a client may stay blocked (a client that stops reading its
     /// response); the connection is closed after it.
     pub write_timeout: Duration,
+    /// The server listens on loopback only: MCP requests must name a loopback `Host`.
+    pub loopback: bool,
 }
 
 impl Default for HttpOptions {
@@ -79,6 +82,7 @@ impl Default for HttpOptions {
             max_headers: 100,
             max_connections: 1024,
             write_timeout: Duration::from_secs(30),
+            loopback: true,
         }
     }
 }
@@ -136,6 +140,16 @@ fn fixed(kbs: Vec<KnowledgeBase>) -> Vec<Arc<LiveKnowledgeBase>> {
 pub fn router_live(
     kbs: Vec<Arc<LiveKnowledgeBase>>,
     options: &HttpOptions,
+) -> Result<Router, HttpError> {
+    build_router(kbs, options, tokio_util::sync::CancellationToken::new())
+}
+
+/// The router; `stop` ends the MCP sessions (whose event streams would otherwise keep their
+/// connections open through a graceful shutdown).
+fn build_router(
+    kbs: Vec<Arc<LiveKnowledgeBase>>,
+    options: &HttpOptions,
+    stop: tokio_util::sync::CancellationToken,
 ) -> Result<Router, HttpError> {
     if kbs.is_empty() {
         return Err(HttpError::Empty);
@@ -206,13 +220,22 @@ pub fn router_live(
             );
         }
     }
+    // The OpenAPI routes' body limit (they are GETs); the MCP routes take their messages up to
+    // their own limit, which rmcp enforces while it reads them.
+    let mut app = app.layer(tower_http::limit::RequestBodyLimitLayer::new(
+        options.max_body_bytes,
+    ));
+    for id in &served.order {
+        let service = mcp::service(served.by_id[id].clone(), options.loopback, stop.clone());
+        if served.order.len() == 1 {
+            app = app.route_service("/mcp", service.clone());
+        }
+        app = app.route_service(&format!("/mcp/{id}"), service);
+    }
     // Outermost last: the front door sees every request first (request id, authentication,
-    // body size), then the timeout, then the body limit that guards any body a route reads.
+    // body size), then the timeout.
     let app = app
         .fallback(unsupported)
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(
-            options.max_body_bytes,
-        ))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             options.request_timeout,
@@ -265,7 +288,12 @@ pub async fn serve_live(
     options: HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), HttpError> {
-    let app = router_live(kbs, &options)?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let options = HttpOptions {
+        loopback: listener.local_addr()?.ip().is_loopback(),
+        ..options
+    };
+    let app = build_router(kbs, &options, stop.clone())?;
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(options.header_read_timeout)
@@ -315,6 +343,7 @@ pub async fn serve_live(
         });
     }
     drop(listener);
+    stop.cancel();
     let _ = closing.send(true);
     // Every connection holds a slot until it ends: wait for them all.
     let _ = slots.acquire_many(max_connections as u32).await;
@@ -495,8 +524,14 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared_length.is_some_and(|n| n > served.max_body_bytes as u64) {
-        return body_too_large(served.max_body_bytes, &id);
+    let is_mcp = is_mcp_path(request.uri().path());
+    let max_body = if is_mcp {
+        mcp::MAX_MCP_BODY_BYTES
+    } else {
+        served.max_body_bytes
+    };
+    if declared_length.is_some_and(|n| n > max_body as u64) {
+        return body_too_large(max_body, is_mcp, &id);
     }
     request.extensions_mut().insert(RequestId(id.clone()));
     let mut response = next.run(request).await;
@@ -512,8 +547,8 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
             &id,
         );
     }
-    if bare && response.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return body_too_large(served.max_body_bytes, &id);
+    if bare && response.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_mcp {
+        return body_too_large(served.max_body_bytes, false, &id);
     }
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert("x-request-id", value);
@@ -521,14 +556,24 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
     response
 }
 
-fn body_too_large(max: usize, request_id: &str) -> Response {
+fn body_too_large(max: usize, mcp: bool, request_id: &str) -> Response {
+    let why = if mcp {
+        "an MCP message is a small JSON-RPC object"
+    } else {
+        "every OpenAPI route is a GET"
+    };
     error_response(
         &ToolError::new(
             ErrorCode::PayloadTooLarge,
-            format!("The request body is larger than {max} bytes; every route is a GET."),
+            format!("The request body is larger than {max} bytes; {why}."),
         ),
         request_id,
     )
+}
+
+/// `/mcp` or `/mcp/{knowledgeBaseId}`.
+fn is_mcp_path(path: &str) -> bool {
+    path == "/mcp" || path.starts_with("/mcp/")
 }
 
 const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";

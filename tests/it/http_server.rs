@@ -688,3 +688,136 @@ fn served_document_describes_this_server() {
         200
     );
 }
+
+impl Server {
+    /// A POST with a JSON body (MCP over HTTP), the request asking to close.
+    fn post(&self, target: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut text = format!(
+            "POST {target} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            self.addr,
+            body.len()
+        );
+        for (name, value) in headers {
+            text.push_str(&format!("{name}: {value}\r\n"));
+        }
+        text.push_str("Connection: close\r\n\r\n");
+        text.push_str(body);
+        self.raw(text.as_bytes())
+    }
+}
+
+/// The JSON-RPC messages of an MCP reply (a JSON body, or the `data:` lines of an event
+/// stream).
+fn mcp_messages(reply: &Reply) -> Vec<Value> {
+    let text = String::from_utf8_lossy(&reply.body);
+    if let Ok(one) = serde_json::from_str::<Value>(text.trim()) {
+        return vec![one];
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str(data).ok())
+        .collect()
+}
+
+const MCP_INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
+
+/// `/mcp` answers MCP over Streamable HTTP behind the same front door as the OpenAPI routes:
+/// the token, the limits, and the DNS-rebinding checks (`Host`, `Origin`).
+#[test]
+fn mcp_over_http_sits_behind_the_front_door() {
+    let server = Server::start(
+        &["focowiki-docs"],
+        HttpOptions {
+            token: Some("sesame".into()),
+            ..HttpOptions::default()
+        },
+    );
+    let auth = ("Authorization", "Bearer sesame");
+    // No token: the contract's 401, before MCP sees the request.
+    server
+        .post("/mcp", &[], MCP_INITIALIZE)
+        .error(401, "UNAUTHORIZED");
+    // A page elsewhere (DNS rebinding) is refused by its Origin, and so is a foreign Host.
+    let foreign = server.post(
+        "/mcp",
+        &[auth, ("Origin", "http://attacker.example")],
+        MCP_INITIALIZE,
+    );
+    assert_eq!(foreign.status, 403);
+    let raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: attacker.example\r\nAuthorization: Bearer sesame\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{MCP_INITIALIZE}",
+        MCP_INITIALIZE.len()
+    );
+    assert_eq!(server.raw(raw.as_bytes()).status, 403);
+    // A message over the MCP limit is the contract's 413, before it is read.
+    let big = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer sesame\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        server.addr,
+        2 * 1024 * 1024
+    );
+    let body = server.raw(big.as_bytes()).error(413, "PAYLOAD_TOO_LARGE");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("MCP"),
+        "{body}"
+    );
+
+    // The handshake from a local page, a session, and a tool call in it.
+    let init = server.post(
+        "/mcp",
+        &[auth, ("Origin", "http://localhost:5173")],
+        MCP_INITIALIZE,
+    );
+    assert_eq!(init.status, 200, "{}", String::from_utf8_lossy(&init.body));
+    let session = init
+        .headers
+        .get("mcp-session-id")
+        .expect("a session")
+        .clone();
+    let result = &mcp_messages(&init)[0]["result"];
+    assert_eq!(result["serverInfo"]["name"], "kbtools");
+    assert!(result["capabilities"]["tools"].is_object());
+    let in_session = [
+        auth,
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+    ];
+    let initialized = server.post(
+        "/mcp",
+        &in_session,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(initialized.status, 202);
+    let call = server.post(
+        "/mcp",
+        &in_session,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_files","arguments":{"query":"How do agents read related files?","format":"json","limit":3}}}"#,
+    );
+    assert_eq!(call.status, 200);
+    let answer = &mcp_messages(&call)[0]["result"];
+    assert_eq!(answer["isError"], false, "{answer}");
+    assert_eq!(
+        answer["structuredContent"]["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    // The same server under the knowledge base's own id.
+    let by_id = server.post(&format!("/mcp/{}", server.kb()), &[auth], MCP_INITIALIZE);
+    assert_eq!(by_id.status, 200);
+}
+
+/// With several knowledge bases, each has its own `/mcp/{id}`; `/mcp` names none of them.
+#[test]
+fn several_knowledge_bases_have_an_mcp_route_each() {
+    let server = Server::start(&["focowiki-docs", "plain-notes"], HttpOptions::default());
+    server
+        .post("/mcp", &[], MCP_INITIALIZE)
+        .error(404, "UNSUPPORTED_ROUTE");
+    for id in &server.ids {
+        let reply = server.post(&format!("/mcp/{id}"), &[], MCP_INITIALIZE);
+        assert_eq!(reply.status, 200, "{id}");
+        let instructions = mcp_messages(&reply)[0]["result"]["instructions"].clone();
+        assert!(instructions.as_str().is_some_and(|i| !i.is_empty()));
+    }
+}

@@ -2,7 +2,9 @@
 """An independent MCP client test of `kbtools mcp`, with the official Python SDK (`mcp`).
 
 Starts `kbtools mcp fixtures/focowiki-docs --index <tmpdir> -q` over stdio with the SDK's stdio
-client, once per protocol revision:
+client, and `kbtools serve fixtures/focowiki-docs --token <token>` with the SDK's Streamable HTTP
+client on its `/mcp` route (the bearer token in the client's headers), once per protocol
+revision each:
 
 * 2025-11-25: the `initialize` handshake (`Client(mode="legacy")`);
 * 2026-07-28: the handshake-less revision, negotiated with `server/discover`
@@ -33,12 +35,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 import anyio
+import httpx2
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -714,13 +718,58 @@ async def run_error_cases(suite: Suite) -> None:
     suite.check("server still answers after the error cases", lambda: alive)
 
 
-async def run_revision(results: Results, binary: str, revision: str) -> None:
-    print(f"== protocol revision {revision}", flush=True)
+HTTP_TOKEN = "kbtools-mcp-client-test-token"
+
+
+class HttpServer:
+    """`kbtools serve` of the fixture on a free loopback port, with a bearer token."""
+
+    def __init__(self, binary: str, index_dir: str) -> None:
+        self.process = subprocess.Popen(
+            [binary, "serve", str(FIXTURE), "--index", index_dir, "--addr", "127.0.0.1:0",
+             "--token", HTTP_TOKEN],
+            cwd=str(ROOT),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.url = ""
+        deadline = time.monotonic() + 120
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            if "listening on http://" in line:
+                address = line.split("listening on http://", 1)[1].split()[0]
+                self.url = f"http://{address}/mcp"
+                break
+            if time.monotonic() > deadline:
+                break
+        if not self.url:
+            self.stop()
+            raise RuntimeError("kbtools serve did not say where it listens")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+async def run_revision(results: Results, binary: str, revision: str, transport: str) -> None:
+    print(f"== protocol revision {revision} over {transport}", flush=True)
     mode = "legacy" if revision == "2025-11-25" else "auto"
-    suite = Suite(results, revision, {})
+    label = revision if transport == "stdio" else f"{revision} http"
+    suite = Suite(results, label, {})
     with tempfile.TemporaryDirectory(prefix="kbtools-mcp-index-") as index_dir:
-        params = server_params(binary, index_dir)
-        client = Client(params, mode=mode, read_timeout_seconds=CALL_TIMEOUT, cache=None)
+        server = None
+        if transport == "stdio":
+            target: Any = server_params(binary, index_dir)
+        else:
+            server = await anyio.to_thread.run_sync(HttpServer, binary, index_dir)
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {HTTP_TOKEN}"}, timeout=CALL_TIMEOUT)
+            target = streamable_http_client(server.url, http_client=http)
+        client = Client(target, mode=mode, read_timeout_seconds=CALL_TIMEOUT, cache=None)
         connected = False
         try:
             with anyio.fail_after(SUITE_TIMEOUT):
@@ -734,6 +783,62 @@ async def run_revision(results: Results, binary: str, revision: str) -> None:
                 suite.fail("remaining checks", "not run: no connection")
             else:
                 suite.fail("suite", f"aborted: {describe(e)}\n{traceback.format_exc(limit=5)}")
+        finally:
+            if server is not None:
+                server.stop()
+
+
+def run_http_front_door(results: Results, binary: str) -> None:
+    """Over HTTP, `/mcp` sits behind the server's front door: no token, no answer; a foreign
+    Origin (DNS rebinding) is refused."""
+    name = "http front door"
+    init = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "front-door", "version": "1"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    with tempfile.TemporaryDirectory(prefix="kbtools-mcp-index-") as index_dir:
+        server = HttpServer(binary, index_dir)
+        try:
+            with httpx2.Client(timeout=CALL_TIMEOUT) as http:
+                bare = http.post(server.url, json=init, headers=headers)
+                results.check(
+                    f"{name}: no bearer token → 401",
+                    lambda: None if bare.status_code == 401 else f"status {bare.status_code}",
+                )
+                authed = dict(headers, Authorization=f"Bearer {HTTP_TOKEN}")
+                foreign = http.post(server.url, json=init, headers=dict(authed, Origin="http://attacker.example"))
+                results.check(
+                    f"{name}: foreign Origin → 403",
+                    lambda: None if foreign.status_code == 403 else f"status {foreign.status_code}",
+                )
+                local = http.post(server.url, json=init, headers=dict(authed, Origin="http://localhost:3000"))
+                results.check(
+                    f"{name}: local Origin with the token → 200 and a session",
+                    lambda: (
+                        None
+                        if local.status_code == 200 and local.headers.get("mcp-session-id")
+                        else f"status {local.status_code}, session {local.headers.get('mcp-session-id')!r}"
+                    ),
+                )
+                session = local.headers.get("mcp-session-id", "")
+                ended = http.delete(server.url, headers=dict(authed, **{"Mcp-Session-Id": session}))
+                results.check(
+                    f"{name}: DELETE ends the session",
+                    lambda: None if ended.status_code in (200, 202, 204) else f"status {ended.status_code}",
+                )
+                gone = http.post(
+                    server.url,
+                    json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                    headers=dict(authed, **{"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}),
+                )
+                results.check(
+                    f"{name}: a request in the ended session → 404",
+                    lambda: None if gone.status_code == 404 else f"status {gone.status_code}",
+                )
+        finally:
+            server.stop()
 
 
 async def run_suite(suite: Suite, client: Client, revision: str, mode: str) -> None:
@@ -927,12 +1032,19 @@ def run_discover_only(results: Results, binary: str) -> None:
 async def main_async(binary: str) -> Results:
     results = Results()
     for revision in ("2025-11-25", "2026-07-28"):
-        try:
-            await run_revision(results, binary, revision)
-        except Exception as e:  # noqa: BLE001
-            results.record(f"[{revision}] suite", f"crashed: {describe(e)}\n{traceback.format_exc(limit=5)}")
+        for transport in ("stdio", "http"):
+            try:
+                await run_revision(results, binary, revision, transport)
+            except Exception as e:  # noqa: BLE001
+                results.record(
+                    f"[{revision} {transport}] suite", f"crashed: {describe(e)}\n{traceback.format_exc(limit=5)}"
+                )
         run_raw_session(results, binary, revision)
     run_discover_only(results, binary)
+    try:
+        run_http_front_door(results, binary)
+    except Exception as e:  # noqa: BLE001
+        results.record("http front door", f"crashed: {describe(e)}")
     return results
 
 
