@@ -94,6 +94,26 @@ pub fn percent_decode_once(s: &str) -> Option<String> {
         .map(std::borrow::Cow::into_owned)
 }
 
+/// `text` as XML character data or an attribute value: markup characters escaped, and the
+/// characters XML 1.0 cannot hold at all (C0 controls but tab, newline and return; U+FFFE,
+/// U+FFFF) replaced by U+FFFD.
+pub fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{fffd}'),
+            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The first `max_chars` characters of `s`.
 pub fn truncate_chars(s: &str, max_chars: usize) -> &str {
     match s.char_indices().nth(max_chars) {
@@ -139,6 +159,15 @@ pub fn is_cjk(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xml_text_is_escaped_and_stays_xml() {
+        assert_eq!(
+            xml_escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&apos;"
+        );
+        assert_eq!(xml_escape("a\u{1}b\u{fffe}"), "a\u{fffd}b\u{fffd}");
+    }
 
     #[test]
     fn is_nfc_agrees_with_unicode_normalization() {

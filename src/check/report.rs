@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::Report;
 use crate::bundle::{Code, Diagnostic, Severity};
+use crate::text::xml_escape;
 
 /// A report's form (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,24 +174,6 @@ fn json_value(report: &Report, cx: &Context<'_>) -> Value {
         "counts": {"error": errors, "warning": warnings, "note": notes, "allowed": report.allowed},
         "findings": findings,
     })
-}
-
-fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Characters XML 1.0 cannot hold at all.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{fffd}'),
-            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// One test case per code (a stable list, so that a CI dashboard follows each rule from run to
@@ -372,15 +355,6 @@ mod tests {
     fn github_commands_escape_their_data_and_properties() {
         assert_eq!(github_data("50% a\nb"), "50%25 a%0Ab");
         assert_eq!(github_property("a:b,c"), "a%3Ab%2Cc");
-    }
-
-    #[test]
-    fn xml_text_is_escaped_and_stays_xml() {
-        assert_eq!(
-            xml_escape("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&apos;"
-        );
-        assert_eq!(xml_escape("a\u{1}b"), "a\u{fffd}b");
     }
 
     #[test]

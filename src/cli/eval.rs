@@ -9,6 +9,7 @@ use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Map, Value};
 
 use kbtools::eval::{Judgments, Metric, Metrics, QueryResult, Threshold, Verdict};
+use kbtools::text::xml_escape;
 
 use super::open::open;
 use super::{print_json, Source};
@@ -366,23 +367,6 @@ fn missing(v: &Verdict, k: usize) -> String {
         })
         .collect();
     format!("missing {}", pages.join(", "))
-}
-
-fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{fffd}'),
-            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// JUnit XML: a test suite per mode, a test case per question (failing when it misses a page it
