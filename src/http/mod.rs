@@ -24,6 +24,7 @@
 
 pub mod mcp;
 pub mod spec;
+pub mod web;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -188,6 +189,18 @@ fn build_router(
     });
     let base = "/openapi/v2/knowledge-bases/{knowledgeBaseId}";
     let mut app = Router::new()
+        .route("/", get(web::index).fallback(unsupported))
+        .route(
+            "/kb/{knowledgeBaseId}",
+            get(web::index).fallback(unsupported),
+        )
+        .route(
+            "/kb/{knowledgeBaseId}/{*rest}",
+            get(web::index).fallback(unsupported),
+        )
+        .route("/assets/app.js", get(web::script).fallback(unsupported))
+        .route("/assets/app.css", get(web::style).fallback(unsupported))
+        .route("/favicon.ico", get(web::no_icon).fallback(unsupported))
         .route("/openapi/v2/health", get(health).fallback(unsupported))
         .route(
             "/openapi/v2/openapi.json",
@@ -505,7 +518,12 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
         .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_string)
         .unwrap_or_else(new_request_id);
-    if let Some(expected) = served.token_digest {
+    // The page and its assets hold no knowledge-base data: served without the token, which
+    // the page asks for before it calls the API.
+    if let Some(expected) = served
+        .token_digest
+        .filter(|_| !web::is_page_path(request.uri().path()))
+    {
         let presented = request
             .headers()
             .get(header::AUTHORIZATION)
@@ -553,6 +571,15 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert("x-request-id", value);
     }
+    let headers = response.headers_mut();
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     response
 }
 

@@ -362,7 +362,7 @@ fn unknown_routes_and_methods_are_404_unsupported_route() {
     for target in [
         "/openapi/v2/nope".to_string(),
         "/nope".to_string(),
-        "/".to_string(),
+        "/assets/nope.js".to_string(),
         server.long("/source-files/source-file-1"),
         server.long("/graph/overview"),
         server.long("/files/a/b/content"),
@@ -820,4 +820,55 @@ fn several_knowledge_bases_have_an_mcp_route_each() {
         let instructions = mcp_messages(&reply)[0]["result"]["instructions"].clone();
         assert!(instructions.as_str().is_some_and(|i| !i.is_empty()));
     }
+}
+
+/// The search page: its shell at `/` and `/kb/…`, its two assets, a strict policy, no token
+/// needed for them (they hold no knowledge-base data) while the API still needs it.
+#[test]
+fn the_search_page_is_served_with_a_strict_policy() {
+    let server = Server::start(
+        &["focowiki-docs"],
+        HttpOptions {
+            token: Some("sesame".into()),
+            ..HttpOptions::default()
+        },
+    );
+    let mut total = 0;
+    for (target, content_type) in [
+        ("/", "text/html; charset=utf-8"),
+        (
+            "/kb/any-id/read?path=pages%2Fa.md",
+            "text/html; charset=utf-8",
+        ),
+        ("/assets/app.js", "text/javascript; charset=utf-8"),
+        ("/assets/app.css", "text/css; charset=utf-8"),
+    ] {
+        let reply = server.get(target);
+        assert_eq!(reply.status, 200, "{target}");
+        assert_eq!(reply.headers["content-type"], content_type, "{target}");
+        let csp = &reply.headers["content-security-policy"];
+        assert!(
+            csp.contains("default-src 'none'") && csp.contains("script-src 'self'"),
+            "{csp}"
+        );
+        assert!(!csp.contains("unsafe"), "{csp}");
+        assert_eq!(reply.headers["x-content-type-options"], "nosniff");
+        assert_eq!(reply.headers["referrer-policy"], "no-referrer");
+        if !target.starts_with("/kb/") {
+            total += reply.body.len();
+        }
+    }
+    // The page's whole transfer (HTML, JS, CSS), uncompressed.
+    assert!(total <= 200 * 1024, "{total} bytes");
+    let html = String::from_utf8(server.get("/").body).unwrap();
+    assert!(
+        !html.contains("<script>")
+            && html.contains("<script src=\"/assets/app.js\" defer></script>"),
+        "no inline script"
+    );
+    assert_eq!(server.get("/favicon.ico").status, 204);
+    // The API behind it still needs the token.
+    server
+        .get("/openapi/v2/knowledge-bases")
+        .error(401, "UNAUTHORIZED");
 }
