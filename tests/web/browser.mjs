@@ -1,0 +1,298 @@
+// Browser test of the search page (`kbtools serve`'s `/`), with Debian's chromium driven by
+// playwright-core (tests/web/run.sh installs it). Each check counts once; the last line is
+// `N passed, N failed`. Screenshots of the main views go to target/web-screenshots/.
+//
+// Usage: node tests/web/browser.mjs KBTOOLS_BIN   (env CHROMIUM, default /usr/bin/chromium;
+// PLAYWRIGHT_CORE, the folder of the playwright-core package)
+
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createRequire } from "node:module";
+
+// playwright-core from where tests/web/run.sh installed it (PLAYWRIGHT_CORE), else the usual
+// module resolution.
+const { chromium } = createRequire(import.meta.url)(process.env.PLAYWRIGHT_CORE || "playwright-core");
+
+const ROOT = resolve(new URL("../..", import.meta.url).pathname);
+const BIN = resolve(process.argv[2] || process.env.KBTOOLS_BIN || join(ROOT, "target/debug/kbtools"));
+const FIXTURE = join(ROOT, "fixtures", "focowiki-docs");
+const SHOTS = join(ROOT, "target", "web-screenshots");
+const SCIFACT = join(ROOT, "..", "shared", "bundles", "scifact");
+const SCRATCH = mkdtempSync(join(tmpdir(), "kbtools-web-"));
+
+let passed = 0;
+let failed = 0;
+const failures = [];
+
+async function check(name, fn) {
+  try {
+    const problem = await fn();
+    if (problem) throw new Error(problem);
+    passed++;
+    console.log(`  ok    ${name}`);
+  } catch (e) {
+    failed++;
+    failures.push(name);
+    console.log(`  FAIL  ${name}: ${e.message.split("\n")[0]}`);
+  }
+}
+
+// `kbtools serve` on a free loopback port; resolves with its base URL once it listens.
+function serve(bundle, extra = []) {
+  const index = mkdtempSync(join(SCRATCH, "index-"));
+  const child = spawn(BIN, ["serve", bundle, "--index", index, "--addr", "127.0.0.1:0", ...extra], {
+    cwd: ROOT, stdio: ["ignore", "ignore", "pipe"],
+  });
+  return new Promise((done, fail) => {
+    let text = "";
+    const timer = setTimeout(() => fail(new Error(`no "listening on" line: ${text}`)), 600_000);
+    child.stderr.on("data", (chunk) => {
+      text += chunk;
+      const m = text.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m) { clearTimeout(timer); done({ base: m[1], child }); }
+    });
+    child.on("error", (e) => fail(new Error(`cannot start ${BIN}: ${e.message}`)));
+    child.on("exit", (code) => fail(new Error(`kbtools serve exited ${code}: ${text}`)));
+  });
+}
+
+const servers = [];
+async function server(bundle, extra) {
+  const s = await serve(bundle, extra);
+  servers.push(s.child);
+  return s.base;
+}
+
+// The time from Enter to the first result on screen, and the first result's title.
+async function search(page, query) {
+  const box = page.locator("#q");
+  await box.fill(query);
+  const started = Date.now();
+  await box.press("Enter");
+  const first = page.locator("ol.results li.result a.title").first();
+  await first.waitFor({ state: "visible", timeout: 30_000 });
+  return { ms: Date.now() - started, title: (await first.textContent()).trim() };
+}
+
+async function main() {
+  mkdirSync(SHOTS, { recursive: true });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox"],
+  });
+  const context = await browser.newContext({ locale: "en-US", viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const consoleErrors = [];
+  page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+  page.on("pageerror", (e) => consoleErrors.push(String(e)));
+  const transferred = new Map();
+  page.on("response", async (r) => {
+    const type = r.headers()["content-type"] || "";
+    if (/text\/(html|css|javascript)/.test(type)) {
+      transferred.set(new URL(r.url()).pathname, (await r.body().catch(() => Buffer.alloc(0))).length);
+    }
+  });
+
+  const base = await server(FIXTURE);
+  console.log(`== the fixture at ${base}`);
+  const first = await page.goto(base + "/");
+  await page.locator("#q").waitFor();
+
+  await check("/ opens the only knowledge base's search page", async () =>
+    /^\/kb\/knowledge-base-[0-9a-f-]+$/.test(new URL(page.url()).pathname) ? null : `at ${page.url()}`);
+  await check("security headers: CSP without inline script, nosniff, no referrer", async () => {
+    const h = first.headers();
+    const csp = h["content-security-policy"] || "";
+    if (!csp.includes("script-src 'self'") || csp.includes("unsafe-inline")) return `CSP ${csp}`;
+    if (h["x-content-type-options"] !== "nosniff") return "no nosniff";
+    if (h["referrer-policy"] !== "no-referrer") return `referrer-policy ${h["referrer-policy"]}`;
+    return null;
+  });
+
+  const english = await search(page, "How do agents read related files?");
+  await check("English search: the expected first result", async () =>
+    english.title === "Backend Adapter" ? null : `first result ${english.title}`);
+  await check("the address holds the query (a result list can be shared)", async () =>
+    new URL(page.url()).searchParams.get("q") === "How do agents read related files?" ? null : page.url());
+  await check("excerpts mark the query's words", async () => {
+    const marks = await page.locator("ol.results .excerpt mark").allTextContents();
+    return marks.some((m) => /agent|read|related|files/i.test(m)) ? null : `marks ${JSON.stringify(marks.slice(0, 5))}`;
+  });
+  await check("each result says which lanes found it", async () =>
+    (await page.locator("ol.results li").first().locator(".lane").count()) > 0 ? null : "no lanes");
+  await page.screenshot({ path: join(SHOTS, "search-en.png"), fullPage: true });
+
+  // Paging by cursor, forward and back.
+  const pageOne = await page.locator("ol.results a.title").allTextContents();
+  await page.locator("nav.pager a.next").click();
+  await page.locator("nav.pager a.previous").waitFor();
+  const pageTwo = await page.locator("ol.results a.title").allTextContents();
+  await check("the next page has other results (cursor in the address)", async () =>
+    new URL(page.url()).searchParams.get("cursor") && pageTwo.length && pageTwo[0] !== pageOne[0]
+      ? null : `page two ${JSON.stringify(pageTwo.slice(0, 2))}`);
+  await page.locator("nav.pager a.previous").click();
+  await page.locator("nav.pager a.next").waitFor();
+  await check("the previous page is the first again", async () => {
+    const again = await page.locator("ol.results a.title").allTextContents();
+    return JSON.stringify(again) === JSON.stringify(pageOne) ? null : `got ${JSON.stringify(again.slice(0, 2))}`;
+  });
+
+  // Keyboard: `/` focuses the box, arrows move, Enter opens.
+  await page.locator("body").click({ position: { x: 5, y: 300 } });
+  await page.keyboard.press("/");
+  await check("`/` focuses the search box", async () =>
+    (await page.evaluate(() => document.activeElement && document.activeElement.id)) === "q" ? null : "not focused");
+  await page.keyboard.press("ArrowDown");
+  await page.keyboard.press("Enter");
+  await page.locator("article.page h1").first().waitFor();
+  await check("arrow and Enter open the first result in the reader", async () =>
+    new URL(page.url()).searchParams.get("path") === "pages/en/agent-integration/backend-adapter.md" ? null : page.url());
+  await check("the reader renders the page's Markdown (headings with anchors, code, tables)", async () => {
+    const headings = await page.locator("article.page h2[id] a.anchor").count();
+    const code = await page.locator("article.page pre code").count();
+    const tables = await page.locator("article.page table").count();
+    return headings && (code || tables) ? null : `headings ${headings}, code ${code}, tables ${tables}`;
+  });
+  await page.locator("section.related li a").first().waitFor();
+  await page.locator("svg.graph a.node").first().waitFor();
+  await page.screenshot({ path: join(SHOTS, "reader.png"), fullPage: true });
+  await check("the graph view shows the page and its relations", async () =>
+    (await page.locator("svg.graph a.node").count()) >= 2 ? null : "fewer than two nodes");
+  const relatedTitle = (await page.locator("section.related li a").first().textContent()).trim();
+  await page.locator("section.related li a").first().click();
+  await page.waitForFunction((t) => document.title.startsWith(t), relatedTitle);
+  await check("a related file opens in the reader", async () =>
+    (await page.title()).startsWith(relatedTitle) ? null : `title ${await page.title()}`);
+  // A link inside a page stays in the reader.
+  const inner = page.locator("article.page a[data-nav]").first();
+  if (await inner.count()) {
+    await inner.click();
+    await page.locator("article.page").first().waitFor();
+    await check("a link between pages opens the linked page in the reader", async () =>
+      /\/read$/.test(new URL(page.url()).pathname) ? null : page.url());
+  }
+
+  // Chinese.
+  await page.goto(base + "/");
+  await page.locator("#q").waitFor();
+  const chinese = await search(page, "Webhook 推送失败后会重试吗？");
+  await check("Chinese search: the expected first result", async () =>
+    chinese.title === "Webhook 推送" ? null : `first result ${chinese.title}`);
+  await check("Chinese excerpts mark the question's words", async () => {
+    const marks = await page.locator("ol.results .excerpt mark").allTextContents();
+    return marks.some((m) => /推送|重试|失败/.test(m)) ? null : `marks ${JSON.stringify(marks.slice(0, 5))}`;
+  });
+  await page.screenshot({ path: join(SHOTS, "search-zh.png"), fullPage: true });
+
+  // The tree.
+  await page.locator("nav#nav a").nth(1).click();
+  await page.locator("ul.tree li").first().waitFor();
+  await page.locator("ul.tree li.dir a", { hasText: "pages" }).click();
+  await page.locator("ul.tree li.dir a", { hasText: "en" }).waitFor();
+  await check("the tree lists folders and opens them", async () =>
+    new URL(page.url()).searchParams.get("parent") === "pages" ? null : page.url());
+  await page.screenshot({ path: join(SHOTS, "tree.png"), fullPage: true });
+
+  await check("the page's HTML, JS and CSS together are at most 200 KB", async () => {
+    const total = [...transferred.values()].reduce((a, b) => a + b, 0);
+    return total > 0 && total <= 200 * 1024 ? null : `${total} bytes (${JSON.stringify([...transferred])})`;
+  });
+  await check("no error in the browser console", async () =>
+    consoleErrors.length ? consoleErrors.slice(0, 3).join(" | ") : null);
+
+  // Chinese interface text for a Chinese browser.
+  const zh = await browser.newContext({ locale: "zh-CN" });
+  const zhPage = await zh.newPage();
+  await zhPage.goto(base + "/");
+  await zhPage.locator("#q").waitFor();
+  await check("a Chinese browser gets Chinese interface text", async () => {
+    const button = (await zhPage.locator("form.search button").textContent()).trim();
+    return button === "搜索" ? null : `button ${button}`;
+  });
+  await zh.close();
+
+  // A page whose Markdown holds a script: shown as text, never run.
+  const hostile = join(SCRATCH, "hostile");
+  mkdirSync(hostile);
+  writeFileSync(join(hostile, "evil.md"),
+    "# Evil\n\n<script>window.__pwned = 1</script>\n\n<img src=x onerror=\"window.__pwned = 2\">\n\n" +
+    "[click](javascript:window.__pwned=3)\n");
+  writeFileSync(join(hostile, "other.md"), "# Other\n\nNothing here.\n");
+  const hostileBase = await server(hostile);
+  await page.goto(`${hostileBase}/`);
+  await page.locator("#q").waitFor();
+  const kb = new URL(page.url()).pathname;
+  await page.goto(`${hostileBase}${kb}/read?path=pages%2Fevil.md`);
+  await page.locator("article.page h1").waitFor();
+  const link = page.locator("article.page a", { hasText: "click" });
+  if (await link.count()) await link.click().catch(() => {});
+  await check("a <script> in a page's Markdown is shown as text and does not run", async () => {
+    const pwned = await page.evaluate(() => window.__pwned);
+    const text = await page.locator("article.page").textContent();
+    if (pwned !== undefined) return `window.__pwned = ${pwned}`;
+    return text.includes("<script>") ? null : "the script text is not shown";
+  });
+
+  // A server with a token asks for it, refuses a wrong one, keeps the right one for the tab.
+  const locked = await server(FIXTURE, ["--token", "sesame"]);
+  const tokenContext = await browser.newContext({ locale: "en-US" });
+  const tokenPage = await tokenContext.newPage();
+  await tokenPage.goto(locked + "/");
+  await tokenPage.locator("#token").waitFor();
+  await check("a token-protected server asks for the token", async () => null);
+  await tokenPage.screenshot({ path: join(SHOTS, "token.png") });
+  await tokenPage.locator("#token").fill("wrong");
+  await tokenPage.locator("form.login button").click();
+  await tokenPage.locator("form.login .error").waitFor();
+  await check("a wrong token is refused", async () => null);
+  await tokenPage.locator("#token").fill("sesame");
+  await tokenPage.locator("form.login button").click();
+  await tokenPage.locator("#q").waitFor();
+  await check("the right token opens the search page, and is not in the address", async () =>
+    tokenPage.url().includes("sesame") ? `in ${tokenPage.url()}` : null);
+  const locked2 = await search(tokenPage, "How do agents read related files?");
+  await check("searching with the token works", async () =>
+    locked2.title === "Backend Adapter" ? null : locked2.title);
+  await tokenContext.close();
+
+  // First result on SciFact within 300 ms of Enter (when ../shared is there).
+  if (existsSync(SCIFACT)) {
+    const sci = await server(SCIFACT);
+    await page.goto(sci + "/");
+    await page.locator("#q").waitFor();
+    await search(page, "warm-up query about vitamin D");
+    const times = [];
+    for (const q of ["0-dimensional biomaterials show inductive properties.",
+      "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
+      "Aspirin inhibits the production of PGE2.",
+      "Cancer cells can stimulate the accumulation of intra-tumoural myeloid-derived suppressor cells.",
+      "Vitamin D deficiency effects the term of delivery."]) {
+      times.push((await search(page, q)).ms);
+    }
+    times.sort((a, b) => a - b);
+    const median = times[Math.floor(times.length / 2)];
+    console.log(`  SciFact: first result ${times.join(", ")} ms after Enter (median ${median})`);
+    await check("SciFact: the first result within 300 ms of Enter (median of five)", async () =>
+      median <= 300 ? null : `median ${median} ms`);
+  } else {
+    console.log("  skip  SciFact timing: ../shared/bundles/scifact is not there");
+  }
+
+  await browser.close();
+}
+
+try {
+  await main();
+} catch (e) {
+  failed++;
+  failures.push("run");
+  console.log(`  FAIL  run: ${e.stack || e}`);
+} finally {
+  for (const child of servers) child.kill("SIGTERM");
+  rmSync(SCRATCH, { recursive: true, force: true });
+}
+if (failures.length) console.log(`failed: ${failures.join("; ")}`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
