@@ -65,6 +65,25 @@ async function server(bundle, extra) {
   return s.base;
 }
 
+// Several bundles on one server (each its own default index folder, under the scratch cache).
+function serveMany(bundles) {
+  const child = spawn(BIN, ["serve", ...bundles, "--addr", "127.0.0.1:0"], {
+    cwd: ROOT, stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(SCRATCH, "cache-")) },
+  });
+  servers.push(child);
+  return new Promise((done, fail) => {
+    let text = "";
+    child.stderr.on("data", (chunk) => {
+      text += chunk;
+      const m = text.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m) done(m[1]);
+    });
+    child.on("error", (e) => fail(new Error(`cannot start ${BIN}: ${e.message}`)));
+    child.on("exit", (code) => fail(new Error(`kbtools serve exited ${code}: ${text}`)));
+  });
+}
+
 // The time from Enter to the first result on screen, and the first result's title.
 async function search(page, query) {
   const box = page.locator("#q");
@@ -220,8 +239,15 @@ async function main() {
     "# Evil\n\n<script>window.__pwned = 1</script>\n\n<img src=x onerror=\"window.__pwned = 2\">\n\n" +
     "[click](javascript:window.__pwned=3)\n");
   writeFileSync(join(hostile, "other.md"), "# Other\n\nNothing here.\n");
-  const hostileBase = await server(hostile);
+  // Served beside the fixture: `/` lists both knowledge bases.
+  const hostileBase = await serveMany([FIXTURE, hostile]);
   await page.goto(`${hostileBase}/`);
+  await page.locator("ul.bases li a").first().waitFor();
+  await check("with two knowledge bases, / lists both", async () => {
+    const names = await page.locator("ul.bases li a").allTextContents();
+    return names.length === 2 ? null : `listed ${JSON.stringify(names)}`;
+  });
+  await page.locator("ul.bases li a", { hasText: "hostile" }).click();
   await page.locator("#q").waitFor();
   const kb = new URL(page.url()).pathname;
   await page.goto(`${hostileBase}${kb}/read?path=pages%2Fevil.md`);
