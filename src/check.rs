@@ -228,26 +228,56 @@ fn read_text(root: &Path, r: &ReadFile) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// The 1-based line and column (in characters) of byte `offset` of `text`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
+/// The 1-based lines and columns (in characters) of byte offsets of one text, counted forward:
+/// offsets asked for in increasing order (records and links come in text order) cost one pass
+/// over the text in all, not one pass each (a one-line packet of 20,000 records took 5.2 s).
+struct Places<'a> {
+    text: &'a str,
+    offset: usize,
+    line: usize,
+    column: usize,
 }
 
-/// Where `key` with the string value `value` is written in the JSON `text` (searched from
-/// `from`): its line and column, and the byte after it.
-fn locate(text: &str, from: usize, key: &str, value: &str) -> Option<(usize, usize, usize)> {
-    let value = serde_json::to_string(value).ok()?;
-    let needle = format!("\"{key}\":{value}");
-    let at = from + text.get(from..)?.find(&needle)?;
-    let (line, column) = line_column(text, at);
-    Some((line, column, at + needle.len()))
+impl<'a> Places<'a> {
+    fn new(text: &'a str) -> Self {
+        Places {
+            text,
+            offset: 0,
+            line: 1,
+            column: 1,
+        }
+    }
+
+    /// The line and column of byte `offset` (a smaller offset than the last starts over).
+    fn at(&mut self, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        if offset < self.offset {
+            *self = Places::new(self.text);
+        }
+        for c in self.text[self.offset..offset].chars() {
+            if c == '\n' {
+                self.line += 1;
+                self.column = 1;
+            } else {
+                self.column += 1;
+            }
+        }
+        self.offset = offset;
+        (self.line, self.column)
+    }
+
+    /// Where `key` with the string value `value` is written next in the JSON text, searched
+    /// from `from`, which moves past it: its line and column.
+    fn locate(&mut self, from: &mut usize, key: &str, value: &str) -> Option<(usize, usize)> {
+        let value = serde_json::to_string(value).ok()?;
+        let needle = format!("\"{key}\":{value}");
+        let at = *from + self.text.get(*from..)?.find(&needle)?;
+        *from = at + needle.len();
+        Some(self.at(at))
+    }
 }
 
 /// One `documents[]` record, as far as the check compares it with its page.
@@ -287,19 +317,20 @@ fn check_json(
     let Ok(value) = records::parse_json(&text) else {
         return out;
     };
-    let at = |code: Code, place: Option<(usize, usize, usize)>, message: String| {
+    let at = |code: Code, place: Option<(usize, usize)>, message: String| {
         Diagnostic::new(code, r.disk.clone(), place.map(|p| p.0), message).at(place.map(|p| p.1))
     };
+    let mut places = Places::new(&text);
     match value.get("formatVersion") {
         Some(Value::Number(n)) if n.as_u64() == Some(2) => {}
         Some(other) => out.push(at(
             Code::FormatVersion,
-            Some((1, 1, 0)),
+            Some((1, 1)),
             format!("formatVersion is {other}; kbtools reads 2"),
         )),
         None => out.push(at(
             Code::RecordShape,
-            Some((1, 1, 0)),
+            Some((1, 1)),
             "`formatVersion` is missing".into(),
         )),
     }
@@ -308,10 +339,7 @@ fn check_json(
             let (records, _) = records::typed_items::<PageRecord>(&value, "documents");
             let mut from = 0;
             for record in records {
-                let place = locate(&text, from, "path", &record.path);
-                if let Some(p) = place {
-                    from = p.2;
-                }
+                let place = places.locate(&mut from, "path", &record.path);
                 let Some(&page) = by_path.get(record.path.as_str()) else {
                     out.push(at(
                         Code::MissingPage,
@@ -351,7 +379,9 @@ fn check_json(
                     if !by_path.contains_key(graph.as_str()) {
                         out.push(at(
                             Code::MissingGraph,
-                            locate(&text, from, "graphPath", graph).or(place),
+                            places
+                                .locate(&mut from.clone(), "graphPath", graph)
+                                .or(place),
                             format!("{}: graphPath {graph} does not exist", record.path),
                         ));
                     }
@@ -363,7 +393,7 @@ fn check_json(
                 if !is_page(page) {
                     out.push(at(
                         Code::OrphanGraph,
-                        locate(&text, 0, "path", page),
+                        places.locate(&mut 0, "path", page),
                         format!("relationships of {page}, which is not a page of the bundle"),
                     ));
                 }
@@ -371,10 +401,7 @@ fn check_json(
             let (endpoints, _) = records::typed_items::<Endpoint>(&value, "relationships");
             let mut from = 0;
             for endpoint in endpoints {
-                let place = locate(&text, from, "targetPath", &endpoint.target_path);
-                if let Some(p) = place {
-                    from = p.2;
-                }
+                let place = places.locate(&mut from, "targetPath", &endpoint.target_path);
                 if !is_page(&endpoint.target_path) {
                     out.push(at(
                         Code::DanglingRelation,
@@ -452,6 +479,7 @@ fn check_markdown(
         return out;
     };
     let body_start = bundle::frontmatter::locate(&text).map_or(0, |f| f.body_start);
+    let mut places = Places::new(&text);
     let code = if r.class == PathClass::Page {
         Code::BrokenLink
     } else {
@@ -468,7 +496,7 @@ fn check_markdown(
             Some(path) if r.class != PathClass::Page && r.path != "log.md" => out.links.push(path),
             Some(_) => {}
             None => {
-                let (line, column) = line_column(&text, body_start + offset);
+                let (line, column) = places.at(body_start + offset);
                 let message = match &resolved {
                     Some(path) => format!("link to {destination}: {path} does not exist"),
                     None => format!("link to {destination} leaves the bundle"),
@@ -595,18 +623,20 @@ mod tests {
     #[test]
     fn places_are_lines_and_character_columns() {
         let text = "ab\n中文x\n";
-        assert_eq!(line_column(text, 0), (1, 1));
-        assert_eq!(line_column(text, 3), (2, 1));
-        assert_eq!(
-            line_column(text, 9),
-            (2, 3),
-            "columns count characters, not bytes"
-        );
+        let mut places = Places::new(text);
+        assert_eq!(places.at(0), (1, 1));
+        assert_eq!(places.at(3), (2, 1));
+        assert_eq!(places.at(9), (2, 3), "columns count characters, not bytes");
+        assert_eq!(places.at(1), (1, 2), "an earlier offset starts over");
         let json = r#"{"documents":[{"path":"pages/a.md"},{"path":"pages/b.md"}]}"#;
-        let first = locate(json, 0, "path", "pages/a.md").unwrap();
-        assert_eq!((first.0, first.1), (1, 16));
+        let mut places = Places::new(json);
+        let mut from = 0;
+        assert_eq!(
+            places.locate(&mut from, "path", "pages/a.md"),
+            Some((1, 16))
+        );
         assert!(
-            locate(json, first.2, "path", "pages/a.md").is_none(),
+            places.locate(&mut from, "path", "pages/a.md").is_none(),
             "searched after"
         );
     }

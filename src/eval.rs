@@ -386,21 +386,17 @@ fn mrr_at(ranked: &[String], judged: &BTreeMap<String, i64>, k: usize) -> f64 {
 }
 
 /// What one judged query retrieved, and how well.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct QueryResult {
     pub id: String,
     pub question: String,
     /// The document ids retrieved, best first (at most 100).
-    #[serde(skip)]
     pub ranked: Vec<String>,
     /// nDCG@10, Recall@10, Recall@100 and MRR@10; `None` when the search failed.
-    #[serde(skip)]
     pub scores: Option<[f64; 4]>,
     /// Why the search failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    #[serde(skip)]
+    /// How long the search took.
     pub ms: f64,
 }
 

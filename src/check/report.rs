@@ -289,13 +289,9 @@ fn uri_reference(path: &str) -> String {
     }
 }
 
-/// SARIF 2.1.0: one run of the tool `kbtools`, a rule per code, a result per finding.
+/// SARIF 2.1.0: one run of the tool `kbtools`, a rule per code, a result per finding (SARIF's
+/// levels are our severities' names).
 fn sarif(report: &Report, cx: &Context<'_>) -> Value {
-    let level = |s: Severity| match s {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-        Severity::Note => "note",
-    };
     let rules: Vec<Value> = Code::ALL
         .iter()
         .map(|code| {
@@ -303,7 +299,7 @@ fn sarif(report: &Report, cx: &Context<'_>) -> Value {
                 "id": code.as_str(),
                 "shortDescription": {"text": code.title()},
                 "help": {"text": code.hint()},
-                "defaultConfiguration": {"level": level(code.severity())},
+                "defaultConfiguration": {"level": code.severity().as_str()},
             })
         })
         .collect();
@@ -326,7 +322,7 @@ fn sarif(report: &Report, cx: &Context<'_>) -> Value {
             json!({
                 "ruleId": d.code.as_str(),
                 "ruleIndex": Code::ALL.iter().position(|c| *c == d.code).unwrap_or(0),
-                "level": level(d.severity()),
+                "level": d.severity().as_str(),
                 "message": {"text": d.message},
                 "locations": [location],
             })

@@ -153,7 +153,10 @@ pub(super) fn evaluate(source: &Source, judged: Judgments, options: EvalOptions)
             source.pretty,
         )?;
     } else {
-        print!("{}", text_report(name, revision, &runs, &checked, &options));
+        print!(
+            "{}",
+            text_report(name, revision, &runs, &checked, misses, &options)
+        );
     }
     let failed: Vec<&Checked> = checked.iter().filter(|c| !c.passed).collect();
     for c in &failed {
@@ -269,6 +272,7 @@ fn text_report(
     revision: u64,
     runs: &[ModeRun],
     checked: &[Checked],
+    misses: usize,
     options: &EvalOptions,
 ) -> String {
     let mut out = format!("{name} (revision {revision})\n");
@@ -333,10 +337,6 @@ fn text_report(
             }
         }
     }
-    let misses: usize = runs
-        .iter()
-        .map(|r| r.verdicts.iter().filter(|v| !v.passed).count())
-        .sum();
     let total: usize = runs.iter().map(|r| r.verdicts.len()).sum();
     let _ = writeln!(
         out,
