@@ -337,6 +337,20 @@ enum Command {
         /// connection is closed after it.
         #[arg(long, default_value_t = 30, value_name = "SECONDS")]
         write_timeout: u64,
+        /// A host name (or `name:port`) requests may give in `Host` besides loopback ones, for a
+        /// proxy or the name clients use; repeatable. Bound to loopback, any other `Host` is 403
+        /// (DNS rebinding protection); bound beyond loopback, naming hosts turns the same check
+        /// on [default: loopback names only; beyond loopback, any host].
+        #[arg(long = "allowed-host", value_name = "NAME")]
+        allowed_hosts: Vec<String>,
+        /// Most MCP sessions open at once over /mcp (an `initialize` beyond it is 503 with
+        /// Retry-After); a session ends with DELETE or after 5 idle minutes.
+        #[arg(long, default_value_t = kbtools::http::DEFAULT_MAX_MCP_SESSIONS, value_name = "N")]
+        max_mcp_sessions: usize,
+        /// Most MCP event streams (GET /mcp) open at once, one per session (beyond it: 429)
+        /// [default: a quarter of --max-connections].
+        #[arg(long, value_name = "N")]
+        max_event_streams: Option<usize>,
         /// Rebuild the index when files in a bundle change (the server switches to the rebuilt
         /// index between requests).
         #[arg(long)]
@@ -554,7 +568,9 @@ pub fn main() -> i32 {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("kbtools: {e:#}");
+            // Errors quote paths and inputs, anyone's text: escaped for the terminal.
+            let text = format!("{e:#}");
+            eprintln!("kbtools: {}", kbtools::text::terminal_safe_lines(&text));
             2
         }
     }
@@ -634,6 +650,9 @@ fn run(cli: Cli) -> Result<i32> {
             header_timeout,
             max_connections,
             write_timeout,
+            allowed_hosts,
+            max_mcp_sessions,
+            max_event_streams,
             watch,
         } => {
             kbtools::analysis::load_dictionary_at_first_cjk_query();
@@ -642,6 +661,9 @@ fn run(cli: Cli) -> Result<i32> {
                 header_timeout,
                 max_connections,
                 write_timeout,
+                allowed_hosts,
+                max_mcp_sessions,
+                max_event_streams,
             };
             server::serve_http(&source, bundles, &addr, token, limits, watch)
         }

@@ -304,6 +304,13 @@ pub fn input_schema(tool: &str, params: &ParamsDef) -> JsonObject {
 }
 
 /// The six tools as MCP tool definitions.
+/// The tool list every server (every MCP-over-HTTP session) shares: built once, so that a
+/// session costs a pointer to it rather than a copy of six schemas.
+fn shared_tool_definitions() -> Arc<Vec<Tool>> {
+    static TOOLS: std::sync::OnceLock<Arc<Vec<Tool>>> = std::sync::OnceLock::new();
+    TOOLS.get_or_init(|| Arc::new(tool_definitions())).clone()
+}
+
 pub fn tool_definitions() -> Vec<Tool> {
     ToolName::ALL
         .into_iter()
@@ -354,7 +361,7 @@ impl KbServer {
             kb,
             options: Arc::new(options),
             audit,
-            tools: Arc::new(tool_definitions()),
+            tools: shared_tool_definitions(),
         })
     }
 
@@ -607,8 +614,8 @@ fn answered_id(message: &TxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
 const LOGGED_REJECTIONS: u64 = 100;
 
 /// JSON-RPC error codes of the framing.
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 
 /// Newline-delimited JSON-RPC over a reader and a writer, with a bounded line length and a
@@ -639,8 +646,8 @@ enum LineRead {
     Failed(std::io::Error),
 }
 
-/// What one line is.
-enum Parsed {
+/// What one message (a stdio line, an HTTP body) is.
+pub(crate) enum Parsed {
     Message(Box<RxJsonRpcMessage<RoleServer>>),
     Blank,
     /// Not answered (a notification never is), only logged.
@@ -754,8 +761,8 @@ where
     }
 }
 
-/// Classifies one line (its newline included).
-fn parse_line(line: &[u8]) -> Parsed {
+/// Classifies one message: a stdio line (its newline included) or an HTTP request body.
+pub(crate) fn parse_line(line: &[u8]) -> Parsed {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
@@ -774,7 +781,7 @@ fn parse_line(line: &[u8]) -> Parsed {
             return Parsed::Rejected {
                 id: Value::Null,
                 code: PARSE_ERROR,
-                message: format!("Parse error: the line is not JSON ({}).", short(&e)),
+                message: format!("Parse error: the message is not JSON ({}).", short(&e)),
             }
         }
     };
@@ -787,7 +794,7 @@ fn parse_line(line: &[u8]) -> Parsed {
         return match value {
             Value::Array(_) => invalid(
                 Value::Null,
-                "batch arrays are not supported; send one message per line.".into(),
+                "batch arrays are not supported; send one message at a time (one per line on stdio).".into(),
             ),
             _ => invalid(Value::Null, "a message is a JSON object.".into()),
         };

@@ -1,6 +1,8 @@
 //! Small text utilities shared by ingest, tools and search: Unicode normalization, the
 //! JavaScript `encodeURIComponent` used by `readActions`, and character-safe truncation.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use unicode_normalization::UnicodeNormalization;
 
 /// NFKC, trimmed, every whitespace run collapsed to one space (the API's query normalization).
@@ -127,6 +129,41 @@ pub fn collapse_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// `s` safe to show on a terminal: control characters (C0, newline and tab included; DEL; C1)
+/// and the bidi controls become escapes (`\n`, `\t`, `\r`, else `\u{1b}`), so that a file
+/// name or a message cannot move the cursor, retitle the window or reorder the line it is on.
+pub fn terminal_safe(s: &str) -> Cow<'_, str> {
+    escape_controls(s, false)
+}
+
+/// [`terminal_safe`] for text of several lines: its newlines are kept.
+pub fn terminal_safe_lines(s: &str) -> Cow<'_, str> {
+    escape_controls(s, true)
+}
+
+fn escape_controls(s: &str, keep_newlines: bool) -> Cow<'_, str> {
+    let escaped = |c: char| is_forbidden_path_char(c) && !(keep_newlines && c == '\n');
+    if !s.chars().any(escaped) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if !escaped(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            other => {
+                let _ = write!(out, "\\u{{{:x}}}", other as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// True for the control characters the API rejects in paths: C0, DEL, C1, and the bidi
 /// controls U+202A–U+202E and U+2066–U+2069.
 pub fn is_forbidden_path_char(c: char) -> bool {
@@ -159,6 +196,22 @@ pub fn is_cjk(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terminal_escapes_controls_and_bidi_and_keeps_the_rest() {
+        assert_eq!(terminal_safe("docs/a.md"), "docs/a.md");
+        assert!(matches!(terminal_safe("中文 é"), Cow::Borrowed(_)));
+        assert_eq!(
+            terminal_safe("x\u{1b}]0;OWNED\u{7}.md"),
+            "x\\u{1b}]0;OWNED\\u{7}.md"
+        );
+        assert_eq!(terminal_safe("a\nb\tc\r"), "a\\nb\\tc\\r");
+        assert_eq!(
+            terminal_safe("\u{202e}gpj.exe \u{9b}"),
+            "\\u{202e}gpj.exe \\u{9b}"
+        );
+        assert_eq!(terminal_safe_lines("one\ntwo\u{1b}"), "one\ntwo\\u{1b}");
+    }
 
     #[test]
     fn xml_text_is_escaped_and_stays_xml() {

@@ -46,9 +46,12 @@ pub(super) fn mcp_stdio(
 /// What a server says while it runs, as `tracing` events of target `kbtools` (progress at
 /// `info`, warnings at `warn`), which [`init_tracing`] prints on stderr.
 fn server_log() -> Log {
-    Arc::new(|level: Level, line: &str| match level {
-        Level::Progress => tracing::info!(target: "kbtools", "{line}"),
-        Level::Warning => tracing::warn!(target: "kbtools", "{line}"),
+    Arc::new(|level: Level, line: &str| {
+        let line = kbtools::text::terminal_safe_lines(line);
+        match level {
+            Level::Progress => tracing::info!(target: "kbtools", "{line}"),
+            Level::Warning => tracing::warn!(target: "kbtools", "{line}"),
+        }
     })
 }
 
@@ -159,6 +162,9 @@ pub(super) struct ServeLimits {
     pub header_timeout: u64,
     pub max_connections: usize,
     pub write_timeout: u64,
+    pub allowed_hosts: Vec<String>,
+    pub max_mcp_sessions: usize,
+    pub max_event_streams: Option<usize>,
 }
 
 pub(super) fn serve_http(
@@ -175,6 +181,8 @@ pub(super) fn serve_http(
             "--token (or KBTOOLS_TOKEN) is empty: an empty token would turn authentication off; pass a token, or leave --token and KBTOOLS_TOKEN unset to serve without one"
         ));
     }
+    // A bad --allowed-host is a usage error before anything is opened or bound.
+    kbtools::http::hosts::HostPolicy::new(true, &limits.allowed_hosts).map_err(|e| anyhow!(e))?;
     let bundles = if bundles.is_empty() {
         source.bundle.clone().into_iter().collect()
     } else {
@@ -207,8 +215,12 @@ pub(super) fn serve_http(
         header_read_timeout: std::time::Duration::from_secs(limits.header_timeout.max(1)),
         max_connections: limits.max_connections.max(1),
         write_timeout: std::time::Duration::from_secs(limits.write_timeout.max(1)),
+        allowed_hosts: limits.allowed_hosts.clone(),
+        max_mcp_sessions: limits.max_mcp_sessions.max(1),
+        max_event_streams: limits.max_event_streams.map(|n| n.max(1)),
         ..Default::default()
     };
+
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -234,6 +246,11 @@ pub(super) fn serve_http(
         if !local.ip().is_loopback() && token.is_none() {
             eprintln!(
                 "kbtools: warning: listening on {local}, beyond loopback, without --token: anyone who can reach it reads the knowledge base"
+            );
+        }
+        if !local.ip().is_loopback() && options.allowed_hosts.is_empty() {
+            eprintln!(
+                "kbtools: warning: listening on {local}, beyond loopback, without --allowed-host: any Host is answered, so a web page can reach the server through DNS rebinding; name the hosts clients use with --allowed-host"
             );
         }
         kbtools::http::serve_live(listener, kbs, options, kbtools::http::shutdown_signal())

@@ -22,6 +22,7 @@
 //! and answers from it, so a rebuilt index is picked up between requests and a response is never
 //! a mix of two revisions.
 
+pub mod hosts;
 pub mod mcp;
 pub mod spec;
 pub mod web;
@@ -68,8 +69,31 @@ pub struct HttpOptions {
     /// Longest time a write to a client may stay blocked (a client that stops reading its
     /// response); the connection is closed after it.
     pub write_timeout: Duration,
-    /// The server listens on loopback only: MCP requests must name a loopback `Host`.
+    /// The server listens on loopback only: requests must name a loopback `Host` (or one of
+    /// `allowed_hosts`); set by [`serve_live`] from the address it listens on.
     pub loopback: bool,
+    /// `--allowed-host`: names (`name` or `name:port`) a request's `Host` may give besides
+    /// loopback ones ([`hosts`]).
+    pub allowed_hosts: Vec<String>,
+    /// Most live MCP sessions over the server's knowledge bases.
+    pub max_mcp_sessions: usize,
+    /// Most open MCP event streams; `None`: a quarter of `max_connections`.
+    pub max_event_streams: Option<usize>,
+}
+
+/// The default of `--max-mcp-sessions`: far more than the agents of one machine open, and a
+/// few megabytes at most (a session costs about 10 KB; the README has the figure).
+pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
+
+impl HttpOptions {
+    /// The caps of the MCP routes these options give.
+    pub fn mcp_limits(&self) -> mcp::McpLimits {
+        let defaults = mcp::McpLimits::for_connections(self.max_connections);
+        mcp::McpLimits {
+            max_sessions: self.max_mcp_sessions,
+            max_event_streams: self.max_event_streams.unwrap_or(defaults.max_event_streams),
+        }
+    }
 }
 
 impl Default for HttpOptions {
@@ -84,6 +108,9 @@ impl Default for HttpOptions {
             max_connections: 1024,
             write_timeout: Duration::from_secs(30),
             loopback: true,
+            allowed_hosts: Vec::new(),
+            max_mcp_sessions: DEFAULT_MAX_MCP_SESSIONS,
+            max_event_streams: None,
         }
     }
 }
@@ -99,6 +126,7 @@ struct Served {
     started: String,
     max_body_bytes: usize,
     max_head_bytes: usize,
+    hosts: hosts::HostPolicy,
 }
 
 type Shared = Arc<Served>;
@@ -112,6 +140,8 @@ pub enum HttpError {
     DuplicateId(String),
     #[error("no knowledge base to serve")]
     Empty,
+    #[error("{0}")]
+    Options(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -155,6 +185,8 @@ fn build_router(
     if kbs.is_empty() {
         return Err(HttpError::Empty);
     }
+    let hosts = hosts::HostPolicy::new(options.loopback, &options.allowed_hosts)
+        .map_err(HttpError::Options)?;
     let mut by_id = HashMap::new();
     let mut order = Vec::new();
     for kb in kbs {
@@ -186,6 +218,7 @@ fn build_router(
         started: now_rfc3339(),
         max_body_bytes: options.max_body_bytes,
         max_head_bytes: options.max_head_bytes,
+        hosts,
     });
     let base = "/openapi/v2/knowledge-bases/{knowledgeBaseId}";
     let mut app = Router::new()
@@ -238,12 +271,14 @@ fn build_router(
     let mut app = app.layer(tower_http::limit::RequestBodyLimitLayer::new(
         options.max_body_bytes,
     ));
+    let sessions = mcp::McpShared::new(options.mcp_limits());
     for id in &served.order {
-        let service = mcp::service(served.by_id[id].clone(), options.loopback, stop.clone());
+        let endpoint = mcp::endpoint(served.by_id[id].clone(), sessions.clone(), stop.clone());
+        let route = axum::routing::any(move |request: Request| endpoint.clone().handle(request));
         if served.order.len() == 1 {
-            app = app.route_service("/mcp", service.clone());
+            app = app.route("/mcp", route.clone());
         }
-        app = app.route_service(&format!("/mcp/{id}"), service);
+        app = app.route(&format!("/mcp/{id}"), route);
     }
     // Outermost last: the front door sees every request first (request id, authentication,
     // body size), then the timeout.
@@ -510,6 +545,7 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
     if head_bytes(&request) > served.max_head_bytes {
         return head_too_large();
     }
+    let is_mcp = is_mcp_path(request.uri().path());
     let id = request
         .headers()
         .get("x-request-id")
@@ -518,6 +554,23 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
         .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_string)
         .unwrap_or_else(new_request_id);
+    // DNS rebinding: every route, before anything else (hosts.rs).
+    let headers = request.headers();
+    let checked = served.hosts.check(
+        headers.get(header::HOST).map(HeaderValue::as_bytes),
+        headers.get(header::ORIGIN).map(HeaderValue::as_bytes),
+        is_mcp,
+    );
+    if let Err(refusal) = checked {
+        let mut response = error_response(
+            &ToolError::new(ErrorCode::Forbidden, refusal.message()),
+            &id,
+        );
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
     // The page and its assets hold no knowledge-base data: served without the token, which
     // the page asks for before it calls the API.
     if let Some(expected) = served
@@ -528,8 +581,8 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(|t| digest(t.trim()));
+            .and_then(bearer_token)
+            .map(digest);
         if presented != Some(expected) {
             return error_response(
                 &ToolError::new(ErrorCode::Unauthorized, "Valid bearer API key is required."),
@@ -542,7 +595,6 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let is_mcp = is_mcp_path(request.uri().path());
     let max_body = if is_mcp {
         mcp::MAX_MCP_BODY_BYTES
     } else {
@@ -555,8 +607,10 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
     let mut response = next.run(request).await;
     let bare = response.headers().get(header::CONTENT_TYPE)
         != Some(&HeaderValue::from_static(JSON_CONTENT_TYPE));
-    if bare && response.status() == StatusCode::SERVICE_UNAVAILABLE {
-        // The timeout layer's bare 503.
+    if response.headers().get(header::CONTENT_TYPE).is_none()
+        && response.status() == StatusCode::SERVICE_UNAVAILABLE
+    {
+        // The timeout layer's bare 503 (no body, no type).
         return error_response(
             &ToolError::new(
                 ErrorCode::SearchUnavailable,
@@ -581,6 +635,14 @@ async fn front_door(State(served): State<Shared>, mut request: Request, next: Ne
         HeaderValue::from_static("no-referrer"),
     );
     response
+}
+
+/// The token of an `Authorization: Bearer <token>` value; the scheme's case does not matter
+/// (RFC 9110 §11.1).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once([' ', '\t'])?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 fn body_too_large(max: usize, mcp: bool, request_id: &str) -> Response {

@@ -33,26 +33,36 @@ fn index_dir() -> &'static PathBuf {
 }
 
 /// `kbtools serve` as a child: killed (and reaped) when dropped; stderr goes to a file.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
     stderr: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Server {
-    fn start() -> Server {
+    pub(crate) fn start() -> Server {
         Server::start_with(&[])
     }
 
     /// A server with extra `kbtools serve` arguments.
-    fn start_with(extra: &[&str]) -> Server {
+    pub(crate) fn start_with(extra: &[&str]) -> Server {
         Server::spawn(None, extra)
+    }
+
+    /// A server listening on all interfaces (beyond loopback), reached on 127.0.0.1.
+    pub(crate) fn start_beyond_loopback(extra: &[&str]) -> Server {
+        Server::spawn_on("0.0.0.0", None, extra)
     }
 
     /// A server with extra arguments, under a soft limit on open files when one is given (the
     /// shell's `ulimit -n`, then `exec`, so the child is kbtools itself).
     fn spawn(open_files: Option<u32>, extra: &[&str]) -> Server {
+        Server::spawn_on("127.0.0.1", open_files, extra)
+    }
+
+    /// [`Server::spawn`] listening on `bind` (an IPv4 address); the tests connect on 127.0.0.1.
+    fn spawn_on(bind: &str, open_files: Option<u32>, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr.txt");
         let port = TcpListener::bind("127.0.0.1:0")
@@ -61,6 +71,7 @@ impl Server {
             .unwrap()
             .port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let listen = format!("{bind}:{port}");
         let mut command = match open_files {
             None => Command::new(env!("CARGO_BIN_EXE_kbtools")),
             Some(n) => {
@@ -78,7 +89,7 @@ impl Server {
             .arg(index_dir())
             .arg("--no-refresh")
             .arg("--addr")
-            .arg(addr.to_string())
+            .arg(&listen)
             .arg("--header-timeout")
             .arg(HEADER_TIMEOUT_SECS.to_string())
             .args(extra)
@@ -106,11 +117,11 @@ impl Server {
         server
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
-    fn assert_running(&mut self) {
+    pub(crate) fn assert_running(&mut self) {
         if let Some(status) = self.child.try_wait().unwrap() {
             panic!(
                 "kbtools serve exited ({status}); stderr:\n{}",
@@ -119,7 +130,7 @@ impl Server {
         }
     }
 
-    fn connect(&self) -> TcpStream {
+    pub(crate) fn connect(&self) -> TcpStream {
         let stream = TcpStream::connect_timeout(&self.addr, WAIT).unwrap();
         stream.set_read_timeout(Some(WAIT)).unwrap();
         stream.set_write_timeout(Some(WAIT)).unwrap();
@@ -127,13 +138,13 @@ impl Server {
     }
 
     /// Sends `request` and reads until the server closes: the whole reply, or the I/O error.
-    fn exchange(&self, request: &[u8]) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn exchange(&self, request: &[u8]) -> std::io::Result<Vec<u8>> {
         let mut stream = self.connect();
         stream.write_all(request)?;
         read_all(&mut stream)
     }
 
-    fn try_get(&self, target: &str) -> Result<(u16, Value), String> {
+    pub(crate) fn try_get(&self, target: &str) -> Result<(u16, Value), String> {
         let request = format!(
             "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
             self.addr
@@ -153,7 +164,7 @@ impl Server {
     }
 
     /// The server still answers a search correctly.
-    fn still_answers(&mut self) {
+    pub(crate) fn still_answers(&mut self) {
         self.assert_running();
         let (status, body) = self
             .try_get("/openapi/v2/health")
@@ -165,7 +176,7 @@ impl Server {
     }
 
     /// The child's peak resident set (VmHWM), in KiB.
-    fn peak_rss_kib(&self) -> u64 {
+    pub(crate) fn peak_rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
         status
             .lines()
@@ -186,19 +197,19 @@ fn search_target() -> String {
     "/search?query=How%20do%20agents%20read%20related%20files%3F&mode=file&limit=3".to_string()
 }
 
-fn read_all(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_all(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     stream.read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
-fn status_of(bytes: &[u8]) -> Option<u16> {
+pub(crate) fn status_of(bytes: &[u8]) -> Option<u16> {
     let line = bytes.split(|&b| b == b'\n').next()?;
     let line = std::str::from_utf8(line).ok()?;
     line.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
 }
 
-fn body_of(bytes: &[u8]) -> &[u8] {
+pub(crate) fn body_of(bytes: &[u8]) -> &[u8] {
     match bytes.windows(4).position(|w| w == b"\r\n\r\n") {
         Some(i) => &bytes[i + 4..],
         None => &[],
@@ -233,7 +244,7 @@ fn oversized_urls_and_headers_get_414_or_431_and_the_server_keeps_serving() {
     // A 100 KB URL: the head fits hyper's buffer, the URI is over its 64 KiB limit.
     let target = format!("/openapi/v2/health?pad={}", "a".repeat(100_000));
     let reply = server
-        .exchange(format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .exchange(format!("GET {target} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
         .unwrap();
     assert_eq!(
         status_of(&reply),
@@ -245,7 +256,7 @@ fn oversized_urls_and_headers_get_414_or_431_and_the_server_keeps_serving() {
 
     // One 200 KB header, and a head of 5,000 small headers: over the 128 KiB head limit.
     let big_header = format!(
-        "GET /openapi/v2/health HTTP/1.1\r\nHost: x\r\nX-Pad: {}\r\n\r\n",
+        "GET /openapi/v2/health HTTP/1.1\r\nHost: localhost\r\nX-Pad: {}\r\n\r\n",
         "b".repeat(200_000)
     );
     let many_small: String = (0..5_000).map(|i| format!("X-H{i}: {i}\r\n")).collect();
@@ -255,7 +266,7 @@ fn oversized_urls_and_headers_get_414_or_431_and_the_server_keeps_serving() {
         ("a 200 KB header", big_header),
         (
             "5,000 headers",
-            format!("GET /openapi/v2/health HTTP/1.1\r\nHost: x\r\n{many_small}\r\n"),
+            format!("GET /openapi/v2/health HTTP/1.1\r\nHost: localhost\r\n{many_small}\r\n"),
         ),
         (
             "101 headers",
@@ -286,7 +297,7 @@ fn oversized_urls_and_headers_get_414_or_431_and_the_server_keeps_serving() {
             }
             sent += chunk.len();
         }
-        let _ = writer.write_all(b" HTTP/1.1\r\nHost: x\r\n\r\n");
+        let _ = writer.write_all(b" HTTP/1.1\r\nHost: localhost\r\n\r\n");
         sent
     });
     let mut reply = Vec::new();
@@ -326,11 +337,11 @@ fn garbage_truncated_http09_and_pipelined_requests() {
         ),
         (
             "a bad method",
-            b"G\x01T / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+            b"G\x01T / HTTP/1.1\r\nHost: localhost\r\n\r\n".to_vec(),
         ),
         (
             "a bad version",
-            b"GET / HTTP/9.9\r\nHost: x\r\n\r\n".to_vec(),
+            b"GET / HTTP/9.9\r\nHost: localhost\r\n\r\n".to_vec(),
         ),
         ("HTTP/0.9", b"GET /openapi/v2/health\r\n\r\n".to_vec()),
         (
@@ -339,11 +350,11 @@ fn garbage_truncated_http09_and_pipelined_requests() {
         ),
         (
             "a bad Content-Length",
-            b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n".to_vec(),
+            b"GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: -5\r\n\r\n".to_vec(),
         ),
         (
             "two Content-Lengths",
-            b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"
+            b"GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"
                 .to_vec(),
         ),
     ] {
@@ -380,7 +391,7 @@ fn garbage_truncated_http09_and_pipelined_requests() {
     // Truncated: the head stops and the client closes its side: closed without an answer.
     let mut stream = server.connect();
     stream
-        .write_all(b"GET /openapi/v2/health HTTP/1.1\r\nHost: x\r\n")
+        .write_all(b"GET /openapi/v2/health HTTP/1.1\r\nHost: localhost\r\n")
         .unwrap();
     stream.shutdown(Shutdown::Write).unwrap();
     let reply = read_all(&mut stream).unwrap_or_default();
@@ -389,7 +400,7 @@ fn garbage_truncated_http09_and_pipelined_requests() {
     // Closed mid-request, mid-body and right after connecting.
     for partial in [
         &b"GET /openapi/v2/heal"[..],
-        b"GET /openapi/v2/health HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc",
+        b"GET /openapi/v2/health HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\nabc",
         b"",
     ] {
         let mut stream = server.connect();
@@ -401,9 +412,9 @@ fn garbage_truncated_http09_and_pipelined_requests() {
     // Pipelined: three requests in one write are answered in order on one connection.
     let target = search_target();
     let pipelined = format!(
-        "GET /openapi/v2/health HTTP/1.1\r\nHost: x\r\n\r\n\
-         GET {target} HTTP/1.1\r\nHost: x\r\n\r\n\
-         GET /no/such/route HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        "GET /openapi/v2/health HTTP/1.1\r\nHost: localhost\r\n\r\n\
+         GET {target} HTTP/1.1\r\nHost: localhost\r\n\r\n\
+         GET /no/such/route HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
     );
     let reply = server.exchange(pipelined.as_bytes()).unwrap();
     assert_eq!(statuses(&reply), vec![200, 200, 404]);
@@ -431,7 +442,7 @@ fn slow_and_idle_clients_do_not_stop_others_and_are_disconnected() {
                 .write_all(b"GET /openapi/v2/health HTTP/1.1\r\nHo")
                 .unwrap(),
             _ => stream
-                .write_all(b"GET /openapi/v2/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                .write_all(b"GET /openapi/v2/health HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 .unwrap(),
         }
         held.push(stream);
@@ -539,8 +550,9 @@ fn two_hundred_parallel_requests_are_all_answered() {
                 stream
                     .set_read_timeout(Some(WAIT))
                     .map_err(|e| e.to_string())?;
-                let request =
-                    format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                let request = format!(
+                    "GET {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+                );
                 stream
                     .write_all(request.as_bytes())
                     .map_err(|e| e.to_string())?;
@@ -623,7 +635,7 @@ fn a_client_that_stops_reading_is_disconnected_after_the_write_timeout() {
     let mut stream = server.connect();
     let mut writer = stream.try_clone().unwrap();
     let sender = std::thread::spawn(move || {
-        let one = "GET /openapi/v2/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n";
+        let one = "GET /openapi/v2/openapi.json HTTP/1.1\r\nHost: localhost\r\n\r\n";
         let _ = writer.write_all(one.repeat(2_000).as_bytes());
     });
     // Meanwhile others are answered; the stalled connection is cut 2 s into its stall.

@@ -45,6 +45,8 @@ mod search_phrases;
 #[cfg(all(feature = "semantic", feature = "server"))]
 mod semantic;
 #[cfg(feature = "server")]
+mod server_guards;
+#[cfg(feature = "server")]
 mod skill;
 #[cfg(feature = "server")]
 mod tool_doors;

@@ -25,6 +25,7 @@ Usage: client_test.py [KBTOOLS_BIN]   (or KBTOOLS_BIN=...; default target/debug/
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -771,6 +772,10 @@ async def run_revision(results: Results, binary: str, revision: str, transport: 
             target = streamable_http_client(server.url, http_client=http)
         client = Client(target, mode=mode, read_timeout_seconds=CALL_TIMEOUT, cache=None)
         connected = False
+        # What the SDK's transport logs at WARNING and above (a refused session close is one).
+        warnings = WarningsSeen()
+        transport_log = logging.getLogger("mcp.client.streamable_http")
+        transport_log.addHandler(warnings)
         try:
             with anyio.fail_after(SUITE_TIMEOUT):
                 async with client:
@@ -784,8 +789,25 @@ async def run_revision(results: Results, binary: str, revision: str, transport: 
             else:
                 suite.fail("suite", f"aborted: {describe(e)}\n{traceback.format_exc(limit=5)}")
         finally:
+            transport_log.removeHandler(warnings)
             if server is not None:
                 server.stop()
+        if transport == "http" and connected:
+            suite.check(
+                "the SDK's transport closes its session with no warning",
+                lambda: warnings.seen,
+            )
+
+
+class WarningsSeen(logging.Handler):
+    """Collects the records of WARNING and above of the loggers it is added to."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(f"{record.name}: {record.getMessage()}")
 
 
 def run_http_front_door(results: Results, binary: str) -> None:
@@ -825,9 +847,28 @@ def run_http_front_door(results: Results, binary: str) -> None:
                 session = local.headers.get("mcp-session-id", "")
                 ended = http.delete(server.url, headers=dict(authed, **{"Mcp-Session-Id": session}))
                 results.check(
-                    f"{name}: DELETE ends the session",
-                    lambda: None if ended.status_code in (200, 202, 204) else f"status {ended.status_code}",
+                    f"{name}: DELETE ends the session (200 or 204, what clients expect)",
+                    lambda: None if ended.status_code in (200, 204) else f"status {ended.status_code}",
                 )
+                again = http.delete(server.url, headers=dict(authed, **{"Mcp-Session-Id": session}))
+                results.check(
+                    f"{name}: DELETE of an ended session → 404",
+                    lambda: None if again.status_code == 404 else f"status {again.status_code}",
+                )
+                for label, body, code in (
+                    ("malformed JSON", b"{not json", -32700),
+                    ("a batch array", b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600),
+                    ("an object id", b'{"jsonrpc":"2.0","id":{},"method":"ping"}', -32600),
+                ):
+                    bad = http.post(server.url, content=body, headers=authed)
+
+                    def jsonrpc_400(bad: Any = bad, code: int = code) -> str | None:
+                        if bad.status_code != 400:
+                            return f"status {bad.status_code}"
+                        error = bad.json().get("error") or {}
+                        return None if error.get("code") == code else f"body {bad.text[:200]}"
+
+                    results.check(f"{name}: {label} → 400 and JSON-RPC error {code}", jsonrpc_400)
                 gone = http.post(
                     server.url,
                     json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
