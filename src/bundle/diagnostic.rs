@@ -203,9 +203,11 @@ impl Diagnostic {
     }
 }
 
+/// `path:line:column: severity[code]: message`, with control characters escaped (a file name
+/// is anyone's text, and this is what a terminal shows).
 impl std::fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.path)?;
+        write!(f, "{}", crate::text::terminal_safe(&self.path))?;
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
             if let Some(column) = self.column {
@@ -217,7 +219,7 @@ impl std::fmt::Display for Diagnostic {
             ": {}[{}]: {}",
             self.severity().as_str(),
             self.code.as_str(),
-            self.message
+            crate::text::terminal_safe(&self.message)
         )
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::Report;
 use crate::bundle::{Code, Diagnostic, Severity};
-use crate::text::xml_escape;
+use crate::text::{terminal_safe, xml_escape};
 
 /// A report's form (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,11 +131,11 @@ fn text(report: &Report, cx: &Context<'_>) -> String {
         let _ = writeln!(
             out,
             "{}{}: {}[{}]: {}",
-            cx.file(d),
+            terminal_safe(&cx.file(d)),
             place(d),
             d.severity().as_str(),
             d.code.as_str(),
-            d.message
+            terminal_safe(&d.message)
         );
         if hinted.insert(d.code) {
             let _ = writeln!(out, "  hint: {}", d.code.hint());
@@ -249,7 +249,9 @@ fn github(report: &Report, cx: &Context<'_>) -> String {
             Severity::Warning => "warning",
             Severity::Note => "notice",
         };
-        let mut properties = format!("file={}", github_property(&cx.file(d)));
+        // A CI log is shown on terminals too: control characters escaped before GitHub's own
+        // escaping.
+        let mut properties = format!("file={}", github_property(&terminal_safe(&cx.file(d))));
         if let Some(line) = d.line {
             let _ = write!(properties, ",line={line}");
             if let Some(column) = d.column {
@@ -264,7 +266,11 @@ fn github(report: &Report, cx: &Context<'_>) -> String {
         let _ = writeln!(
             out,
             "::{command} {properties}::{}",
-            github_data(&format!("{} (hint: {})", d.message, d.code.hint()))
+            github_data(&format!(
+                "{} (hint: {})",
+                terminal_safe(&d.message),
+                d.code.hint()
+            ))
         );
     }
     let _ = writeln!(out, "kbtools check: {}", summary(report, cx));

@@ -151,7 +151,7 @@ pub(super) fn explain_index_error(
 pub(super) fn progress_printer(quiet: bool) -> impl FnMut(&str) {
     move |line: &str| {
         if !quiet {
-            eprintln!("kbtools: {line}");
+            eprintln!("kbtools: {}", kbtools::text::terminal_safe_lines(line));
         }
     }
 }
@@ -319,7 +319,10 @@ pub(super) fn open_at(
     }
     if let Some(stale) = &kb.stale {
         // Said even with --quiet: the answers may miss what changed.
-        eprintln!("kbtools: warning: {stale}");
+        eprintln!(
+            "kbtools: warning: {}",
+            kbtools::text::terminal_safe_lines(stale)
+        );
     }
     refuse_empty(source, bundle, kb.catalog.source_page_count() as usize)?;
     Ok(kb)
