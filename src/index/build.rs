@@ -36,9 +36,9 @@ use super::cache::{self, Cache, Entry, Sha};
 use super::manifest::{manifest_bytes, record_files};
 use super::search_index;
 use super::{
-    damage_line, erased, last_revision, load_previous, read_json, read_manifest, remove_leftovers,
-    sync_dir, write_file, BuildOptions, BuildReport, BuildWork, Counts, Manifest, Previous, Verify,
-    BUILD_LOCK, CATALOG_FILE, INDEX_FORMAT_VERSION, INGEST_CACHE_FILE,
+    damage_line, erased, last_revision, load_previous, lock_for_writing, read_json, read_manifest,
+    remove_leftovers, sync_dir, write_file, BuildOptions, BuildReport, BuildWork, Counts, Manifest,
+    Previous, Verify, BUILD_LOCK, CATALOG_FILE, INDEX_FORMAT_VERSION, INGEST_CACHE_FILE,
 };
 use crate::bundle::paths::PathClass;
 use crate::bundle::{self, BundleKind, Code, Diagnostic, Job, ReadFile};
@@ -296,6 +296,14 @@ pub(crate) fn build(
     let made_ns = bundle::walk::now_ns();
     let walked = bundle::walk::walk(bundle_root);
     std::fs::create_dir_all(index_dir).map_err(|e| IndexError::io(index_dir, e))?;
+    // One build of an index folder at a time, from reading the live generation to publishing:
+    // the revision is numbered under the lock (`WRITE_LOCK`).
+    let _writing = lock_for_writing(index_dir, &mut || {
+        progress(&format!(
+            "waiting for another build of {} to finish",
+            index_dir.display()
+        ))
+    });
 
     // The live generation, its files checked (module docs of `index`, "Checking what is
     // opened").

@@ -230,6 +230,37 @@ pub(crate) mod flock {
 /// one whose build was killed between the two steps.
 pub(crate) const CREATE_LOCK: &str = ".create.lock";
 
+/// The lock a build holds on its index folder from before it reads the live generation until it
+/// has published its own: builds of one index folder (a watching server's and a `kbtools index`
+/// beside it, two shells) run one after the other, so each numbers its revision from the
+/// generation the one before it published, and two generations never share a revision.
+pub(crate) const WRITE_LOCK: &str = ".write.lock";
+
+/// Takes the write lock of `index_dir` (which must exist), waiting for a build that holds it
+/// (`waiting` is called once first, to say so). `None` when the folder cannot hold a lock file
+/// (read-only): such a build cannot publish anything either, and an unchanged bundle still
+/// answers from it.
+pub(crate) fn lock_for_writing(index_dir: &Path, waiting: &mut dyn FnMut()) -> Option<FileLock> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(index_dir.join(WRITE_LOCK))
+        .ok()?;
+    #[cfg(unix)]
+    {
+        if !flock::try_exclusive(&file) {
+            waiting();
+            if !flock::exclusive(&file) {
+                return None;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = waiting;
+    Some(FileLock { _file: file })
+}
+
 /// Runs `f` holding the creation lock of `index_dir` (which must exist); `None`, without
 /// running `f`, when the lock cannot be taken.
 pub(crate) fn while_creating<R>(index_dir: &Path, f: impl FnOnce() -> R) -> Option<R> {

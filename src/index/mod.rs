@@ -17,9 +17,15 @@
 //!                             them although the ingest cache counts them as indexed
 //!         search/             tantivy
 //! gen-<n>-<id>.tmp/           a generation being built (holds `.build.lock` while it is)
+//! .write.lock                  held by the one build of the folder running (builds wait)
 //! ```
 //!
 //! # Publishing, and what a crash leaves
+//!
+//! Builds of one index folder run one at a time: each holds an exclusive lock on `.write.lock`
+//! from before it reads the live generation until it has published its own (a second build waits,
+//! then finds the first one's generation live), so a revision number is taken from the generation
+//! published last and never given to two generations.
 //!
 //! A build writes the new generation into `gen-<n>-<id>.tmp/`, holding an exclusive lock
 //! (`flock`) on its `.build.lock` for as long as it runs; it records every file's size,
@@ -90,9 +96,9 @@ pub use manifest::{verify_generation, Counts, FileRecord, Manifest};
 pub(crate) use build::build as build_verified;
 pub use generations::{current_generation, default_index_dir, read_manifest};
 pub(crate) use generations::{
-    damage_line, erased, last_revision, link_dir, live_generation, load_previous, open_catalog,
-    remove_leftovers, stale_reason, sync_dir, while_creating, BuildingGeneration, FileLock,
-    Previous, BUILD_LOCK, CATALOG_FILE, INGEST_CACHE_FILE,
+    damage_line, erased, last_revision, link_dir, live_generation, load_previous, lock_for_writing,
+    open_catalog, remove_leftovers, stale_reason, sync_dir, while_creating, BuildingGeneration,
+    FileLock, Previous, BUILD_LOCK, CATALOG_FILE, INGEST_CACHE_FILE,
 };
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.

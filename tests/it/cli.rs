@@ -927,3 +927,98 @@ fn help_topics_and_output_for_pipes() {
         text.stdout
     );
 }
+
+/// Two `kbtools index` runs on one index folder at once (a watching server and a shell, say)
+/// never give one revision number to two generations: the second waits for the first, then
+/// numbers its revision from the first one's (issue 38).
+#[test]
+fn concurrent_builds_never_share_a_revision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("notes");
+    common::copy_dir(&common::fixture("plain-notes"), &bundle);
+    let index_dir = tmp.path().join("index");
+    index(s(&bundle), &index_dir);
+    let page = std::fs::read_dir(&bundle)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "md"))
+        .unwrap();
+    let append = |line: &str| {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&page)
+            .unwrap();
+        writeln!(f, "\n{line}").unwrap();
+    };
+    let spawn = || {
+        command(&["index", s(&bundle), "--index", s(&index_dir)])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut made = Vec::new();
+    for round in 0..4 {
+        // The content changes between the two starts, so the two builds see different pages.
+        append(&format!("round {round}, first writer"));
+        let first = spawn();
+        append(&format!("round {round}, second writer"));
+        let second = spawn();
+        for child in [first, second] {
+            let run = finish(child.wait_with_output().unwrap()).expect(0);
+            let summary = run.json();
+            if summary["revisionChanged"] == true {
+                made.push(revision(&summary));
+            }
+        }
+    }
+    let mut unique = made.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        made.len(),
+        "a revision was made twice: {made:?}"
+    );
+    // The live generation is the last one made, with the last content.
+    let live = kbtools(&["index", s(&bundle), "--index", s(&index_dir)])
+        .expect(0)
+        .json();
+    assert_eq!(live["revisionChanged"], false);
+    assert_eq!(Some(revision(&live)), unique.last().copied());
+}
+
+/// A file name with terminal control characters (an escape sequence that retitles the window)
+/// reaches no terminal raw: `check` and `index` print it escaped (issue 38).
+#[test]
+fn control_characters_in_names_never_reach_the_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("docs");
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::fs::write(bundle.join("good.md"), "# Good\n\nA page.\n").unwrap();
+    std::fs::write(bundle.join("x\u{1b}]0;OWNED\u{7}.md"), "# Bad\n\nA page.\n").unwrap();
+    let check = kbtools(&["check", s(&bundle)]);
+    let index_dir = tmp.path().join("index");
+    let indexed = kbtools(&["index", s(&bundle), "--index", s(&index_dir)]).expect(0);
+    for (what, text) in [
+        ("check's report", &check.stdout),
+        ("check's stderr", &check.stderr),
+        ("index's warnings", &indexed.stderr),
+    ] {
+        assert!(
+            !text.contains(['\u{1b}', '\u{7}']),
+            "{what} holds a raw control character: {text:?}"
+        );
+    }
+    assert!(
+        check.stdout.contains("x\\u{1b}]0;OWNED\\u{7}.md"),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        indexed.stderr.contains("x\\u{1b}]0;OWNED\\u{7}.md"),
+        "{}",
+        indexed.stderr
+    );
+}
