@@ -350,7 +350,7 @@ pub fn served_spec(options: &SpecOptions) -> Value {
     if let Some(info) = object.get_mut("info").and_then(Value::as_object_mut) {
         info.insert(
             "description".into(),
-            json!("The read-only routes of the Focowiki Developer OpenAPI that kbtools serves offline for local knowledge-base bundles, plus short backend-adapter routes for the default (first) knowledge base. Every response carries an `x-request-id` header: the request's own `x-request-id` when it is 1–200 visible ASCII characters, otherwise a new `req-<uuid>`. A query parameter an operation does not list, or one given twice, is a 422 `VALIDATION_ERROR`; an unknown route or method is a 404 `UNSUPPORTED_ROUTE`."),
+            json!("The read-only routes of the Focowiki Developer OpenAPI that kbtools serves offline for local knowledge-base bundles, plus short backend-adapter routes for the default (first) knowledge base. Every response carries an `x-request-id` header: the request's own `x-request-id` when it is 1–200 visible ASCII characters, otherwise a new `req-<uuid>`. A query parameter an operation does not list, or one given twice, is a 422 `VALIDATION_ERROR`; an unknown route or method is a 404 `UNSUPPORTED_ROUTE`. A request whose `Host` names a host the server does not answer for (by default anything but a loopback name or address) is a 403 `FORBIDDEN`, against DNS rebinding."),
         );
     }
     if options.with_auth {

@@ -61,9 +61,12 @@ def main() -> None:
         subprocess.run([BIN, "index", bundle, "--index", index, "-q"], check=True,
                        stdout=subprocess.DEVNULL)
         port = free_port()
+        # An older kbtools (before the cap) has no --max-mcp-sessions: measured without it.
+        usage = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True).stdout
+        cap = ["--max-mcp-sessions", str(SESSIONS + 10)] if "--max-mcp-sessions" in usage else []
         server = subprocess.Popen(
             [BIN, "serve", "--index", index, "--no-refresh", "-q", "--addr", f"127.0.0.1:{port}",
-             "--max-mcp-sessions", str(SESSIONS + 10), "--write-timeout", "2"],
+             "--write-timeout", "2", *cap],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             for _ in range(200):
@@ -93,26 +96,32 @@ def main() -> None:
             over = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             call = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
                 "name": "read_file", "arguments": {"path": "pages/big.md", "format": "json"}}})
-            held = []
-            for _ in range(UNREAD):
-                s = socket.create_connection(("127.0.0.1", port))
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-                body = call.encode()
-                head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                        f"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
-                        f"Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n"
-                        f"Content-Length: {len(body)}\r\n\r\n").encode()
-                s.sendall(head + body)
-                held.append(s)
-            time.sleep(1)
-            during = rss_mib(server.pid)
-            time.sleep(5)  # the write timeout (2 s) closes the connections that stopped reading
-            for s in held:
-                s.close()
-            time.sleep(1)
-            settled = rss_mib(server.pid)
-            print(f"{UNREAD} unread 9 MB read_file responses: RSS {during:.1f} MiB while held, "
-                  f"{settled:.1f} MiB after the write timeout closed them")
+            # Rounds of K calls whose responses are never read, each round's connections closed
+            # by the write timeout: a server that keeps finished responses for the session's life
+            # grows by a round's worth each time; one that frees them reuses the memory.
+            for round_ in range(3):
+                held = []
+                for _ in range(UNREAD):
+                    s = socket.create_connection(("127.0.0.1", port))
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                    body = call.encode()
+                    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                            f"Accept: application/json, text/event-stream\r\n"
+                            f"Content-Type: application/json\r\n"
+                            f"Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n"
+                            f"Content-Length: {len(body)}\r\n\r\n").encode()
+                    s.sendall(head + body)
+                    held.append(s)
+                time.sleep(2)
+                during = rss_mib(server.pid)
+                time.sleep(5)  # the write timeout (2 s) closes the connections that stopped reading
+                for s in held:
+                    s.close()
+                time.sleep(1)
+                settled = rss_mib(server.pid)
+                print(f"round {round_ + 1}: {UNREAD} unread 9 MB read_file responses: RSS "
+                      f"{during:.1f} MiB while held, {settled:.1f} MiB after the write timeout "
+                      f"closed them")
             del over
         finally:
             server.terminate()
