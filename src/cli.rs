@@ -399,6 +399,11 @@ enum Command {
         input: ToolFlags<SearchCommand>,
         #[command(flatten)]
         render: RenderArgs,
+        /// Instead of the results, show where each result's score comes from: every lane that
+        /// found the page, its rank there and its share, then the graph, relation and
+        /// translation shares (`docs/explain.md`).
+        #[arg(long)]
+        explain: bool,
     },
     /// Read a file by path or id (read_file).
     #[command(after_help = READ_EXAMPLES)]
@@ -477,6 +482,11 @@ enum Command {
         /// Print each question's verdict (in the JSON report: `queries`).
         #[arg(long)]
         per_query: bool,
+        /// With --per-query: each question's top k lane by lane, as `kbtools search --explain`
+        /// shows it (in the JSON report under each question; in the text report under each
+        /// question that failed) (`docs/explain.md`).
+        #[arg(long, requires = "per_query")]
+        explain: bool,
         /// Write a JUnit XML report to FILE: a test case per question and mode, one per
         /// threshold [default: none].
         #[arg(long, value_name = "FILE")]
@@ -637,8 +647,12 @@ fn run(cli: Cli) -> Result<i32> {
             query,
             input,
             render,
+            explain,
         } => {
             let (tool, input) = input.with("query", Some(query));
+            if explain {
+                return explain_search(&source, &render, &input);
+            }
             answer(&source, &render, tool, &input)
         }
         #[cfg(feature = "server")]
@@ -690,6 +704,7 @@ fn run(cli: Cli) -> Result<i32> {
             min_recall,
             top_k,
             per_query,
+            explain,
             junit,
             lenient,
             fail_on_miss,
@@ -713,6 +728,7 @@ fn run(cli: Cli) -> Result<i32> {
                 thresholds,
                 top_k: usize::from(top_k),
                 per_query,
+                explain,
                 junit,
                 lenient,
                 fail_on_miss,
@@ -829,6 +845,27 @@ fn help(topic: &[String]) -> Result<i32> {
 
 fn looks_like_id(target: &str) -> bool {
     target.starts_with("source-file-") || target.starts_with("generated-")
+}
+
+/// `kbtools search --explain`: each result's score by lane, as JSON or as text.
+fn explain_search(source: &Source, render: &RenderArgs, input: &Value) -> Result<i32> {
+    let kb = open(source)?;
+    let explained = match kbtools::tools::search_files::explain(&kb, input) {
+        Ok(explained) => explained,
+        Err(error) => {
+            print_json(&error.envelope(&new_request_id()), source.pretty)?;
+            return Ok(1);
+        }
+    };
+    if render.text() {
+        print_text(kbtools::render::render_explained(&explained))?;
+    } else {
+        print_json(
+            &serde_json::json!({ "query": input["query"], "items": explained }),
+            source.pretty,
+        )?;
+    }
+    Ok(0)
 }
 
 fn answer(source: &Source, render: &RenderArgs, tool: ToolName, input: &Value) -> Result<i32> {

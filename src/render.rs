@@ -818,3 +818,48 @@ fn number(n: f64) -> String {
 mod read_file;
 #[cfg(test)]
 mod tests;
+
+/// `kbtools search --explain` as text: a line per result (rank, class, score, path), then a line
+/// per lane that found it (rank in the lane, weight, share) and the graph, relation and
+/// translation shares that are not zero.
+pub fn render_explained(results: &[crate::tools::search_files::ExplainedResult]) -> String {
+    use std::fmt::Write as _;
+    if results.is_empty() {
+        return "no candidates\n".to_string();
+    }
+    let mut out = String::new();
+    for r in results {
+        // Path and title hits come before the rest whatever their score.
+        let class = match r.class {
+            "score" => String::new(),
+            class => format!(" · {class} hit"),
+        };
+        let _ = writeln!(
+            out,
+            "{:>2}. {}{class} · score {}",
+            r.rank,
+            identifier(&r.path),
+            number(r.score)
+        );
+        for lane in &r.explained.lanes {
+            let _ = writeln!(
+                out,
+                "      {:<14} rank {:>4}  weight {:>5}  +{}",
+                lane.lane,
+                lane.rank,
+                number(lane.weight),
+                number(lane.share)
+            );
+        }
+        for (what, share) in [
+            ("file_graph", r.explained.graph),
+            ("relationship", r.explained.relationship),
+            ("translation", r.explained.translation),
+        ] {
+            if share > 0.0 {
+                let _ = writeln!(out, "      {what:<14} +{}", number(share));
+            }
+        }
+    }
+    out
+}

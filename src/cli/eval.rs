@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use kbtools::eval::{Judgments, Metric, Metrics, QueryResult, Threshold, Verdict};
 use kbtools::text::xml_escape;
+use kbtools::tools::search_files::ExplainedResult;
 
 use super::open::open;
 use super::{print_json, Source};
@@ -22,6 +23,8 @@ pub(super) struct EvalOptions {
     /// The top k each question's verdict looks at.
     pub top_k: usize,
     pub per_query: bool,
+    /// With `per_query`: each question's top k by lane.
+    pub explain: bool,
     pub junit: Option<PathBuf>,
     /// Judgments naming unknown pages or queries are warnings, not an error.
     pub lenient: bool,
@@ -36,6 +39,8 @@ struct ModeRun {
     metrics: Metrics,
     groups: BTreeMap<String, Metrics>,
     verdicts: Vec<Verdict>,
+    /// Each question's top k by lane (`--explain`), by question id.
+    explained: BTreeMap<String, Vec<ExplainedResult>>,
 }
 
 /// A threshold held up against one mode's figure.
@@ -133,7 +138,20 @@ pub(super) fn evaluate(source: &Source, judged: Judgments, options: EvalOptions)
             }
         };
         let results = kbtools::eval::run(&kb, &judged.queries, &judged.qrels, mode);
-        runs.push(mode_run(name, &results, &judged, options.top_k));
+        let mut run = mode_run(name, &results, &judged, options.top_k);
+        if options.explain {
+            for (id, text) in &judged.queries {
+                let input = json!({
+                    "query": kbtools::eval::fit_query(text),
+                    "mode": mode,
+                    "limit": options.top_k,
+                });
+                if let Ok(explained) = kbtools::tools::search_files::explain(&kb, &input) {
+                    run.explained.insert(id.clone(), explained);
+                }
+            }
+        }
+        runs.push(run);
     }
 
     let checked = check_thresholds(&runs, &options.thresholds);
@@ -201,6 +219,7 @@ fn mode_run(name: &str, results: &[QueryResult], judged: &Judgments, top_k: usiz
         metrics: kbtools::eval::metrics(results),
         groups,
         verdicts,
+        explained: BTreeMap::new(),
     }
 }
 
@@ -243,7 +262,14 @@ fn json_report(
             groups.insert(run.name.clone(), json!(run.groups));
         }
         if options.per_query {
-            queries.insert(run.name.clone(), json!(run.verdicts));
+            let mut verdicts = json!(run.verdicts);
+            for verdict in verdicts.as_array_mut().into_iter().flatten() {
+                let id = verdict["id"].as_str().unwrap_or_default().to_string();
+                if let Some(explained) = run.explained.get(&id) {
+                    verdict["explain"] = json!(explained);
+                }
+            }
+            queries.insert(run.name.clone(), verdicts);
         }
     }
     let mut value = json!({
@@ -334,6 +360,12 @@ fn text_report(
                     let _ = write!(out, ": {}", missing(v, options.top_k));
                 }
                 out.push('\n');
+                // A failed question's ranking, lane by lane.
+                if let Some(explained) = run.explained.get(&v.id).filter(|_| !v.passed) {
+                    for line in kbtools::render::render_explained(explained).lines() {
+                        let _ = writeln!(out, "    {line}");
+                    }
+                }
             }
         }
     }

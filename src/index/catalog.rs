@@ -13,6 +13,58 @@ use crate::bundle::BundleKind;
 
 pub mod store;
 
+/// The names of a page (lower case): its file stem, and the label its title starts with when
+/// that label is an identifier ([`is_identifier`]: `MD013` of `MD013 - Line length`).
+pub fn page_names(path: &str, title: Option<&str>) -> Vec<String> {
+    let mut names = Vec::new();
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let stem = file.rsplit_once('.').map_or(file, |(stem, _)| stem);
+    if !stem.is_empty() {
+        names.push(stem.to_lowercase());
+    }
+    if let Some(label) = title.and_then(title_label) {
+        if is_identifier(label) && !names.iter().any(|n| n.eq_ignore_ascii_case(label)) {
+            names.push(label.to_lowercase());
+        }
+    }
+    names
+}
+
+/// The label a title gives its page: the whole title when it is one word, or the word before
+/// a ` - `, ` – `, ` — ` or `: ` that starts it (`MD013 - Line length`, `E501: line too long`).
+/// A title that merely begins with an identifier (`IL-6 trans-signaling in …`) has none.
+fn title_label(title: &str) -> Option<&str> {
+    let title = title.trim();
+    if !title.contains(char::is_whitespace) {
+        return Some(title);
+    }
+    let (first, rest) = title.split_once(char::is_whitespace)?;
+    if let Some(label) = first.strip_suffix(':') {
+        return Some(label);
+    }
+    let rest = rest.trim_start();
+    ["- ", "– ", "— "]
+        .iter()
+        .any(|dash| rest.starts_with(dash))
+        .then_some(first)
+}
+
+/// True for a word that reads as an identifier rather than a word of prose: letters with a
+/// digit, a hyphen or an underscore in it (`md013`, `at-rule-no-unknown`, `v-model`,
+/// `max_line_length`), two characters at least.
+pub fn is_identifier(word: &str) -> bool {
+    word.chars().count() >= 2
+        && word.chars().any(|c| c.is_alphabetic())
+        && word
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
+        && !word.starts_with(['-', '_'])
+        && !word.ends_with(['-', '_'])
+        && word
+            .chars()
+            .any(|c| c.is_ascii_digit() || c == '-' || c == '_')
+}
+
 /// One served file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -135,6 +187,7 @@ pub struct Catalog {
     relation_blocks: Box<[OnceLock<Box<[CatalogRelation]>>]>,
     by_folded_path: OnceLock<HashMap<String, Vec<u32>>>,
     by_id: OnceLock<HashMap<String, u32>>,
+    by_name: OnceLock<HashMap<String, Vec<u32>>>,
     tree: OnceLock<Tree>,
 }
 
@@ -234,6 +287,7 @@ impl Catalog {
             store,
             by_folded_path: OnceLock::new(),
             by_id: OnceLock::new(),
+            by_name: OnceLock::new(),
             tree: OnceLock::new(),
         })
     }
@@ -303,6 +357,28 @@ impl Catalog {
     /// Every file in catalog order (decoding every block).
     pub fn iter_files(&self) -> impl Iterator<Item = &CatalogFile> + '_ {
         (0..self.store.block_count()).flat_map(|b| self.file_block(b).iter())
+    }
+
+    /// The source pages a name names: pages whose file stem is `name` (`md013` for
+    /// `rules/md013.md`), or whose title starts with it (`MD013 - Line length`); `name` in
+    /// lower case (see [`page_names`]). Built on first use.
+    pub fn pages_named(&self, name: &str) -> &[u32] {
+        let names = self.by_name.get_or_init(|| {
+            let mut map: HashMap<String, Vec<u32>> = HashMap::new();
+            for (i, file) in self.iter_files().enumerate() {
+                if !file.source_backed {
+                    continue;
+                }
+                for key in page_names(&file.path, file.title.as_deref()) {
+                    let pages = map.entry(key).or_default();
+                    if pages.last() != Some(&(i as u32)) {
+                        pages.push(i as u32);
+                    }
+                }
+            }
+            map
+        });
+        names.get(name).map_or(&[], Vec::as_slice)
     }
 
     /// A file by exact path, else by NFC + lower-case when that is unambiguous.

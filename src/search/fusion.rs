@@ -1,10 +1,10 @@
 //! One score per page from the lanes. The direct lanes are fused by weighted reciprocal rank
 //! (`weight / (k + rank)`) into the page's *file score*; the graph lanes and translations add
-//! to it shares of other pages' file scores ([`Scored`]); exact-path hits rank first, then
-//! exact-title hits, then the rest by score, ties by path.
+//! to it shares of other pages' file scores ([`Scored`]); exact-path hits and the pages the
+//! query names rank first, then exact-title hits, then the rest by score, ties by path.
 
 use super::lexical::LaneHits;
-use super::{Candidate, Lane, LaneSet, Mode, Query, MAX_RESULTS};
+use super::{Candidate, Explained, Lane, LaneSet, LaneShare, Mode, Query, MAX_RESULTS};
 use crate::kb::KnowledgeBase;
 
 /// The fusion's parameters ([`WEIGHTS`]).
@@ -13,6 +13,8 @@ pub struct Weights {
     pub rrf_k: f64,
     pub exact_path: f64,
     pub exact_title: f64,
+    /// A page the query names by identifier ([`super::identifier`]).
+    pub identifier: f64,
     pub lexical: f64,
     pub passage: f64,
     pub jieba: f64,
@@ -54,6 +56,7 @@ pub const WEIGHTS: Weights = Weights {
     rrf_k: 5.0,
     exact_path: 16.0,
     exact_title: 12.0,
+    identifier: 16.0,
     lexical: 3.0,
     passage: 10.0,
     jieba: 4.0,
@@ -73,6 +76,7 @@ fn lane_weight(w: &Weights, lane: Lane) -> f64 {
     match lane {
         Lane::ExactPath => w.exact_path,
         Lane::ExactTitle => w.exact_title,
+        Lane::Identifier => w.identifier,
         Lane::Lexical => w.lexical,
         Lane::Passage => w.passage,
         Lane::Jieba => w.jieba,
@@ -97,6 +101,8 @@ pub struct Entry {
     /// graph-only hits have none).
     pub content: bool,
     pub section: Option<crate::index::search_index::Section>,
+    /// Each direct lane's share, when the query is explained.
+    pub shares: Vec<LaneShare>,
 }
 
 impl Entry {
@@ -120,7 +126,12 @@ fn other_script(question_is_cjk: bool, path: &str) -> bool {
 
 /// The file score of every page a direct lane found (each lane counts at the page's rank in
 /// it; a page is in a lane once).
-pub fn file_scores(kb: &KnowledgeBase, question: &str, direct: &[LaneHits]) -> Scored {
+pub fn file_scores(
+    kb: &KnowledgeBase,
+    question: &str,
+    direct: &[LaneHits],
+    explain: bool,
+) -> Scored {
     let w = &WEIGHTS;
     let question_is_cjk = crate::analysis::has_cjk(question);
     let mut scored = Scored::default();
@@ -138,7 +149,16 @@ pub fn file_scores(kb: &KnowledgeBase, question: &str, direct: &[LaneHits]) -> S
                 weight
             };
             let entry = scored.entry(hit.position).or_default();
-            entry.file += weight / (w.rrf_k + f64::from(hit.rank) + 1.0);
+            let share = weight / (w.rrf_k + f64::from(hit.rank) + 1.0);
+            entry.file += share;
+            if explain {
+                entry.shares.push(LaneShare {
+                    lane: lane.lane.name(),
+                    rank: hit.rank + 1,
+                    weight,
+                    share,
+                });
+            }
             if lane.reported {
                 entry.lanes.insert(lane.lane);
             }
@@ -189,10 +209,19 @@ pub fn finish(kb: &KnowledgeBase, query: &Query<'_>, scored: Scored) -> Vec<Cand
             lanes: e.lanes,
             content: e.content,
             section: e.section,
+            explained: query.explain.then(|| {
+                Box::new(Explained {
+                    lanes: e.shares,
+                    graph: e.graph,
+                    relationship: e.relationship,
+                    translation: e.translation,
+                })
+            }),
         })
         .collect();
     let class = |c: &Candidate| {
-        if c.lanes.contains(&Lane::ExactPath) {
+        // A page the query names is a path hit as well (its `matchedFields` say `path`).
+        if c.lanes.contains(&Lane::ExactPath) || c.lanes.contains(&Lane::Identifier) {
             0
         } else if c.lanes.contains(&Lane::ExactTitle) {
             1

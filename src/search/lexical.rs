@@ -1,4 +1,5 @@
-//! The direct lanes: exact path, exact title, the BM25F page lane (`lexical`), the passage lane
+//! The direct lanes: exact path, exact title, the pages the query names ([`super::identifier`],
+//! reported as `lexical` evidence of the path), the BM25F page lane (`lexical`), the passage lane
 //! (BM25 over the heading sections of the page lane's hits, reported as `lexical` evidence) and
 //! the CJK word lane (`jieba`). Quoted phrases must appear as written in a content-lane hit.
 
@@ -95,6 +96,7 @@ pub fn run(
         .collect();
     // Graph mode seeds its lanes from the content lanes without reporting them.
     if query.mode == Mode::Graph && query.scope == Scope::All {
+        wanted.push((Lane::Identifier, false));
         wanted.push((Lane::Lexical, false));
         wanted.push((Lane::Passage, false));
     }
@@ -109,6 +111,15 @@ pub fn run(
         .map(|(lane, reported)| {
             let hits = match lane {
                 Lane::ExactPath => page_hits(kb.search.exact_path(searcher, &exact_key)?),
+                Lane::Identifier => super::identifier::named_pages(kb, text)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(rank, position)| Hit {
+                        position,
+                        rank: rank as u32,
+                        section: None,
+                    })
+                    .collect(),
                 Lane::ExactTitle => page_hits(kb.search.exact_title(searcher, &exact_key)?),
                 Lane::Lexical if query.scope == Scope::Metadata => {
                     page_hits(kb.search.metadata(searcher, terms, LANE_DEPTH)?)

@@ -18,6 +18,7 @@
 
 pub mod fusion;
 pub mod graph_lane;
+pub mod identifier;
 pub mod lexical;
 pub mod relationship;
 pub mod translation;
@@ -34,6 +35,8 @@ use crate::kb::KnowledgeBase;
 pub enum Lane {
     ExactPath,
     ExactTitle,
+    /// The pages the query names by identifier ([`identifier`]): lexical evidence of the path.
+    Identifier,
     Lexical,
     Passage,
     Jieba,
@@ -43,11 +46,21 @@ pub enum Lane {
 }
 
 impl Lane {
+    /// The lane's own name (`--explain`): its family, or `passage` and `identifier` for the two
+    /// lexical lanes besides the page lane.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lane::Identifier => "identifier",
+            Lane::Passage => "passage",
+            other => other.family(),
+        }
+    }
+
     pub fn family(self) -> &'static str {
         match self {
             Lane::ExactPath => "exact_path",
             Lane::ExactTitle => "exact_title",
-            Lane::Lexical | Lane::Passage => "lexical",
+            Lane::Identifier | Lane::Lexical | Lane::Passage => "lexical",
             Lane::Jieba => "jieba",
             Lane::ContentVector => "content_vector",
             Lane::FileGraph => "file_graph",
@@ -75,7 +88,7 @@ impl Lane {
 
     pub fn matched_field(self) -> &'static str {
         match self {
-            Lane::ExactPath => "path",
+            Lane::ExactPath | Lane::Identifier => "path",
             Lane::ExactTitle => "title",
             Lane::Lexical | Lane::Passage | Lane::Jieba | Lane::ContentVector => "content",
             Lane::FileGraph => "graph_node",
@@ -86,12 +99,13 @@ impl Lane {
 
 /// A set of lanes (a bit per lane), iterated in lane order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LaneSet(u8);
+pub struct LaneSet(u16);
 
 impl LaneSet {
-    const ALL: [Lane; 8] = [
+    const ALL: [Lane; 9] = [
         Lane::ExactPath,
         Lane::ExactTitle,
+        Lane::Identifier,
         Lane::Lexical,
         Lane::Passage,
         Lane::Jieba,
@@ -100,8 +114,8 @@ impl LaneSet {
         Lane::FileRelationship,
     ];
 
-    fn bit(lane: Lane) -> u8 {
-        1 << lane as u8
+    fn bit(lane: Lane) -> u16 {
+        1 << lane as u16
     }
 
     /// Adds `lane`; false when it was in the set already.
@@ -143,6 +157,8 @@ pub struct Query<'a> {
     pub graph_fanout: usize,
     /// Whether a page passes the request's filters (OKF signals).
     pub keep: &'a (dyn Fn(u32) -> bool + Sync),
+    /// Keep each candidate's score by lane ([`Candidate::explained`]), for `--explain`.
+    pub explain: bool,
 }
 
 /// A fused candidate.
@@ -158,6 +174,34 @@ pub struct Candidate {
     /// The page's best section ([`crate::index::search_index::PassageHit::section`]), when the
     /// passage lane found one: the excerpt comes from it.
     pub section: Option<crate::index::search_index::Section>,
+    /// Where the score comes from, when the query asked ([`Query::explain`]).
+    pub explained: Option<Box<Explained>>,
+}
+
+/// A candidate's score by lane: each direct lane's rank and share, then what the graph lanes
+/// and translations added. The shares add up to the score.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explained {
+    /// The direct lanes that found the page, in lane order.
+    pub lanes: Vec<LaneShare>,
+    /// The share of a seed's score a graph neighbour gets (`file_graph`).
+    pub graph: f64,
+    /// The share a matching relation gives (`file_relationship`).
+    pub relationship: f64,
+    /// The share of its translation's score (the same page in another language).
+    pub translation: f64,
+}
+
+/// One direct lane's part of a score: `weight / (k + rank + 1)`.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaneShare {
+    pub lane: &'static str,
+    /// The page's rank in the lane, 1 for the first.
+    pub rank: u32,
+    pub weight: f64,
+    pub share: f64,
 }
 
 /// What [`rank`] finds: the fused candidates, the lanes that ran, and the graph walks of the
@@ -224,6 +268,7 @@ pub fn plan(scope: Scope, mode: Mode, query: &str, semantic: bool) -> Vec<Lane> 
         Scope::All => {
             let mut lanes = vec![Lane::ExactPath, Lane::ExactTitle];
             if mode != Mode::Graph {
+                lanes.push(Lane::Identifier);
                 lanes.push(Lane::Lexical);
                 lanes.push(Lane::Passage);
                 // The CJK word lane segments CJK text; a query without CJK has nothing for it
@@ -285,7 +330,7 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
     )
     .map_err(unavailable)?;
     check_deadline()?;
-    let mut scored = fusion::file_scores(kb, query.text, &direct);
+    let mut scored = fusion::file_scores(kb, query.text, &direct, query.explain);
     let mut walks: Vec<(u32, Vec<Step>)> = Vec::new();
     if lanes.iter().any(|l| l.is_graph()) {
         let seeds = fusion::seeds(&scored);

@@ -568,6 +568,10 @@ pub fn ranked(
 
 /// The engine's ranking for a validated request.
 fn rank(kb: &KnowledgeBase, request: &Request) -> Result<Ranking, ToolError> {
+    rank_with(kb, request, false)
+}
+
+fn rank_with(kb: &KnowledgeBase, request: &Request, explain: bool) -> Result<Ranking, ToolError> {
     let keep = |position: u32| passes_filters(kb, request, position);
     crate::search::rank(
         kb,
@@ -578,8 +582,52 @@ fn rank(kb: &KnowledgeBase, request: &Request) -> Result<Ranking, ToolError> {
             graph_depth: request.graph_depth,
             graph_fanout: request.graph_fanout as usize,
             keep: &keep,
+            explain,
         },
     )
+}
+
+/// One result of [`explain`]: the page, its place, and its score by lane.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplainedResult {
+    pub rank: usize,
+    pub path: String,
+    pub score: f64,
+    /// `path` (an exact path or a page the query names), `title` (an exact title) or `score`:
+    /// the class that orders results before their score.
+    pub class: &'static str,
+    #[serde(flatten)]
+    pub explained: crate::search::Explained,
+}
+
+/// Where the scores of a search's first `limit` results come from (`kbtools search --explain`,
+/// `kbtools eval --explain`): the same ranking as [`run`], lane by lane.
+pub fn explain(kb: &KnowledgeBase, input: &Value) -> Result<Vec<ExplainedResult>, ToolError> {
+    let request = validate(input)?;
+    if kb.revision().is_none() {
+        return Ok(Vec::new());
+    }
+    let ranking = rank_with(kb, &request, true)?;
+    Ok(ranking
+        .candidates
+        .into_iter()
+        .take(request.limit as usize)
+        .enumerate()
+        .map(|(i, c)| ExplainedResult {
+            rank: i + 1,
+            path: kb.catalog.file(c.position).path.clone(),
+            score: c.score,
+            class: if c.lanes.contains(&Lane::ExactPath) || c.lanes.contains(&Lane::Identifier) {
+                "path"
+            } else if c.lanes.contains(&Lane::ExactTitle) {
+                "title"
+            } else {
+                "score"
+            },
+            explained: c.explained.map(|e| *e).unwrap_or_default(),
+        })
+        .collect())
 }
 
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {

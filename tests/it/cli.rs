@@ -1022,3 +1022,139 @@ fn control_characters_in_names_never_reach_the_terminal() {
         indexed.stderr
     );
 }
+
+/// `kbtools search --explain` prints each result's lanes (JSON when piped, text on request),
+/// and `kbtools eval --per-query --explain` puts each question's top k lane by lane in its
+/// report (docs/explain.md).
+#[test]
+fn search_and_eval_explain_the_scores() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = tmp.path().join("index");
+    let bundle = "fixtures/rule-reference";
+    let run = kbtools(&[
+        "search",
+        "Why does MD013 flag my long lines?",
+        "--bundle",
+        bundle,
+        "--index",
+        s(&index),
+        "--explain",
+        "--limit",
+        "3",
+    ])
+    .expect(0);
+    let out = run.json();
+    let items = out["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    assert_eq!(items[0]["path"], "pages/rules/md013.md");
+    assert_eq!(items[0]["class"], "path");
+    assert_eq!(items[0]["lanes"][0]["lane"], "identifier");
+    assert_eq!(items[0]["lanes"][0]["rank"], 1);
+    let text = kbtools(&[
+        "search",
+        "MD013",
+        "--bundle",
+        bundle,
+        "--index",
+        s(&index),
+        "--explain",
+        "--format",
+        "text",
+        "--limit",
+        "2",
+    ])
+    .expect(0)
+    .stdout;
+    assert!(
+        text.starts_with(" 1. pages/rules/md013.md · path hit · score "),
+        "{text}"
+    );
+    assert!(
+        text.contains("identifier     rank    1  weight    16"),
+        "{text}"
+    );
+
+    let questions = tmp.path().join("questions.jsonl");
+    std::fs::write(
+        &questions,
+        concat!(
+            r#"{"id": "q1", "question": "Why does MD013 flag my long lines?", "relevant": {"pages/rules/md013.md": 2}}"#,
+            "\n",
+            r#"{"id": "q2", "question": "trailing spaces for a hard line break", "relevant": {"pages/rules/md009.md": 2}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let report = kbtools(&[
+        "eval",
+        "--bundle",
+        bundle,
+        "--index",
+        s(&index),
+        "--questions",
+        s(&questions),
+        "--per-query",
+        "--explain",
+        "--top-k",
+        "2",
+        "--mode",
+        "file",
+        "--json",
+    ])
+    .expect(0)
+    .json();
+    for verdict in report["queries"]["file"].as_array().unwrap() {
+        let explained = verdict["explain"].as_array().expect("an explanation");
+        assert_eq!(explained.len(), 2, "{verdict}");
+        assert_eq!(
+            explained
+                .iter()
+                .map(|e| e["path"].clone())
+                .collect::<Vec<_>>(),
+            verdict["top"].as_array().unwrap().clone()
+        );
+    }
+    // --explain needs --per-query.
+    kbtools(&[
+        "eval",
+        "--bundle",
+        bundle,
+        "--questions",
+        s(&questions),
+        "--explain",
+    ])
+    .expect(2);
+}
+
+/// The example of docs/explain.md is what the command prints.
+#[test]
+fn the_explain_example_in_the_docs_is_current() {
+    let doc = std::fs::read_to_string(common::manifest_dir().join("docs/explain.md")).unwrap();
+    let block = doc
+        .split("```console\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a console block");
+    let shown: String = block
+        .lines()
+        .skip_while(|l| l.starts_with('$') || l.starts_with("    --"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let printed = kbtools(&[
+        "search",
+        "Why does MD013 flag my long lines?",
+        "--bundle",
+        "fixtures/rule-reference",
+        "--index",
+        s(&tmp.path().join("index")),
+        "--explain",
+        "--format",
+        "text",
+        "--limit",
+        "3",
+    ])
+    .expect(0)
+    .stdout;
+    assert_eq!(printed, shown);
+}

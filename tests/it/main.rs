@@ -41,6 +41,7 @@ mod read_partial;
 mod relation_graph;
 mod search_contract;
 mod search_graph;
+mod search_identifiers;
 mod search_phrases;
 #[cfg(all(feature = "semantic", feature = "server"))]
 mod semantic;
