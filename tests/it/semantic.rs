@@ -259,6 +259,7 @@ fn model_install_is_bounded_and_refuses_before_writing() {
 #[cfg(unix)]
 #[test]
 fn model_install_leaves_no_temporary_file_on_sigterm_and_removes_stale_ones() {
+    use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
     let models = dir.path().join("models");
@@ -285,17 +286,36 @@ fn model_install_leaves_no_temporary_file_on_sigterm_and_removes_stale_ones() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut pipe = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
-    std::io::Write::write_all(&mut pipe, &vec![0u8; 4 << 20]).unwrap();
+    // The pipe is fed from a thread: opening it waits for the install to open it too, which
+    // an install that failed first never does (the wait below then ends the test).
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut pipe = std::fs::OpenOptions::new().write(true).open(&fifo)?;
+            std::io::Write::write_all(&mut pipe, &vec![0u8; 4 << 20])?;
+            Ok::<_, std::io::Error>(pipe)
+        })
+    };
     let temp = models.join(format!(".e5-small-q4.bin.{}.tmp", child.id()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while std::fs::metadata(&temp).map_or(true, |m| m.len() == 0) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no temporary file was written"
-        );
+        if std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            // Releases the writer's open, should it still wait for a reader.
+            let _ = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&fifo);
+            let _ = writer.join();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "no temporary file was written: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    let pipe = writer.join().unwrap().expect("the pipe was fed");
     assert!(
         !stale.exists(),
         "the stale temporary file of a dead install is removed"
