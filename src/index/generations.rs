@@ -236,17 +236,23 @@ pub(crate) const CREATE_LOCK: &str = ".create.lock";
 /// generation the one before it published, and two generations never share a revision.
 pub(crate) const WRITE_LOCK: &str = ".write.lock";
 
+/// The lock file `name` of an index folder, made if missing and never truncated (its content
+/// is nothing; its `flock` is the lock).
+fn lock_file(index_dir: &Path, name: &str) -> Option<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(index_dir.join(name))
+        .ok()
+}
+
 /// Takes the write lock of `index_dir` (which must exist), waiting for a build that holds it
 /// (`waiting` is called once first, to say so). `None` when the folder cannot hold a lock file
 /// (read-only): such a build cannot publish anything either, and an unchanged bundle still
 /// answers from it.
 pub(crate) fn lock_for_writing(index_dir: &Path, waiting: &mut dyn FnMut()) -> Option<FileLock> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(index_dir.join(WRITE_LOCK))
-        .ok()?;
+    let file = lock_file(index_dir, WRITE_LOCK)?;
     #[cfg(unix)]
     {
         if !flock::try_exclusive(&file) {
@@ -264,12 +270,7 @@ pub(crate) fn lock_for_writing(index_dir: &Path, waiting: &mut dyn FnMut()) -> O
 /// Runs `f` holding the creation lock of `index_dir` (which must exist); `None`, without
 /// running `f`, when the lock cannot be taken.
 pub(crate) fn while_creating<R>(index_dir: &Path, f: impl FnOnce() -> R) -> Option<R> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(index_dir.join(CREATE_LOCK))
-        .ok()?;
+    let file = lock_file(index_dir, CREATE_LOCK)?;
     #[cfg(unix)]
     let locked = flock::exclusive(&file);
     #[cfg(not(unix))]

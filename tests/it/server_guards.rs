@@ -210,42 +210,19 @@ fn allowed_hosts_add_names_a_proxy_uses() {
         "--allowed-host",
         "proxy.test:8443",
     ]);
-    let reply = send(
-        &server,
-        "GET",
-        "/openapi/v2/health",
-        Some("kb.test:80"),
-        &[],
-        "",
-    );
-    assert_eq!(reply.status, 200);
-    let reply = send(
-        &server,
-        "GET",
-        "/openapi/v2/health",
-        Some("proxy.test:8443"),
-        &[],
-        "",
-    );
-    assert_eq!(reply.status, 200);
-    let reply = send(
-        &server,
-        "GET",
-        "/openapi/v2/health",
-        Some("proxy.test:9"),
-        &[],
-        "",
-    );
-    assert_forbidden(&reply, "a named host on another port");
-    let reply = send(
-        &server,
-        "GET",
-        "/openapi/v2/health",
-        Some("evil.example"),
-        &[],
-        "",
-    );
-    assert_forbidden(&reply, "an unnamed host");
+    for (host, answered) in [
+        ("kb.test:80", true),
+        ("proxy.test:8443", true),
+        ("proxy.test:9", false),
+        ("evil.example", false),
+    ] {
+        let reply = send(&server, "GET", "/openapi/v2/health", Some(host), &[], "");
+        if answered {
+            assert_eq!(reply.status, 200, "{host}");
+        } else {
+            assert_forbidden(&reply, host);
+        }
+    }
 }
 
 #[test]
