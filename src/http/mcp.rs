@@ -65,13 +65,10 @@ pub struct McpLimits {
 }
 
 impl McpLimits {
-    /// The defaults for a server with `max_connections`: 256 sessions, and a quarter of the
-    /// connections for streams (at least one), so three quarters stay for everything else.
-    pub fn for_connections(max_connections: usize) -> McpLimits {
-        McpLimits {
-            max_sessions: 256,
-            max_event_streams: (max_connections / 4).max(1),
-        }
+    /// The default of `max_event_streams` for a server with `max_connections`: a quarter of
+    /// them (at least one), so three quarters stay for everything else.
+    pub fn default_event_streams(max_connections: usize) -> usize {
+        (max_connections / 4).max(1)
     }
 }
 
@@ -174,7 +171,11 @@ impl McpEndpoint {
             .map(str::to_string);
         match *request.method() {
             Method::POST => self.post(request, session).await,
-            Method::GET if session.is_some() => self.get(request, session).await,
+            Method::GET => match session {
+                Some(session) => self.get(request, session).await,
+                // rmcp's answer: a stream needs a session.
+                None => self.forward(request, Value::Null).await,
+            },
             Method::DELETE => self.delete(request, session).await,
             _ => self.forward(request, Value::Null).await,
         }
@@ -233,10 +234,11 @@ impl McpEndpoint {
                 return rpc_error(StatusCode::BAD_REQUEST, id, code, &message)
             }
         };
-        let id = serde_json::to_value(&*message)
-            .ok()
-            .and_then(|v| v.get("id").cloned())
-            .unwrap_or(Value::Null);
+        // The id a refusal answers with (a notification has none).
+        let id = match &*message {
+            rmcp::model::JsonRpcMessage::Request(r) => json!(r.id),
+            _ => Value::Null,
+        };
         let initialize = session.is_none()
             && matches!(
                 &*message,
@@ -264,10 +266,7 @@ impl McpEndpoint {
         self.forward(request, id).await
     }
 
-    async fn get(&self, request: Request, session: Option<String>) -> Response {
-        let Some(session) = session else {
-            return self.forward(request, Value::Null).await;
-        };
+    async fn get(&self, request: Request, session: String) -> Response {
         if !self.has_session(&session).await {
             return session_not_found();
         }

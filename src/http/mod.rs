@@ -81,17 +81,18 @@ pub struct HttpOptions {
     pub max_event_streams: Option<usize>,
 }
 
-/// The default of `--max-mcp-sessions`: far more than the agents of one machine open, and a
-/// few megabytes at most (a session costs about 10 KB; the README has the figure).
+/// The default of `--max-mcp-sessions`: far more than the agents of one machine open, and
+/// about 17 MiB at most (a session costs about 67 KiB; the README has the figure).
 pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
 
 impl HttpOptions {
     /// The caps of the MCP routes these options give.
     pub fn mcp_limits(&self) -> mcp::McpLimits {
-        let defaults = mcp::McpLimits::for_connections(self.max_connections);
         mcp::McpLimits {
             max_sessions: self.max_mcp_sessions,
-            max_event_streams: self.max_event_streams.unwrap_or(defaults.max_event_streams),
+            max_event_streams: self
+                .max_event_streams
+                .unwrap_or_else(|| mcp::McpLimits::default_event_streams(self.max_connections)),
         }
     }
 }

@@ -13,8 +13,9 @@ use crate::bundle::BundleKind;
 
 pub mod store;
 
-/// The names of a page (lower case): its file stem, and the label its title starts with when
-/// that label is an identifier ([`is_identifier`]: `MD013` of `MD013 - Line length`).
+/// The names of a page (lower case), indexed for the identifier lane: its file stem, and the
+/// label its title starts with when that label is an identifier ([`is_identifier`]: `MD013` of
+/// `MD013 - Line length`).
 pub fn page_names(path: &str, title: Option<&str>) -> Vec<String> {
     let mut names = Vec::new();
     let file = path.rsplit('/').next().unwrap_or(path);
@@ -187,7 +188,6 @@ pub struct Catalog {
     relation_blocks: Box<[OnceLock<Box<[CatalogRelation]>>]>,
     by_folded_path: OnceLock<HashMap<String, Vec<u32>>>,
     by_id: OnceLock<HashMap<String, u32>>,
-    by_name: OnceLock<HashMap<String, Vec<u32>>>,
     tree: OnceLock<Tree>,
 }
 
@@ -287,7 +287,6 @@ impl Catalog {
             store,
             by_folded_path: OnceLock::new(),
             by_id: OnceLock::new(),
-            by_name: OnceLock::new(),
             tree: OnceLock::new(),
         })
     }
@@ -357,28 +356,6 @@ impl Catalog {
     /// Every file in catalog order (decoding every block).
     pub fn iter_files(&self) -> impl Iterator<Item = &CatalogFile> + '_ {
         (0..self.store.block_count()).flat_map(|b| self.file_block(b).iter())
-    }
-
-    /// The source pages a name names: pages whose file stem is `name` (`md013` for
-    /// `rules/md013.md`), or whose title starts with it (`MD013 - Line length`); `name` in
-    /// lower case (see [`page_names`]). Built on first use.
-    pub fn pages_named(&self, name: &str) -> &[u32] {
-        let names = self.by_name.get_or_init(|| {
-            let mut map: HashMap<String, Vec<u32>> = HashMap::new();
-            for (i, file) in self.iter_files().enumerate() {
-                if !file.source_backed {
-                    continue;
-                }
-                for key in page_names(&file.path, file.title.as_deref()) {
-                    let pages = map.entry(key).or_default();
-                    if pages.last() != Some(&(i as u32)) {
-                        pages.push(i as u32);
-                    }
-                }
-            }
-            map
-        });
-        names.get(name).map_or(&[], Vec::as_slice)
     }
 
     /// A file by exact path, else by NFC + lower-case when that is unambiguous.

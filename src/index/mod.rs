@@ -102,7 +102,7 @@ pub(crate) use generations::{
 };
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
-pub const INDEX_FORMAT_VERSION: u64 = 15;
+pub const INDEX_FORMAT_VERSION: u64 = 16;
 
 /// How thoroughly opening checks a generation's files (module docs, "Checking what is opened").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -49,6 +49,7 @@ struct Fields {
     body: Field,
     exact_path: Field,
     exact_title: Field,
+    name: Field,
 }
 
 pub use super::passages::{PassageHit, Passages, Section};
@@ -117,6 +118,9 @@ fn page_schema() -> Schema {
     // 650 KB of keys against 240 KB of body terms), built at a tenth of the build's time.
     builder.add_u64_field("exact_path", INDEXED);
     builder.add_u64_field("exact_title", INDEXED);
+    // The page's names ([`crate::index::catalog::page_names`]: file stem, title label), for the
+    // identifier lane; hashed as the exact keys are.
+    builder.add_u64_field("name", INDEXED);
     builder.build()
 }
 
@@ -427,6 +431,7 @@ impl SearchIndex {
             body: field(&schema, "body")?,
             exact_path: field(&schema, "exact_path")?,
             exact_title: field(&schema, "exact_title")?,
+            name: field(&schema, "name")?,
         };
         Ok(SearchIndex {
             pages,
@@ -658,6 +663,19 @@ impl SearchIndex {
     /// The `exact_path` lane: pages whose path (with or without `pages/`) equals the query.
     pub fn exact_path(&self, searcher: &Searcher, key: &str) -> Result<Vec<LaneHit>, IndexError> {
         self.exact(searcher, self.fields.exact_path, key)
+    }
+
+    /// The pages named `name` (lower case; [`crate::index::catalog::page_names`]), at most
+    /// `most + 1` of them (a caller that takes at most `most` knows more were there).
+    pub fn pages_named(
+        &self,
+        searcher: &Searcher,
+        name: &str,
+        most: usize,
+    ) -> Result<Vec<LaneHit>, IndexError> {
+        let term = Term::from_field_u64(self.fields.name, exact_term(name));
+        let query = TermQuery::new(term, IndexRecordOption::Basic);
+        self.run(searcher, &query, most + 1)
     }
 
     /// The `exact_title` lane: pages whose title equals the query.

@@ -219,16 +219,7 @@ pub fn finish(kb: &KnowledgeBase, query: &Query<'_>, scored: Scored) -> Vec<Cand
             }),
         })
         .collect();
-    let class = |c: &Candidate| {
-        // A page the query names is a path hit as well (its `matchedFields` say `path`).
-        if c.lanes.contains(&Lane::ExactPath) || c.lanes.contains(&Lane::Identifier) {
-            0
-        } else if c.lanes.contains(&Lane::ExactTitle) {
-            1
-        } else {
-            2
-        }
-    };
+    let class = |c: &Candidate| c.lanes.priority_class();
     candidates.sort_unstable_by(|a, b| {
         class(a)
             .cmp(&class(b))

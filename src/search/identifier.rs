@@ -12,13 +12,19 @@
 //! starts with, and the name names at most [`MOST_PAGES_A_NAME`] pages (a page and its
 //! translations; not `index`, which every folder has).
 
+use crate::error::IndexError;
 use crate::kb::KnowledgeBase;
 
 /// Most pages one name may name and still be taken as naming them.
 pub const MOST_PAGES_A_NAME: usize = 4;
 
-/// The source pages the query names, in the order the query names them.
-pub fn named_pages(kb: &KnowledgeBase, query: &str) -> Vec<u32> {
+/// The source pages the query names, in the order the query names them (the names are looked
+/// up in the index, where a build put each page's names).
+pub fn named_pages(
+    kb: &KnowledgeBase,
+    searcher: &tantivy::Searcher,
+    query: &str,
+) -> Result<Vec<u32>, IndexError> {
     let mut names: Vec<String> = Vec::new();
     let whole = strip_extension(query.trim().rsplit('/').next().unwrap_or_default()).to_lowercase();
     if !whole.is_empty() && !whole.contains(char::is_whitespace) {
@@ -35,17 +41,17 @@ pub fn named_pages(kb: &KnowledgeBase, query: &str) -> Vec<u32> {
     }
     let mut pages = Vec::new();
     for name in &names {
-        let named = kb.catalog.pages_named(name);
+        let named = kb.search.pages_named(searcher, name, MOST_PAGES_A_NAME)?;
         if named.len() > MOST_PAGES_A_NAME {
             continue;
         }
-        for &page in named {
-            if kb.catalog.is_source(page) && !pages.contains(&page) {
-                pages.push(page);
+        for hit in named {
+            if kb.catalog.is_source(hit.position) && !pages.contains(&hit.position) {
+                pages.push(hit.position);
             }
         }
     }
-    pages
+    Ok(pages)
 }
 
 /// `name` without a Markdown extension.

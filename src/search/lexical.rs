@@ -111,7 +111,7 @@ pub fn run(
         .map(|(lane, reported)| {
             let hits = match lane {
                 Lane::ExactPath => page_hits(kb.search.exact_path(searcher, &exact_key)?),
-                Lane::Identifier => super::identifier::named_pages(kb, text)
+                Lane::Identifier => super::identifier::named_pages(kb, searcher, text)?
                     .into_iter()
                     .enumerate()
                     .map(|(rank, position)| Hit {

@@ -129,6 +129,18 @@ impl LaneSet {
         self.0 & Self::bit(*lane) != 0
     }
 
+    /// The class that orders results before their score: 0 for an exact path or a page the
+    /// query names (`matchedFields` say `path`), 1 for an exact title, 2 for the rest.
+    pub fn priority_class(&self) -> u8 {
+        if self.contains(&Lane::ExactPath) || self.contains(&Lane::Identifier) {
+            0
+        } else if self.contains(&Lane::ExactTitle) {
+            1
+        } else {
+            2
+        }
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = Lane> + '_ {
         Self::ALL.into_iter().filter(|lane| self.contains(lane))
     }

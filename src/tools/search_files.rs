@@ -618,13 +618,7 @@ pub fn explain(kb: &KnowledgeBase, input: &Value) -> Result<Vec<ExplainedResult>
             rank: i + 1,
             path: kb.catalog.file(c.position).path.clone(),
             score: c.score,
-            class: if c.lanes.contains(&Lane::ExactPath) || c.lanes.contains(&Lane::Identifier) {
-                "path"
-            } else if c.lanes.contains(&Lane::ExactTitle) {
-                "title"
-            } else {
-                "score"
-            },
+            class: ["path", "title", "score"][usize::from(c.lanes.priority_class())],
             explained: c.explained.map(|e| *e).unwrap_or_default(),
         })
         .collect())

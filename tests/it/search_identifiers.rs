@@ -23,6 +23,11 @@ fn paths(kb: &kbtools::kb::KnowledgeBase, query: &str, mode: &str) -> Vec<String
         .collect()
 }
 
+/// The pages the query names, as the identifier lane finds them.
+fn named(kb: &kbtools::kb::KnowledgeBase, query: &str) -> Vec<u32> {
+    kbtools::search::identifier::named_pages(kb, &kb.search.searcher(), query).unwrap()
+}
+
 #[test]
 fn a_query_naming_a_page_ranks_it_first() {
     let opened = common::open_fixture("rule-reference");
@@ -65,12 +70,9 @@ fn prose_and_shared_names_name_no_page() {
     let opened = common::open_fixture("rule-reference");
     let found = paths(&opened.kb, "front matter title", "file");
     assert!(found.len() >= 2, "{found:?}");
-    assert!(kbtools::search::identifier::named_pages(&opened.kb, "front matter title").is_empty());
-    assert!(kbtools::search::identifier::named_pages(&opened.kb, "options").is_empty());
-    assert_eq!(
-        kbtools::search::identifier::named_pages(&opened.kb, "MD013 or MD009?").len(),
-        2
-    );
+    assert!(named(&opened.kb, "front matter title").is_empty());
+    assert!(named(&opened.kb, "options").is_empty());
+    assert_eq!(named(&opened.kb, "MD013 or MD009?").len(), 2);
 
     // `index`, the stem of a page in each of five folders, names none of them.
     let tmp = tempfile::tempdir().unwrap();
@@ -89,8 +91,8 @@ fn prose_and_shared_names_name_no_page() {
         .unwrap();
     }
     let opened = common::open_bundle(tmp.path());
-    assert!(kbtools::search::identifier::named_pages(&opened.kb, "index").is_empty());
-    assert!(kbtools::search::identifier::named_pages(&opened.kb, "where is page-1").is_empty());
+    assert!(named(&opened.kb, "index").is_empty());
+    assert!(named(&opened.kb, "where is page-1").is_empty());
 }
 
 /// `explain` ranks as `search_files` does, and each result's shares add up to its score.

@@ -469,7 +469,15 @@ fn mcp_errors_are_json_rpc_over_http() {
 fn the_bearer_scheme_is_case_insensitive() {
     let server = Server::start_with(&["--token", "sesame"]);
     let host = server.addr.to_string();
-    for value in ["Bearer sesame", "bearer sesame", "BEARER  sesame"] {
+    for (value, status) in [
+        ("Bearer sesame", 200),
+        ("bearer sesame", 200),
+        ("BEARER  sesame", 200),
+        ("Bearer wrong", 401),
+        ("Basic sesame", 401),
+        ("Bearersesame", 401),
+        ("sesame", 401),
+    ] {
         let reply = send(
             &server,
             "GET",
@@ -478,17 +486,6 @@ fn the_bearer_scheme_is_case_insensitive() {
             &[("Authorization", value)],
             "",
         );
-        assert_eq!(reply.status, 200, "{value}");
-    }
-    for value in ["Bearer wrong", "Basic sesame", "Bearersesame", "sesame"] {
-        let reply = send(
-            &server,
-            "GET",
-            "/tree",
-            Some(&host),
-            &[("Authorization", value)],
-            "",
-        );
-        assert_eq!(reply.status, 401, "{value}");
+        assert_eq!(reply.status, status, "{value}");
     }
 }

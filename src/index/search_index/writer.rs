@@ -29,7 +29,7 @@ const MAX_DELETED: u32 = 2_000;
 pub struct Writer {
     pages: Session,
     /// key, title, path, meta, body, body_w, exact_path, exact_title.
-    fields: [Field; 8],
+    fields: [Field; 9],
 }
 
 /// One tantivy index's writer of a [`Writer`] session.
@@ -88,7 +88,7 @@ fn named_fields<const N: usize>(
     Ok(out)
 }
 
-const PAGE_FIELDS: [&str; 8] = [
+const PAGE_FIELDS: [&str; 9] = [
     "key",
     "title",
     "path",
@@ -97,6 +97,7 @@ const PAGE_FIELDS: [&str; 8] = [
     "body_w",
     "exact_path",
     "exact_title",
+    "name",
 ];
 
 impl Writer {
@@ -157,7 +158,7 @@ impl Writer {
 
     /// Adds the documents of one page; callable from several threads at once.
     pub fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
-        let [key, title, path_f, meta, body, body_w, exact_path, exact_title] = self.fields;
+        let [key, title, path_f, meta, body, body_w, exact_path, exact_title, name] = self.fields;
         let mut d = TantivyDocument::default();
         d.add_u64(key, page.key);
         d.add_text(title, page.title);
@@ -174,6 +175,10 @@ impl Writer {
             d.add_u64(exact_path, exact_term(&k));
         }
         d.add_u64(exact_title, exact_term(&crate::text::exact_key(page.title)));
+        let title = Some(page.title).filter(|t| !t.is_empty());
+        for n in crate::index::catalog::page_names(page.path, title) {
+            d.add_u64(name, exact_term(&n));
+        }
         self.pages.writer.add_document(d)?;
         Ok(())
     }
