@@ -50,6 +50,34 @@ fn title_label(title: &str) -> Option<&str> {
         .then_some(first)
 }
 
+/// What a title says beside its identifier label ([`title_label`]): `Line length` of
+/// `MD013 - Line length`, `line too long` of `E501: line too long`; the whole title when it
+/// has no such label or nothing beside it.
+pub fn title_words(title: &str) -> &str {
+    let trimmed = title.trim();
+    let Some((first, rest)) = trimmed.split_once(char::is_whitespace) else {
+        return trimmed;
+    };
+    let rest = rest.trim_start();
+    let words = match first.strip_suffix(':') {
+        Some(label) if is_identifier(label) => rest,
+        Some(_) => return trimmed,
+        None if is_identifier(first) => match ["- ", "– ", "— "]
+            .iter()
+            .find_map(|dash| rest.strip_prefix(dash))
+        {
+            Some(words) => words,
+            None => return trimmed,
+        },
+        None => return trimmed,
+    };
+    if words.trim().is_empty() {
+        trimmed
+    } else {
+        words.trim()
+    }
+}
+
 /// True for a word that reads as an identifier rather than a word of prose: letters with a
 /// digit, a hyphen or an underscore in it (`md013`, `at-rule-no-unknown`, `v-model`,
 /// `max_line_length`), two characters at least.
@@ -493,5 +521,28 @@ impl Catalog {
     /// Distinct relations: unordered page pairs with at least one relation.
     pub fn distinct_relation_count(&self) -> u64 {
         self.store.header().distinct_relations
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_title_says_its_words_beside_an_identifier_label() {
+        let cases = [
+            ("MD013 - Line length", "Line length"),
+            ("E501: line too long", "line too long"),
+            ("MD013 – Line length", "Line length"),
+            ("at-rule-no-unknown", "at-rule-no-unknown"),
+            ("Note: read this first", "Note: read this first"),
+            (
+                "IL-6 trans-signaling in mice",
+                "IL-6 trans-signaling in mice",
+            ),
+            ("Computed Properties", "Computed Properties"),
+            ("MD013 - ", "MD013 -"),
+        ];
+        for (title, words) in cases {
+            assert_eq!(super::title_words(title), words, "{title}");
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, FuzzyTermQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
 };
@@ -676,6 +676,32 @@ impl SearchIndex {
         let term = Term::from_field_u64(self.fields.name, exact_term(name));
         let query = TermQuery::new(term, IndexRecordOption::Basic);
         self.run(searcher, &query, most + 1)
+    }
+
+    /// The pages whose title or path holds a word within `edits` of one of `terms` (each with
+    /// its own number of edits, a transposition one edit), best first by how many of the terms
+    /// they hold so: the fallback of a search that found nothing ([`crate::search::nearest`]).
+    pub fn near_titles(
+        &self,
+        searcher: &Searcher,
+        terms: &[(String, u8)],
+        limit: usize,
+    ) -> Result<Vec<LaneHit>, IndexError> {
+        let path = field(&self.schema, "path")?;
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .flat_map(|(term, edits)| {
+                [self.fields.title, path].map(|field| {
+                    let term = Term::from_field_text(field, term);
+                    let query: Box<dyn Query> = Box::new(FuzzyTermQuery::new(term, *edits, true));
+                    (Occur::Should, query)
+                })
+            })
+            .collect();
+        if clauses.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.run(searcher, &BooleanQuery::new(clauses), limit)
     }
 
     /// The `exact_title` lane: pages whose title equals the query.

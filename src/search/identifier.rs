@@ -55,7 +55,7 @@ pub fn named_pages(
 }
 
 /// `name` without a Markdown extension.
-fn strip_extension(name: &str) -> &str {
+pub(super) fn strip_extension(name: &str) -> &str {
     [".md", ".markdown", ".MD"]
         .iter()
         .find_map(|ext| name.strip_suffix(ext))

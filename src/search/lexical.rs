@@ -1,5 +1,6 @@
 //! The direct lanes: exact path, exact title, the pages the query names ([`super::identifier`],
-//! reported as `lexical` evidence of the path), the BM25F page lane (`lexical`), the passage lane
+//! reported as `lexical` evidence of the path), the BM25F page lane (`lexical`), the pages whose
+//! title the question covers ([`super::title`], `lexical` evidence of the title), the passage lane
 //! (BM25 over the heading sections of the page lane's hits, reported as `lexical` evidence) and
 //! the CJK word lane (`jieba`). Quoted phrases must appear as written in a content-lane hit.
 
@@ -69,6 +70,19 @@ fn vector_hits(vectors: &crate::index::vectors::Vectors, query: &[f32]) -> Vec<H
         .collect()
 }
 
+/// Pages in lane order as hits (no section).
+fn ranked(pages: Vec<u32>) -> Vec<Hit> {
+    pages
+        .into_iter()
+        .enumerate()
+        .map(|(rank, position)| Hit {
+            position,
+            rank: rank as u32,
+            section: None,
+        })
+        .collect()
+}
+
 pub fn run(
     kb: &KnowledgeBase,
     searcher: &Searcher,
@@ -98,6 +112,7 @@ pub fn run(
     if query.mode == Mode::Graph && query.scope == Scope::All {
         wanted.push((Lane::Identifier, false));
         wanted.push((Lane::Lexical, false));
+        wanted.push((Lane::Title, false));
         wanted.push((Lane::Passage, false));
     }
     // The passage lane scores the page lane's hits: one task runs both.
@@ -111,15 +126,7 @@ pub fn run(
         .map(|(lane, reported)| {
             let hits = match lane {
                 Lane::ExactPath => page_hits(kb.search.exact_path(searcher, &exact_key)?),
-                Lane::Identifier => super::identifier::named_pages(kb, searcher, text)?
-                    .into_iter()
-                    .enumerate()
-                    .map(|(rank, position)| Hit {
-                        position,
-                        rank: rank as u32,
-                        section: None,
-                    })
-                    .collect(),
+                Lane::Identifier => ranked(super::identifier::named_pages(kb, searcher, text)?),
                 Lane::ExactTitle => page_hits(kb.search.exact_title(searcher, &exact_key)?),
                 Lane::Lexical if query.scope == Scope::Metadata => {
                     page_hits(kb.search.metadata(searcher, terms, LANE_DEPTH)?)
@@ -141,6 +148,7 @@ pub fn run(
                     };
                     return Ok(std::iter::once(page).chain(passages).collect());
                 }
+                Lane::Title => ranked(super::title::covered_pages(kb, searcher, terms)?),
                 Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
                 Lane::ContentVector => match (query_vector, kb.vectors.as_ref()) {
                     (Some(query), Some(vectors)) => vector_hits(vectors, query),
@@ -148,7 +156,9 @@ pub fn run(
                 },
                 // Not direct lanes (left out of `wanted`; the passage lane runs with the page
                 // lane).
-                Lane::Passage | Lane::FileGraph | Lane::FileRelationship => Vec::new(),
+                Lane::Passage | Lane::FileGraph | Lane::FileRelationship | Lane::Nearest => {
+                    Vec::new()
+                }
             };
             Ok(vec![LaneHits {
                 lane,

@@ -20,7 +20,9 @@ pub mod fusion;
 pub mod graph_lane;
 pub mod identifier;
 pub mod lexical;
+pub mod nearest;
 pub mod relationship;
+pub mod title;
 pub mod translation;
 #[cfg(feature = "semantic")]
 pub mod vector;
@@ -38,20 +40,28 @@ pub enum Lane {
     /// The pages the query names by identifier ([`identifier`]): lexical evidence of the path.
     Identifier,
     Lexical,
+    /// The pages whose title the question covers ([`title`]): lexical evidence, reported as
+    /// the page lane's (`content`).
+    Title,
     Passage,
     Jieba,
     ContentVector,
     FileGraph,
     FileRelationship,
+    /// The fallback of a search no other lane matched ([`nearest`]): pages near the query's
+    /// words by title or path, or the entry pages. Reported as lexical evidence of the path.
+    Nearest,
 }
 
 impl Lane {
-    /// The lane's own name (`--explain`): its family, or `passage` and `identifier` for the two
-    /// lexical lanes besides the page lane.
+    /// The lane's own name (`--explain`): its family, or `identifier`, `title` and `passage`
+    /// for the lexical lanes besides the page lane.
     pub fn name(self) -> &'static str {
         match self {
             Lane::Identifier => "identifier",
+            Lane::Title => "title",
             Lane::Passage => "passage",
+            Lane::Nearest => "nearest",
             other => other.family(),
         }
     }
@@ -60,7 +70,9 @@ impl Lane {
         match self {
             Lane::ExactPath => "exact_path",
             Lane::ExactTitle => "exact_title",
-            Lane::Identifier | Lane::Lexical | Lane::Passage => "lexical",
+            Lane::Identifier | Lane::Lexical | Lane::Title | Lane::Passage | Lane::Nearest => {
+                "lexical"
+            }
             Lane::Jieba => "jieba",
             Lane::ContentVector => "content_vector",
             Lane::FileGraph => "file_graph",
@@ -82,15 +94,19 @@ impl Lane {
     pub fn is_content(self) -> bool {
         matches!(
             self,
-            Lane::Lexical | Lane::Passage | Lane::Jieba | Lane::ContentVector
+            Lane::Lexical | Lane::Title | Lane::Passage | Lane::Jieba | Lane::ContentVector
         )
     }
 
     pub fn matched_field(self) -> &'static str {
         match self {
-            Lane::ExactPath | Lane::Identifier => "path",
+            Lane::ExactPath | Lane::Identifier | Lane::Nearest => "path",
             Lane::ExactTitle => "title",
-            Lane::Lexical | Lane::Passage | Lane::Jieba | Lane::ContentVector => "content",
+            // `title` in `matchedFields` means an exact title, which ranks before the rest;
+            // the title lane is the page lane's words measured another way.
+            Lane::Lexical | Lane::Title | Lane::Passage | Lane::Jieba | Lane::ContentVector => {
+                "content"
+            }
             Lane::FileGraph => "graph_node",
             Lane::FileRelationship => "file_relationship",
         }
@@ -102,16 +118,18 @@ impl Lane {
 pub struct LaneSet(u16);
 
 impl LaneSet {
-    const ALL: [Lane; 9] = [
+    const ALL: [Lane; 11] = [
         Lane::ExactPath,
         Lane::ExactTitle,
         Lane::Identifier,
         Lane::Lexical,
+        Lane::Title,
         Lane::Passage,
         Lane::Jieba,
         Lane::ContentVector,
         Lane::FileGraph,
         Lane::FileRelationship,
+        Lane::Nearest,
     ];
 
     fn bit(lane: Lane) -> u16 {
@@ -225,6 +243,8 @@ pub struct Ranking {
     pub walks: Vec<(u32, Vec<Step>)>,
     /// Whether the semantic lane could run.
     pub semantic: SemanticState,
+    /// Set when no lane matched and the candidates are the [`nearest`] pages instead.
+    pub nearest: Option<nearest::Nearest>,
 }
 
 impl Ranking {
@@ -282,6 +302,7 @@ pub fn plan(scope: Scope, mode: Mode, query: &str, semantic: bool) -> Vec<Lane> 
             if mode != Mode::Graph {
                 lanes.push(Lane::Identifier);
                 lanes.push(Lane::Lexical);
+                lanes.push(Lane::Title);
                 lanes.push(Lane::Passage);
                 // The CJK word lane segments CJK text; a query without CJK has nothing for it
                 // to add (it would repeat the lexical lane), so it does not run.
@@ -369,12 +390,22 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
         }
         check_deadline()?;
     }
-    let candidates = fusion::finish(kb, query, scored);
+    let mut candidates = fusion::finish(kb, query, scored);
+    let mut nearest = None;
+    if candidates.is_empty() && query.scope == Scope::All {
+        if let Some((found, kind)) =
+            nearest::candidates(kb, &searcher, query, &terms).map_err(unavailable)?
+        {
+            candidates = found;
+            nearest = Some(kind);
+        }
+    }
     check_deadline()?;
     Ok(Ranking {
         candidates,
         lanes,
         walks,
         semantic: semantic_state,
+        nearest,
     })
 }

@@ -16,6 +16,7 @@ use crate::error::{messages, ToolError};
 use crate::ids::ReadActions;
 use crate::kb::KnowledgeBase;
 use crate::okf::OkfSignals;
+use crate::search::nearest::Nearest;
 pub use crate::search::{Candidate, Lane, LaneSet, Mode, Ranking, Scope, SemanticState};
 
 pub const NAME: &str = ToolName::SearchFiles.as_str();
@@ -25,6 +26,11 @@ const MAX_GRAPHEMES: usize = 512;
 const MAX_QUERY_BYTES: usize = 2048;
 
 const NO_MATCH_MESSAGE: &str = "No generated files matched this query. The knowledge base may still contain relevant data through different titles, paths, or metadata terms.";
+/// The message of a search whose items are its nearest pages ([`crate::search::nearest`]).
+const NEAREST_TITLES_MESSAGE: &str = "No page holds the query's words. These are the pages whose titles or paths are closest to them: weak candidates, to be read before they are used.";
+const NEAREST_ENTRIES_MESSAGE: &str = "No page holds the query's words. These are the knowledge base's entry pages (its index and most connected pages), where exploration can start; they are not matches.";
+const NEAREST_MEANING: &str =
+    "No current readable files matched the search; the results are the nearest pages.";
 const NO_MATCH_ACTIONS: [&str; 5] = [
     "Split the user question into shorter terms and search again.",
     "Read index.md through the file content endpoint.",
@@ -699,6 +705,11 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     };
     let graph_available = request.mode != Mode::File;
     let empty = items.is_empty();
+    // No lane matched: the items are the nearest pages, and the output says so.
+    let nearest_message = ranking.nearest.map(|kind| match kind {
+        Nearest::Titles => NEAREST_TITLES_MESSAGE,
+        Nearest::Entries => NEAREST_ENTRIES_MESSAGE,
+    });
     Ok(Output {
         active_content_revision: Some(revision),
         query: context(&request),
@@ -741,12 +752,18 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
             sort: SORT,
             meaning: if empty {
                 "No current readable files matched the search."
+            } else if nearest_message.is_some() {
+                NEAREST_MEANING
             } else {
                 "Results match the current readable knowledge base."
             },
         },
-        message: Some(if empty { Some(NO_MATCH_MESSAGE) } else { None }),
-        next_actions: Some(if empty {
+        message: Some(if empty {
+            Some(NO_MATCH_MESSAGE)
+        } else {
+            nearest_message
+        }),
+        next_actions: Some(if empty || nearest_message.is_some() {
             NO_MATCH_ACTIONS.to_vec()
         } else {
             Vec::new()

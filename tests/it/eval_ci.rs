@@ -191,7 +191,10 @@ fn a_must_find_file_fails_the_run_when_a_page_falls_out_of_the_top_k() {
     assert_eq!(compose["passed"], false);
     assert_eq!(
         compose["required"],
-        serde_json::json!([["pages/en/deployment/docker-compose.md", 2]])
+        serde_json::json!([
+            ["pages/en/deployment/docker-compose.md", 1],
+            ["pages/zh-CN/deployment/docker-compose.md", 3]
+        ])
     );
     assert_eq!(compose["top"].as_array().unwrap().len(), 1);
     assert!(verdicts
