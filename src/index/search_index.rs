@@ -762,13 +762,28 @@ impl SearchIndex {
     /// The BM25 inverse document frequency of a `kb_text` term over the `body` field (as the
     /// lexical lane weighs it), for scoring text that is not in the index.
     pub fn idf(&self, searcher: &Searcher, term: &str) -> Result<f32, IndexError> {
+        Ok(self
+            .idfs(searcher, &[term])?
+            .first()
+            .copied()
+            .unwrap_or_default())
+    }
+
+    /// [`Self::idf`] of each of `terms`, the index's deleted documents read once for all.
+    pub fn idfs(&self, searcher: &Searcher, terms: &[&str]) -> Result<Vec<f32>, IndexError> {
         let total = searcher.num_docs().max(1) as f32;
-        let df = bm25::alive_doc_freq(
-            searcher,
-            &self.pages.deleted(searcher),
-            &Term::from_field_text(self.fields.body, term),
-        )? as f32;
-        Ok((1.0 + (total - df + 0.5) / (df + 0.5)).ln())
+        let deleted = self.pages.deleted(searcher);
+        terms
+            .iter()
+            .map(|term| {
+                let df = bm25::alive_doc_freq(
+                    searcher,
+                    &deleted,
+                    &Term::from_field_text(self.fields.body, term),
+                )? as f32;
+                Ok((1.0 + (total - df + 0.5) / (df + 0.5)).ln())
+            })
+            .collect()
     }
 
     /// Number of indexed pages.
