@@ -123,8 +123,7 @@ fn entry_pages(kb: &KnowledgeBase, keep: &dyn Fn(u32) -> bool) -> Vec<u32> {
         .filter(|&p| keep(p))
         .map(|p| {
             let path = &kb.catalog.file(p).path;
-            let stem = super::identifier::strip_extension(path.rsplit('/').next().unwrap_or(path))
-                .to_ascii_lowercase();
+            let stem = super::title::file_stem(path).to_ascii_lowercase();
             let relations = kb.catalog.relation_range(p).map_or(0, |r| r.len());
             let depth = path.matches('/').count();
             (

@@ -95,7 +95,7 @@ pub fn covered_pages(
 }
 
 /// The file name of `path` without its Markdown extension.
-fn file_stem(path: &str) -> &str {
+pub(super) fn file_stem(path: &str) -> &str {
     super::identifier::strip_extension(path.rsplit('/').next().unwrap_or(path))
 }
 
