@@ -132,7 +132,7 @@ async function main() {
 
   const english = await search(page, "How do agents read related files?");
   await check("English search: the expected first result", async () =>
-    english.title === "Backend Adapter" ? null : `first result ${english.title}`);
+    english.title === "Tools Design" ? null : `first result ${english.title}`);
   await check("the address holds the query (a result list can be shared)", async () =>
     new URL(page.url()).searchParams.get("q") === "How do agents read related files?" ? null : page.url());
   await check("excerpts mark the query's words", async () => {
@@ -167,7 +167,7 @@ async function main() {
   await page.keyboard.press("Enter");
   await page.locator("article.page h1").first().waitFor();
   await check("arrow and Enter open the first result in the reader", async () =>
-    new URL(page.url()).searchParams.get("path") === "pages/en/agent-integration/backend-adapter.md" ? null : page.url());
+    new URL(page.url()).searchParams.get("path") === "pages/en/agent-integration/own-agent-client/tools-design.md" ? null : page.url());
   await check("the reader renders the page's Markdown (headings with anchors, code, tables)", async () => {
     const headings = await page.locator("article.page h2[id] a.anchor").count();
     const code = await page.locator("article.page pre code").count();
@@ -280,7 +280,7 @@ async function main() {
     tokenPage.url().includes("sesame") ? `in ${tokenPage.url()}` : null);
   const locked2 = await search(tokenPage, "How do agents read related files?");
   await check("searching with the token works", async () =>
-    locked2.title === "Backend Adapter" ? null : locked2.title);
+    locked2.title === "Tools Design" ? null : locked2.title);
   await tokenContext.close();
 
   // First result on SciFact within 300 ms of Enter (when ../shared is there).
