@@ -6,6 +6,7 @@
 //! before a passage; a text longer than the model's 512 positions is cut into windows whose
 //! mean-pooled states are averaged by their token counts; the result is L2-normalized.
 
+pub mod crosslingual;
 pub mod encoder;
 pub mod format;
 pub mod install;

@@ -65,7 +65,7 @@ fn stamp_path(model: &Path) -> PathBuf {
     model.with_extension("bin.sha256.json")
 }
 
-fn stat(path: &Path) -> Option<(u64, i128)> {
+pub(crate) fn stat(path: &Path) -> Option<(u64, i128)> {
     let meta = std::fs::metadata(path).ok()?;
     let mtime = meta
         .modified()
@@ -76,7 +76,7 @@ fn stat(path: &Path) -> Option<(u64, i128)> {
     Some((meta.len(), mtime))
 }
 
-fn io(path: &Path, e: std::io::Error) -> EmbedError {
+pub(crate) fn io(path: &Path, e: std::io::Error) -> EmbedError {
     EmbedError::Io {
         path: path.display().to_string(),
         source: e,
@@ -90,11 +90,11 @@ pub fn temp_path(dir: &Path) -> PathBuf {
 }
 
 /// Removes the temporary files of installs that died (their process is gone).
-fn remove_stale_temps(dir: &Path) {
+pub(crate) fn remove_stale_temps(dir: &Path, file: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let prefix = format!(".{MODEL_FILE}.");
+    let prefix = format!(".{file}.");
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(pid) = name
@@ -120,7 +120,7 @@ enum Source {
     Stream,
 }
 
-fn refuse(source: &Path, why: String) -> EmbedError {
+pub(crate) fn refuse(source: &Path, why: String) -> EmbedError {
     EmbedError::Install(format!("{} {why}; nothing was installed", source.display()))
 }
 
@@ -172,9 +172,20 @@ fn copy_model(
     source: &Path,
     tmp: &Path,
 ) -> Result<String, EmbedError> {
+    copy_exact(reader, out, source, tmp, MODEL_BYTES)
+}
+
+/// Copies exactly `bytes` from `reader` into `out`, hashing them, as [`copy_model`] does.
+pub(crate) fn copy_exact(
+    reader: &mut dyn Read,
+    out: &mut std::fs::File,
+    source: &Path,
+    tmp: &Path,
+    bytes: u64,
+) -> Result<String, EmbedError> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
-    let mut left = MODEL_BYTES;
+    let mut left = bytes;
     while left > 0 {
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
         let n = reader.read(&mut buf[..want]).map_err(|e| io(source, e))?;
@@ -182,8 +193,8 @@ fn copy_model(
             return Err(refuse(
                 source,
                 format!(
-                    "ends after {} bytes: the model is {MODEL_BYTES} bytes",
-                    MODEL_BYTES - left
+                    "ends after {} bytes: the model is {bytes} bytes",
+                    bytes - left
                 ),
             ));
         }
@@ -195,7 +206,7 @@ fn copy_model(
     if reader.read(&mut one).map_err(|e| io(source, e))? != 0 {
         return Err(refuse(
             source,
-            format!("holds more than the model's {MODEL_BYTES} bytes: not the pinned model"),
+            format!("holds more than the model's {bytes} bytes: not the pinned model"),
         ));
     }
     Ok(hex::encode(hasher.finalize()))
@@ -246,7 +257,7 @@ pub fn install(source: &Path, dir: &Path) -> Result<Installed, EmbedError> {
         _ => {}
     }
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    remove_stale_temps(dir);
+    remove_stale_temps(dir, MODEL_FILE);
     let target = dir.join(MODEL_FILE);
     let tmp = temp_path(dir);
     let copied = (|| -> Result<String, EmbedError> {
@@ -307,7 +318,7 @@ fn write_stamp(model: &Path, sha: &str) -> Result<(), EmbedError> {
     std::fs::write(&path, serde_json::to_vec(&stamp).unwrap_or_default()).map_err(|e| io(&path, e))
 }
 
-fn hash_file(path: &Path) -> Result<String, EmbedError> {
+pub(crate) fn hash_file(path: &Path) -> Result<String, EmbedError> {
     let mut f = std::fs::File::open(path).map_err(|e| io(path, e))?;
     let mut hasher = Sha256::new();
     std::io::copy(&mut f, &mut hasher).map_err(|e| io(path, e))?;

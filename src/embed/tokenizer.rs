@@ -43,6 +43,10 @@ impl Tokenizer {
         self.vocabulary.eos
     }
 
+    pub fn unk(&self) -> u32 {
+        self.vocabulary.unk
+    }
+
     /// The normalized text with metaspaces: what the pieces are matched against.
     fn normalize(&self, text: &str) -> String {
         let map = &self.vocabulary.normalization;
@@ -64,7 +68,11 @@ impl Tokenizer {
 
     /// The content token ids of `text` (no bos or eos).
     pub fn encode(&self, text: &str) -> Vec<u32> {
-        let normalized = self.normalize(text);
+        self.split(&self.normalize(text))
+    }
+
+    /// The most probable split of a normalized text (metaspaces in place) into pieces.
+    pub fn split(&self, normalized: &str) -> Vec<u32> {
         let bytes = normalized.as_bytes();
         // Byte offsets of the code points, and the end.
         let starts: Vec<usize> = normalized
