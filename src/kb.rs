@@ -61,6 +61,8 @@ pub struct KnowledgeBase {
     pub stale: Option<String>,
     /// The semantic lane's vectors, when the generation has them.
     pub vectors: Option<crate::index::vectors::Vectors>,
+    /// The cross-language lane's vectors, when the generation has them.
+    pub cross_vectors: Option<crate::index::vectors::Vectors>,
 }
 
 impl KnowledgeBase {
@@ -107,14 +109,21 @@ impl KnowledgeBase {
             Some(root) => root.canonicalize().map_err(|e| IndexError::io(root, e))?,
             None => PathBuf::from(&manifest.bundle_root),
         };
-        let vectors = match manifest.semantic {
-            Some(_) => Some(crate::index::vectors::Vectors::read(
-                &generation.join(crate::index::vectors::VECTORS_FILE),
-            )?),
-            None => None,
+        let read_vectors = |recorded: bool, file: &str| match recorded {
+            true => crate::index::vectors::Vectors::read(&generation.join(file)).map(Some),
+            false => Ok(None),
         };
+        let vectors = read_vectors(
+            manifest.semantic.is_some(),
+            crate::index::vectors::VECTORS_FILE,
+        )?;
+        let cross_vectors = read_vectors(
+            manifest.cross_language.is_some(),
+            crate::index::vectors::CROSS_VECTORS_FILE,
+        )?;
         Ok(KnowledgeBase {
             vectors,
+            cross_vectors,
             manifest,
             catalog,
             search,

@@ -664,8 +664,12 @@ pub(crate) fn build(
     };
 
     let mut crcs = crcs;
-    let semantic = if semantic::wanted(options, previous.as_ref()) {
+    let mut vector_stage = |which: semantic::Vectorizer, work: &mut BuildWork| {
+        if !semantic::wanted(which, options, previous.as_ref()) {
+            return Ok(None);
+        }
         let (record, crc, vector_work) = semantic::stage(
+            which,
             bundle_root,
             &tmp,
             previous.as_ref(),
@@ -673,12 +677,15 @@ pub(crate) fn build(
             threads,
             progress,
         )?;
-        crcs.push((super::vectors::VECTORS_FILE, crc));
-        work.vectors = vector_work;
-        Some(record)
-    } else {
-        None
+        crcs.push((which.file(), crc));
+        match which {
+            semantic::Vectorizer::Content => work.vectors = vector_work,
+            semantic::Vectorizer::Cross => work.cross_vectors = vector_work,
+        }
+        Ok::<_, IndexError>(Some(record))
     };
+    let semantic = vector_stage(semantic::Vectorizer::Content, &mut work)?;
+    let cross_language = vector_stage(semantic::Vectorizer::Cross, &mut work)?;
     let json = |v: &dyn erased::Json| v.to_json();
     write_file(&tmp.join("diagnostics.json"), &json(&diagnostics))?;
     let files = record_files(&tmp, previous.as_ref(), &crcs)?;
@@ -694,6 +701,7 @@ pub(crate) fn build(
         stat_fingerprint,
         counts,
         semantic,
+        cross_language,
         files,
     };
     write_file(&tmp.join("manifest.json"), &manifest_bytes(&manifest))?;

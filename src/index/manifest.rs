@@ -42,6 +42,9 @@ pub struct Manifest {
     /// The semantic lane's vectors, when the generation has them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semantic: Option<super::vectors::SemanticManifest>,
+    /// The cross-language lane's vectors, when the generation has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_language: Option<super::vectors::SemanticManifest>,
     /// Every other file of the generation as the build left it (see the module docs).
     pub files: Vec<FileRecord>,
 }
@@ -343,6 +346,7 @@ mod tests {
             stat_fingerprint: "s".into(),
             counts: Counts::default(),
             semantic: None,
+            cross_language: None,
             files: vec![FileRecord {
                 path: "catalog.bin".into(),
                 size: 3,

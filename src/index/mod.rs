@@ -181,6 +181,8 @@ pub struct BuildWork {
     pub pages_removed: u64,
     /// The semantic lane's vectors: kept, read, embedded.
     pub vectors: vectors::VectorWork,
+    /// The cross-language lane's.
+    pub cross_vectors: vectors::VectorWork,
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, IndexError> {

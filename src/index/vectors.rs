@@ -10,10 +10,11 @@
 //! being read; a changed page is read and only the sections whose text (with the title) is new
 //! are embedded again, keyed by a hash of that text.
 //!
-//! The file (little endian): magic `KBVEC001`, `u32` dimension, windows, pages; per page `u32`
-//! catalog position, first window, window count, then its 16-byte key; per window `u32`
-//! section and `u64` section key; then the vectors (`f32` × dimension × windows). Searching is
-//! an exact scan (a dot product per window: unit vectors), best window per page.
+//! The file (little endian): magic `KBVEC002`, `u32` dimension, windows, pages; per page `u32`
+//! catalog position, first window, window count, its 16-byte key, then `u32` script (0 not
+//! known, 1 CJK, 2 other: [`Script`]); per window `u32` section and `u64` section key; then the
+//! vectors (`f32` × dimension × windows). `KBVEC001` (no script) is read too. Searching is an
+//! exact scan (a dot product per window: unit vectors), best window per page.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -23,7 +24,61 @@ use sha2::{Digest, Sha256};
 use crate::error::IndexError;
 
 pub const VECTORS_FILE: &str = "vectors.bin";
-const MAGIC: &[u8; 8] = b"KBVEC001";
+/// The cross-language lane's vectors: the same format, a window per section.
+pub const CROSS_VECTORS_FILE: &str = "crossvectors.bin";
+const MAGIC: &[u8; 8] = b"KBVEC002";
+/// The format before pages had a script.
+const MAGIC_1: &[u8; 8] = b"KBVEC001";
+
+/// What a page is written in, by its letters: CJK when most of them are CJK characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Script {
+    /// Made before the script was recorded.
+    #[default]
+    Unknown,
+    Cjk,
+    Other,
+}
+
+impl Script {
+    /// The script of `text`: CJK when CJK characters are at least as many as the other
+    /// letters' words (a CJK character carries about a word's meaning).
+    pub fn of(text: &str) -> Script {
+        let (mut cjk, mut words, mut in_word) = (0usize, 0usize, false);
+        for c in text.chars() {
+            if crate::text::is_cjk(c) {
+                cjk += 1;
+                in_word = false;
+            } else if c.is_alphabetic() {
+                words += usize::from(!in_word);
+                in_word = true;
+            } else {
+                in_word = false;
+            }
+        }
+        if cjk > 0 && cjk >= words {
+            Script::Cjk
+        } else {
+            Script::Other
+        }
+    }
+
+    fn code(self) -> u32 {
+        match self {
+            Script::Unknown => 0,
+            Script::Cjk => 1,
+            Script::Other => 2,
+        }
+    }
+
+    fn from_code(code: u32) -> Script {
+        match code {
+            1 => Script::Cjk,
+            2 => Script::Other,
+            _ => Script::Unknown,
+        }
+    }
+}
 
 /// Tokens of a passage window (title included), as the prototype measured best: a section
 /// longer than this is cut into equal windows.
@@ -51,6 +106,7 @@ pub struct PageVectors {
     pub first: u32,
     pub count: u32,
     pub key: [u8; 16],
+    pub script: Script,
 }
 
 /// The vectors of a generation.
@@ -90,7 +146,7 @@ impl Vectors {
 
     /// The file's bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(20 + self.pages.len() * 28 + self.data.len() * 4);
+        let mut out = Vec::with_capacity(20 + self.pages.len() * 32 + self.data.len() * 4);
         out.extend_from_slice(MAGIC);
         for n in [self.dim, self.windows(), self.pages.len()] {
             out.extend_from_slice(&(n as u32).to_le_bytes());
@@ -100,6 +156,7 @@ impl Vectors {
                 out.extend_from_slice(&n.to_le_bytes());
             }
             out.extend_from_slice(&p.key);
+            out.extend_from_slice(&p.script.code().to_le_bytes());
         }
         for (s, k) in self.sections.iter().zip(&self.section_keys) {
             out.extend_from_slice(&s.to_le_bytes());
@@ -118,7 +175,10 @@ impl Vectors {
     }
 
     fn decode(bytes: &[u8]) -> Option<Vectors> {
-        let rest = bytes.strip_prefix(MAGIC)?;
+        let (rest, page_size) = match bytes.strip_prefix(MAGIC) {
+            Some(rest) => (rest, 32),
+            None => (bytes.strip_prefix(MAGIC_1)?, 28),
+        };
         let u32_at = |b: &[u8], i: usize| -> Option<u32> {
             Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?))
         };
@@ -126,7 +186,7 @@ impl Vectors {
         let windows = u32_at(rest, 4)? as usize;
         let pages = u32_at(rest, 8)? as usize;
         let mut at = 12;
-        let page_bytes = pages.checked_mul(28)?;
+        let page_bytes = pages.checked_mul(page_size)?;
         let window_bytes = windows.checked_mul(12)?;
         let data_bytes = windows.checked_mul(dim)?.checked_mul(4)?;
         if rest.len() != at + page_bytes + window_bytes + data_bytes {
@@ -142,12 +202,16 @@ impl Vectors {
                 first: u32_at(rest, at + 4)?,
                 count: u32_at(rest, at + 8)?,
                 key: rest.get(at + 12..at + 28)?.try_into().ok()?,
+                script: match page_size {
+                    32 => Script::from_code(u32_at(rest, at + 28)?),
+                    _ => Script::Unknown,
+                },
             };
             if p.first as usize + p.count as usize > windows {
                 return None;
             }
             out.pages.push(p);
-            at += 28;
+            at += page_size;
         }
         for _ in 0..windows {
             out.sections.push(u32_at(rest, at)?);
@@ -161,6 +225,13 @@ impl Vectors {
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
         Some(out)
+    }
+
+    /// The script of the page at catalog `position`, when it has vectors.
+    pub fn script(&self, position: u32) -> Script {
+        self.pages
+            .binary_search_by_key(&position, |p| p.position)
+            .map_or(Script::Unknown, |i| self.pages[i].script)
     }
 
     /// The `depth` pages whose best window is closest to `query` (a unit vector), best first,
@@ -281,8 +352,16 @@ pub fn build(
         .or(previous.map(|p| p.dim))
         .unwrap_or(0);
     let previous = previous.filter(|p| p.dim == dim);
+    // A page kept from a file that did not record scripts is read again for its script (its
+    // sections' vectors are still kept, by their keys).
     let by_page: HashMap<[u8; 16], &PageVectors> = previous
-        .map(|p| p.pages.iter().map(|v| (v.key, v)).collect())
+        .map(|p| {
+            p.pages
+                .iter()
+                .filter(|v| v.script != Script::Unknown)
+                .map(|v| (v.key, v))
+                .collect()
+        })
         .unwrap_or_default();
     // Section key → its windows in `previous`.
     let mut by_section: HashMap<u64, Vec<usize>> = HashMap::new();
@@ -304,7 +383,7 @@ pub fn build(
     // The changed pages' sections, read in parallel: (section, key, windows to embed or kept).
     // Per changed page (`None`: not read), per section: its number, key, and its windows kept
     // from `previous` or to embed.
-    type Sections = Vec<(u32, u64, Result<Vec<usize>, Vec<Vec<u32>>>)>;
+    type Sections = (Script, Vec<(u32, u64, Result<Vec<usize>, Vec<Vec<u32>>>)>);
     let read: Vec<Option<Sections>> = match embedder {
         None => changed.iter().map(|_| None).collect(),
         Some(embedder) => changed
@@ -312,7 +391,8 @@ pub fn build(
             .map(|p| {
                 let text = crate::bundle::read_page_text(bundle_root, &p.disk, &p.path)?;
                 let body = &text.body;
-                Some(
+                Some((
+                    Script::of(body),
                     crate::markdown::sections(body)
                         .into_iter()
                         .enumerate()
@@ -326,15 +406,17 @@ pub fn build(
                             (i as u32, key, windows)
                         })
                         .collect(),
-                )
+                ))
             })
             .collect(),
     };
     // Every window to embed, in page order.
     let mut to_embed: Vec<Vec<u32>> = Vec::new();
-    let mut layouts: HashMap<u32, Vec<(u32, u64, Window)>> = HashMap::new();
+    // Per changed page: its script, and per window its section, section key and vector.
+    type Layout = (Script, Vec<(u32, u64, Window)>);
+    let mut layouts: HashMap<u32, Layout> = HashMap::new();
     for (p, sections) in changed.iter().zip(read) {
-        let Some(sections) = sections else {
+        let Some((script, sections)) = sections else {
             work.pages_without += 1;
             continue;
         };
@@ -353,7 +435,7 @@ pub fn build(
                 }
             }
         }
-        layouts.insert(p.position, layout);
+        layouts.insert(p.position, (script, layout));
     }
     let mut fresh: Vec<Vec<f32>> = Vec::with_capacity(to_embed.len());
     if let Some(embedder) = embedder.filter(|_| !to_embed.is_empty()) {
@@ -399,7 +481,9 @@ pub fn build(
     };
     for p in pages {
         let first = out.windows() as u32;
+        let script;
         if let Some(kept) = by_page.get(&p.key) {
+            script = kept.script;
             let prev = previous.expect("kept pages come from the previous vectors");
             for w in kept.first as usize..(kept.first + kept.count) as usize {
                 push(
@@ -410,7 +494,8 @@ pub fn build(
                 );
             }
             work.pages_kept += 1;
-        } else if let Some(layout) = layouts.get(&p.position) {
+        } else if let Some((page_script, layout)) = layouts.get(&p.position) {
+            script = *page_script;
             for (section, key, window) in layout {
                 match window {
                     Window::Kept(w) => {
@@ -430,6 +515,7 @@ pub fn build(
                 first,
                 count,
                 key: p.key,
+                script,
             });
         }
     }
@@ -449,12 +535,14 @@ mod tests {
                     first: 0,
                     count: 2,
                     key: [1; 16],
+                    script: Script::Cjk,
                 },
                 PageVectors {
                     position: 7,
                     first: 2,
                     count: 1,
                     key: [2; 16],
+                    script: Script::Other,
                 },
             ],
             sections: vec![0, 1, 0],
@@ -474,6 +562,44 @@ mod tests {
         let mut cut = v.encode();
         cut.pop();
         assert!(Vectors::decode(&cut).is_none());
+        assert_eq!(back.script(3), Script::Cjk);
+        assert_eq!(back.script(7), Script::Other);
+        assert_eq!(back.script(5), Script::Unknown);
+    }
+
+    #[test]
+    fn the_format_before_scripts_is_read() {
+        let v = sample();
+        let mut old = MAGIC_1.to_vec();
+        for n in [v.dim, v.windows(), v.pages.len()] {
+            old.extend_from_slice(&(n as u32).to_le_bytes());
+        }
+        for p in &v.pages {
+            for n in [p.position, p.first, p.count] {
+                old.extend_from_slice(&n.to_le_bytes());
+            }
+            old.extend_from_slice(&p.key);
+        }
+        for (s, k) in v.sections.iter().zip(&v.section_keys) {
+            old.extend_from_slice(&s.to_le_bytes());
+            old.extend_from_slice(&k.to_le_bytes());
+        }
+        for x in &v.data {
+            old.extend_from_slice(&x.to_le_bytes());
+        }
+        let back = Vectors::decode(&old).expect("decodes");
+        assert_eq!(back.data, v.data);
+        assert!(back.pages.iter().all(|p| p.script == Script::Unknown));
+    }
+
+    #[test]
+    fn a_page_is_cjk_when_its_cjk_characters_outnumber_its_words() {
+        assert_eq!(Script::of("组件的属性 props 用法"), Script::Cjk);
+        assert_eq!(
+            Script::of("Use `v-model` on a component (组件)."),
+            Script::Other
+        );
+        assert_eq!(Script::of("1234 --- !!"), Script::Other);
     }
 
     #[test]

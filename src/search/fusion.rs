@@ -22,6 +22,12 @@ pub struct Weights {
     pub jieba: f64,
     /// The semantic lane (`content_vector`).
     pub content_vector: f64,
+    /// The cross-language lane.
+    pub cross_vector: f64,
+    /// The cross-language lane's share is multiplied by this for a page in another script
+    /// than the question that has no translation in the question's script: the answer exists
+    /// only across languages, and this lane is its one good witness.
+    pub untranslated: f64,
     /// The semantic lane's share is multiplied by this for a page in another script than the
     /// question (CJK against alphabetic, by the page's language root): the lexical lanes
     /// cannot match such a page, so the semantic lane is its only direct witness, and it must
@@ -56,7 +62,10 @@ pub struct Weights {
 /// its `file` mode, 0.6923 against 0.6999; at 4 `vue-docs` fell below its figure without the
 /// lane, 0.7488 against 0.7504).
 /// The semantic lane weighs 8, twice that for a page in the question's other script, with no
-/// cosine floor (the dev-set figures that chose them are in the README, "Semantic search").
+/// cosine floor; the cross-language lane 4, six times that for a page that answers only across
+/// languages (at 8 for every page SciFact fell to 0.7103 and CMRC to 0.9915; without the
+/// factor `xquad-enzh`'s cross-language questions scored 0.36). The dev-set figures that chose
+/// them are in the README, "Semantic search".
 pub const WEIGHTS: Weights = Weights {
     rrf_k: 5.0,
     exact_path: 16.0,
@@ -67,6 +76,8 @@ pub const WEIGHTS: Weights = Weights {
     passage: 10.0,
     jieba: 4.0,
     content_vector: 8.0,
+    cross_vector: 4.0,
+    untranslated: 6.0,
     cross_language: 2.0,
     min_cosine: 0.0,
     seeds: 20,
@@ -88,6 +99,7 @@ fn lane_weight(w: &Weights, lane: Lane) -> f64 {
         Lane::Passage => w.passage,
         Lane::Jieba => w.jieba,
         Lane::ContentVector => w.content_vector,
+        Lane::CrossVector => w.cross_vector,
         Lane::FileGraph | Lane::FileRelationship | Lane::Nearest => 0.0,
     }
 }
@@ -131,6 +143,35 @@ fn other_script(question_is_cjk: bool, path: &str) -> bool {
     })
 }
 
+/// Whether the page at `position` is in another script than the question: by its language
+/// root, else by its text (the script its vectors recorded).
+fn page_in_other_script(kb: &KnowledgeBase, question_is_cjk: bool, position: u32) -> bool {
+    use crate::index::vectors::Script;
+    let path = &kb.catalog.file(position).path;
+    if crate::bundle::paths::language_root(path).is_some() {
+        return other_script(question_is_cjk, path);
+    }
+    let script = kb
+        .cross_vectors
+        .as_ref()
+        .or(kb.vectors.as_ref())
+        .map_or(Script::Unknown, |v| v.script(position));
+    match script {
+        Script::Cjk => !question_is_cjk,
+        Script::Other => question_is_cjk,
+        Script::Unknown => false,
+    }
+}
+
+/// Whether the page at `position` holds an answer that only the cross-language lane can see: in
+/// another script than the question, with no translation in the question's script.
+fn answers_only_across(kb: &KnowledgeBase, question_is_cjk: bool, position: u32) -> bool {
+    page_in_other_script(kb, question_is_cjk, position)
+        && !super::translation::translations(kb, position)
+            .iter()
+            .any(|&t| !page_in_other_script(kb, question_is_cjk, t))
+}
+
 /// The file score of every page a direct lane found (each lane counts at the page's rank in
 /// it; a page is in a lane once).
 pub fn file_scores(
@@ -148,12 +189,16 @@ pub fn file_scores(
             if !kb.catalog.is_source(hit.position) {
                 continue;
             }
-            let weight = if lane.lane == Lane::ContentVector
-                && other_script(question_is_cjk, &kb.catalog.file(hit.position).path)
-            {
-                weight * w.cross_language
-            } else {
-                weight
+            let weight = match lane.lane {
+                Lane::ContentVector
+                    if other_script(question_is_cjk, &kb.catalog.file(hit.position).path) =>
+                {
+                    weight * w.cross_language
+                }
+                Lane::CrossVector if answers_only_across(kb, question_is_cjk, hit.position) => {
+                    weight * w.untranslated
+                }
+                _ => weight,
             };
             let entry = scored.entry(hit.position).or_default();
             let share = weight / (w.rrf_k + f64::from(hit.rank) + 1.0);

@@ -90,6 +90,7 @@ pub fn run(
     terms: &QueryTerms,
     lanes: &[Lane],
     query_vector: Option<&[f32]>,
+    cross_vector: Option<&[f32]>,
 ) -> Result<Vec<LaneHits>, IndexError> {
     let text = query.text;
     let exact_key = crate::text::exact_key(text);
@@ -151,6 +152,10 @@ pub fn run(
                 Lane::Title => ranked(super::title::covered_pages(kb, searcher, terms)?),
                 Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
                 Lane::ContentVector => match (query_vector, kb.vectors.as_ref()) {
+                    (Some(query), Some(vectors)) => vector_hits(vectors, query),
+                    _ => Vec::new(),
+                },
+                Lane::CrossVector => match (cross_vector, kb.cross_vectors.as_ref()) {
                     (Some(query), Some(vectors)) => vector_hits(vectors, query),
                     _ => Vec::new(),
                 },

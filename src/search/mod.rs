@@ -46,6 +46,8 @@ pub enum Lane {
     Passage,
     Jieba,
     ContentVector,
+    /// The cross-language vector lane ([`vector`]): reported as `content_vector` evidence.
+    CrossVector,
     FileGraph,
     FileRelationship,
     /// The fallback of a search no other lane matched ([`nearest`]): pages near the query's
@@ -62,6 +64,7 @@ impl Lane {
             Lane::Title => "title",
             Lane::Passage => "passage",
             Lane::Nearest => "nearest",
+            Lane::CrossVector => "cross_language",
             other => other.family(),
         }
     }
@@ -74,7 +77,7 @@ impl Lane {
                 "lexical"
             }
             Lane::Jieba => "jieba",
-            Lane::ContentVector => "content_vector",
+            Lane::ContentVector | Lane::CrossVector => "content_vector",
             Lane::FileGraph => "file_graph",
             Lane::FileRelationship => "file_relationship",
         }
@@ -94,7 +97,12 @@ impl Lane {
     pub fn is_content(self) -> bool {
         matches!(
             self,
-            Lane::Lexical | Lane::Title | Lane::Passage | Lane::Jieba | Lane::ContentVector
+            Lane::Lexical
+                | Lane::Title
+                | Lane::Passage
+                | Lane::Jieba
+                | Lane::ContentVector
+                | Lane::CrossVector
         )
     }
 
@@ -104,9 +112,12 @@ impl Lane {
             Lane::ExactTitle => "title",
             // `title` in `matchedFields` means an exact title, which ranks before the rest;
             // the title lane is the page lane's words measured another way.
-            Lane::Lexical | Lane::Title | Lane::Passage | Lane::Jieba | Lane::ContentVector => {
-                "content"
-            }
+            Lane::Lexical
+            | Lane::Title
+            | Lane::Passage
+            | Lane::Jieba
+            | Lane::ContentVector
+            | Lane::CrossVector => "content",
             Lane::FileGraph => "graph_node",
             Lane::FileRelationship => "file_relationship",
         }
@@ -118,7 +129,7 @@ impl Lane {
 pub struct LaneSet(u16);
 
 impl LaneSet {
-    const ALL: [Lane; 11] = [
+    const ALL: [Lane; 12] = [
         Lane::ExactPath,
         Lane::ExactTitle,
         Lane::Identifier,
@@ -127,6 +138,7 @@ impl LaneSet {
         Lane::Passage,
         Lane::Jieba,
         Lane::ContentVector,
+        Lane::CrossVector,
         Lane::FileGraph,
         Lane::FileRelationship,
         Lane::Nearest,
@@ -291,9 +303,9 @@ pub fn semantic(kb: &KnowledgeBase) -> (SemanticState, SemanticModel) {
 /// Results a cursor can page through.
 pub const MAX_RESULTS: usize = 1000;
 
-/// The lanes a request runs (§8.4 lane plan; the one vector lane, `content_vector`, in
-/// `hybrid` only and when `semantic`).
-pub fn plan(scope: Scope, mode: Mode, query: &str, semantic: bool) -> Vec<Lane> {
+/// The lanes a request runs (§8.4 lane plan; the vector lanes, `content_vector`, in `hybrid`
+/// only: the semantic lane when `semantic`, the cross-language lane beside it when `cross`).
+pub fn plan(scope: Scope, mode: Mode, query: &str, semantic: bool, cross: bool) -> Vec<Lane> {
     match scope {
         Scope::Path => vec![Lane::ExactPath, Lane::ExactTitle],
         Scope::Metadata => vec![Lane::Lexical],
@@ -312,6 +324,9 @@ pub fn plan(scope: Scope, mode: Mode, query: &str, semantic: bool) -> Vec<Lane> 
             }
             if mode == Mode::Hybrid && semantic {
                 lanes.push(Lane::ContentVector);
+                if cross {
+                    lanes.push(Lane::CrossVector);
+                }
             }
             if mode != Mode::File {
                 lanes.push(Lane::FileGraph);
@@ -327,8 +342,19 @@ pub(crate) fn unavailable(e: IndexError) -> ToolError {
         .with_detail("reason", e.to_string())
 }
 
+/// A query's embedding, shared with the embedding cache.
+#[cfg(not(feature = "semantic"))]
+type QueryVector = std::sync::Arc<Vec<f32>>;
+
 /// Ranks the source pages for `query`: at most [`MAX_RESULTS`], best first.
 pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError> {
+    // The models load (once a process) before the clock starts: the deadline bounds the
+    // search, not a first use.
+    let (semantic_state, model) = semantic(kb);
+    #[cfg(feature = "semantic")]
+    let cross_model = vector::cross_model(kb);
+    #[cfg(not(feature = "semantic"))]
+    let cross_model: Option<()> = None;
     let started = std::time::Instant::now();
     let check_deadline = || {
         if started.elapsed() > kb.options.search_deadline {
@@ -340,17 +366,28 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
             Ok(())
         }
     };
-    let (semantic_state, model) = semantic(kb);
-    let lanes = plan(query.scope, query.mode, query.text, model.is_some());
-    // The query's embedding first, its GEMMs on the whole pool: inside the lanes' parallel run
-    // they waited on the other lanes' tasks (SciFact, warm server: 71 ms median a search).
+    let lanes = plan(
+        query.scope,
+        query.mode,
+        query.text,
+        model.is_some(),
+        cross_model.is_some(),
+    );
+    // The query's embeddings first, their GEMMs on the whole pool: inside the lanes' parallel
+    // run they waited on the other lanes' tasks (SciFact, warm server: 71 ms median a search).
     #[cfg(feature = "semantic")]
-    let query_vector = model
-        .as_ref()
-        .filter(|_| lanes.contains(&Lane::ContentVector))
-        .map(|model| vector::query_vector(model, query.text));
+    let (query_vector, cross_vector) = (
+        model
+            .as_ref()
+            .filter(|_| lanes.contains(&Lane::ContentVector))
+            .map(|model| vector::query_vector(model, query.text)),
+        cross_model
+            .as_ref()
+            .filter(|_| lanes.contains(&Lane::CrossVector))
+            .map(|model| vector::cross_query_vector(model, query.text)),
+    );
     #[cfg(not(feature = "semantic"))]
-    let query_vector: Option<std::sync::Arc<Vec<f32>>> = None;
+    let (query_vector, cross_vector): (Option<QueryVector>, Option<QueryVector>) = (None, None);
     let searcher = kb.search.searcher();
     let terms = QueryTerms::of(query.text);
     let direct = lexical::run(
@@ -360,6 +397,7 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
         &terms,
         &lanes,
         query_vector.as_deref().map(|v| &v[..]),
+        cross_vector.as_deref().map(|v| &v[..]),
     )
     .map_err(unavailable)?;
     check_deadline()?;

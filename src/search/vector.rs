@@ -7,6 +7,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use crate::embed::crosslingual::CrossModel;
 use crate::embed::Model;
 use crate::kb::KnowledgeBase;
 
@@ -33,8 +34,23 @@ pub fn state(kb: &KnowledgeBase) -> (super::SemanticState, Option<Arc<Model>>) {
     }
 }
 
+/// The cross-language lane's model, when it can run on `kb`: the index has its vectors, made by
+/// the installed model (the lane runs beside the semantic lane, in `hybrid`).
+pub fn cross_model(kb: &KnowledgeBase) -> Option<Arc<CrossModel>> {
+    let recorded = kb.manifest.cross_language.as_ref()?;
+    kb.cross_vectors.as_ref()?;
+    if !kb.options.semantic {
+        return None;
+    }
+    let dir = crate::embed::install::model_dir(kb.options.model_dir.as_deref());
+    crate::embed::crosslingual::install::shared(&dir)
+        .ok()
+        .filter(|(_, installed)| installed.sha256 == recorded.sha256)
+        .map(|(model, _)| model)
+}
+
 /// Query embeddings kept per process (a server answers the same questions again, paging among
-/// them): the most recent [`CACHED`].
+/// them): the most recent [`CACHED`] of each model.
 const CACHED: usize = 512;
 
 struct Cache {
@@ -42,18 +58,32 @@ struct Cache {
     order: VecDeque<String>,
 }
 
-static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+type Shared = Mutex<Option<Cache>>;
+
+static CACHE: Shared = Mutex::new(None);
+static CROSS_CACHE: Shared = Mutex::new(None);
 
 /// The embedding of `text` as a query.
 pub fn query_vector(model: &Model, text: &str) -> Arc<Vec<f32>> {
+    cached(&CACHE, text, || {
+        model.embed_query(text, rayon::current_num_threads())
+    })
+}
+
+/// The cross-language model's embedding of `text`.
+pub fn cross_query_vector(model: &CrossModel, text: &str) -> Arc<Vec<f32>> {
+    cached(&CROSS_CACHE, text, || model.embed_one(text))
+}
+
+fn cached(cache: &Shared, text: &str, embed: impl FnOnce() -> Vec<f32>) -> Arc<Vec<f32>> {
     {
-        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(v) = cache.as_ref().and_then(|c| c.vectors.get(text)) {
             return v.clone();
         }
     }
-    let vector = Arc::new(model.embed_query(text, rayon::current_num_threads()));
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let vector = Arc::new(embed());
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
     let cache = cache.get_or_insert_with(|| Cache {
         vectors: HashMap::new(),
         order: VecDeque::new(),

@@ -16,6 +16,8 @@ mod check;
 #[cfg(feature = "server")]
 mod cli;
 mod contract_schema;
+#[cfg(all(feature = "semantic", feature = "server"))]
+mod crosslingual;
 mod edge_fixtures;
 #[cfg(feature = "server")]
 mod eval_ci;

@@ -1,31 +1,104 @@
-//! A build's vector stage: which vectors the new generation has ([`super::super::Semantic`]),
-//! the model that makes them, and `vectors.bin` written beside the catalog.
+//! A build's vector stages: which vectors the new generation has ([`super::super::Semantic`]),
+//! the models that make them, and their files written beside the catalog: `vectors.bin` (the
+//! semantic lane's, multilingual-e5) and `crossvectors.bin` (the cross-language lane's, USE
+//! multilingual, made whenever the semantic lane's are and that model is installed).
+
+/// Which vectors a stage makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Vectorizer {
+    /// The semantic lane's (`content_vector`): required by `--semantic`.
+    Content,
+    /// The cross-language lane's: made when its model is installed.
+    Cross,
+}
+
+impl Vectorizer {
+    pub(super) fn file(self) -> &'static str {
+        match self {
+            Vectorizer::Content => VECTORS_FILE,
+            Vectorizer::Cross => CROSS_VECTORS_FILE,
+        }
+    }
+
+    fn recorded(self, manifest: &Manifest) -> Option<&SemanticManifest> {
+        match self {
+            Vectorizer::Content => manifest.semantic.as_ref(),
+            Vectorizer::Cross => manifest.cross_language.as_ref(),
+        }
+    }
+}
 
 use std::path::Path;
 
-use super::super::vectors::{self, Embedder, SemanticManifest, SourcePage, Vectors, VECTORS_FILE};
-use super::super::{BuildOptions, Semantic, CATALOG_FILE};
+use super::super::vectors::{
+    self, Embedder, SemanticManifest, SourcePage, Vectors, CROSS_VECTORS_FILE, VECTORS_FILE,
+};
+use super::super::{BuildOptions, Manifest, Semantic, CATALOG_FILE};
 use super::{index_fingerprint, Previous};
 use crate::error::IndexError;
 
-/// Whether the new generation has vectors: asked for, or kept from the previous one.
-pub(super) fn wanted(options: &BuildOptions, previous: Option<&Previous>) -> bool {
-    match options.semantic {
+/// Whether the new generation has `which` vectors: the semantic lane's when asked for, or
+/// kept from the previous one; the cross-language lane's beside them when its model is
+/// installed or the previous generation had them.
+pub(super) fn wanted(
+    which: Vectorizer,
+    options: &BuildOptions,
+    previous: Option<&Previous>,
+) -> bool {
+    let content = match options.semantic {
         Semantic::On => true,
         Semantic::Off => false,
         Semantic::Keep => previous.is_some_and(|p| p.manifest.semantic.is_some()),
+    };
+    match which {
+        Vectorizer::Content => content,
+        Vectorizer::Cross => {
+            content
+                && (cross_installed(options)
+                    || previous.is_some_and(|p| p.manifest.cross_language.is_some()))
+        }
     }
+}
+
+/// Whether the cross-language model is installed and verified.
+#[cfg(feature = "semantic")]
+fn cross_installed(options: &BuildOptions) -> bool {
+    let dir = crate::embed::install::model_dir(options.model_dir.as_deref());
+    matches!(crate::embed::crosslingual::install::installed(&dir), Ok(Some(m)) if m.verified)
+}
+
+#[cfg(not(feature = "semantic"))]
+fn cross_installed(_: &BuildOptions) -> bool {
+    false
 }
 
 /// Whether a generation's vectors are what this build wants (so an unchanged bundle needs no
 /// build).
 pub(crate) fn fits(options: &BuildOptions, manifest: &crate::index::Manifest) -> bool {
     let has = manifest.semantic.as_ref();
+    let complete = |s: &SemanticManifest, sha: &str| s.sha256 == sha && s.pages_without == 0;
     match options.semantic {
         Semantic::Keep => true,
         Semantic::Off => has.is_none(),
-        Semantic::On => has.is_some_and(|s| s.sha256 == model_sha256() && s.pages_without == 0),
+        Semantic::On => {
+            has.is_some_and(|s| complete(s, model_sha256()))
+                && (!cross_installed(options)
+                    || manifest
+                        .cross_language
+                        .as_ref()
+                        .is_some_and(|s| complete(s, cross_sha256())))
+        }
     }
+}
+
+#[cfg(feature = "semantic")]
+fn cross_sha256() -> &'static str {
+    crate::embed::crosslingual::install::SHA256
+}
+
+#[cfg(not(feature = "semantic"))]
+fn cross_sha256() -> &'static str {
+    ""
 }
 
 #[cfg(feature = "semantic")]
@@ -58,6 +131,26 @@ impl Embedder for ModelEmbedder {
     }
 }
 
+#[cfg(feature = "semantic")]
+struct CrossEmbedder {
+    model: std::sync::Arc<crate::embed::crosslingual::CrossModel>,
+}
+
+/// A section is one window, whole: the model has no window limit, and a page's vector is its
+/// best section's.
+#[cfg(feature = "semantic")]
+impl Embedder for CrossEmbedder {
+    fn windows(&self, title: &str, text: &str) -> Vec<Vec<u32>> {
+        vec![self.model.tokens(&format!("{title}\n{text}"))]
+    }
+    fn embed(&self, windows: &[Vec<u32>]) -> Vec<Vec<f32>> {
+        self.model.embed_ids(windows)
+    }
+    fn dim(&self) -> usize {
+        self.model.dim()
+    }
+}
+
 /// An embedder with the model's name and checksum.
 type Loaded = (Box<dyn Embedder>, String, String);
 
@@ -65,11 +158,27 @@ type Loaded = (Box<dyn Embedder>, String, String);
 /// and it is missing, `None` (said on `progress`) when it only keeps them.
 #[cfg(feature = "semantic")]
 fn embedder(
+    which: Vectorizer,
     options: &BuildOptions,
     threads: usize,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Option<Loaded>, IndexError> {
     let dir = crate::embed::install::model_dir(options.model_dir.as_deref());
+    if which == Vectorizer::Cross {
+        return match crate::embed::crosslingual::install::shared(&dir) {
+            Ok((model, installed)) => Ok(Some((
+                Box::new(CrossEmbedder { model }),
+                installed.name.to_string(),
+                installed.sha256,
+            ))),
+            Err(e) => {
+                progress(&format!(
+                    "{e}: the pages that changed have no cross-language vectors until it is installed"
+                ));
+                Ok(None)
+            }
+        };
+    }
     match crate::embed::shared(&dir) {
         Ok((model, installed)) => Ok(Some((
             Box::new(ModelEmbedder { model, threads }),
@@ -88,6 +197,7 @@ fn embedder(
 
 #[cfg(not(feature = "semantic"))]
 fn embedder(
+    _which: Vectorizer,
     options: &BuildOptions,
     _threads: usize,
     progress: &mut dyn FnMut(&str),
@@ -120,10 +230,11 @@ fn source_pages(dir: &Path) -> Result<Vec<SourcePage>, IndexError> {
         .collect())
 }
 
-/// Makes the new generation's vectors in `tmp` (whose catalog is written), reusing the
+/// Makes the new generation's `which` vectors in `tmp` (whose catalog is written), reusing the
 /// previous generation's where the model is the same. Returns the manifest's record and the
 /// file's CRC-32.
 pub(super) fn stage(
+    which: Vectorizer,
     bundle_root: &Path,
     tmp: &Path,
     previous: Option<&Previous>,
@@ -132,23 +243,18 @@ pub(super) fn stage(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(SemanticManifest, u32, vectors::VectorWork), IndexError> {
     let pages = source_pages(tmp)?;
-    let embedder = embedder(options, threads, progress)?;
+    let embedder = embedder(which, options, threads, progress)?;
     let (name, sha) = match &embedder {
         Some((_, name, sha)) => (name.clone(), sha.clone()),
         None => previous
-            .and_then(|p| p.manifest.semantic.as_ref())
+            .and_then(|p| which.recorded(&p.manifest))
             .map(|s| (s.model.clone(), s.sha256.clone()))
             .unwrap_or_default(),
     };
     // The previous vectors, when they come from this same model.
     let before = previous
-        .filter(|p| {
-            p.manifest
-                .semantic
-                .as_ref()
-                .is_some_and(|s| s.sha256 == sha)
-        })
-        .and_then(|p| Vectors::read(&p.generation.join(VECTORS_FILE)).ok());
+        .filter(|p| which.recorded(&p.manifest).is_some_and(|s| s.sha256 == sha))
+        .and_then(|p| Vectors::read(&p.generation.join(which.file())).ok());
     let (vectors, work) = vectors::build(
         bundle_root,
         &pages,
@@ -158,7 +264,7 @@ pub(super) fn stage(
     );
     let bytes = vectors.encode();
     let crc = crc32fast::hash(&bytes);
-    super::super::write_file(&tmp.join(VECTORS_FILE), &bytes)?;
+    super::super::write_file(&tmp.join(which.file()), &bytes)?;
     let manifest = SemanticManifest {
         model: name,
         sha256: sha,
