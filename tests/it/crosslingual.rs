@@ -189,12 +189,7 @@ fn first_paths(kb: &KnowledgeBase, query: &str, mode: &str) -> Vec<String> {
         json!({"query": query, "mode": mode, "limit": 10}),
     )
     .unwrap();
-    out["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["path"].as_str().unwrap_or_default().to_string())
-        .collect()
+    crate::semantic::paths(&out)
 }
 
 #[test]

@@ -104,7 +104,7 @@ fn families(out: &Value, key: &str) -> Vec<String> {
         .collect()
 }
 
-fn paths(out: &Value) -> Vec<String> {
+pub(crate) fn paths(out: &Value) -> Vec<String> {
     out["items"]
         .as_array()
         .unwrap()

@@ -45,16 +45,10 @@ const FILES: [Pinned; 2] = [
 
 const STAMP: &str = "usem3.sha256.json";
 
-/// The installed cross-language model.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct CrossInstalled {
-    pub name: &'static str,
-    pub path: PathBuf,
-    pub bytes: u64,
-    pub sha256: String,
-    /// Whether both files are the pinned ones.
-    pub verified: bool,
-}
+/// The installed cross-language model: `path` is its weights file, `bytes` both files' size,
+/// `sha256` the weights' checksum (the model's identity), `verified` whether both files are the
+/// pinned ones.
+pub use crate::embed::install::Installed as CrossInstalled;
 
 #[derive(serde::Serialize, serde::Deserialize, PartialEq)]
 struct StampFile {
@@ -220,8 +214,7 @@ pub fn install_hint() -> String {
 
 /// The verified model in `dir`, loaded once per process.
 pub fn shared(dir: &Path) -> Result<(Arc<CrossModel>, CrossInstalled), EmbedError> {
-    type Loaded = Vec<(PathBuf, String, Arc<CrossModel>)>;
-    static LOADED: Mutex<Loaded> = Mutex::new(Vec::new());
+    static LOADED: crate::embed::Loaded<CrossModel> = Mutex::new(Vec::new());
     let installed = match installed(dir)? {
         Some(m) if m.verified => m,
         Some(_) => {
@@ -239,19 +232,8 @@ pub fn shared(dir: &Path) -> Result<(Arc<CrossModel>, CrossInstalled), EmbedErro
             )))
         }
     };
-    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, _, model)) = loaded
-        .iter()
-        .find(|(path, sha, _)| *path == installed.path && *sha == installed.sha256)
-    {
-        return Ok((model.clone(), installed));
-    }
-    let model = Arc::new(CrossModel::load(dir).map_err(|e| EmbedError::Install(e.to_string()))?);
-    loaded.retain(|(path, _, _)| *path != installed.path);
-    loaded.push((
-        installed.path.clone(),
-        installed.sha256.clone(),
-        model.clone(),
-    ));
+    let model = crate::embed::load_once(&LOADED, &installed.path, &installed.sha256, || {
+        CrossModel::load(dir).map_err(|e| EmbedError::Install(e.to_string()))
+    })?;
     Ok((model, installed))
 }
