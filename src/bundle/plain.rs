@@ -75,7 +75,13 @@ struct Resolver<'a> {
     folded: HashMap<String, Vec<&'a str>>,
     by_title: HashMap<String, Vec<&'a str>>,
     by_stem: HashMap<String, Vec<&'a str>>,
+    /// Every trailing run of path segments of every page (`c.md`, `b/c.md`, `a/b/c.md` for
+    /// `pages/a/b/c.md`), folded, with the pages that end so.
+    by_suffix: HashMap<String, Vec<&'a str>>,
 }
+
+/// File names that name their folder's page rather than a page of their own.
+const FOLDER_PAGES: [&str; 3] = ["readme.md", "index.md", "_index.md"];
 
 fn fold(path: &str) -> String {
     nfc(path).to_lowercase()
@@ -96,6 +102,7 @@ impl<'a> Resolver<'a> {
             folded: HashMap::new(),
             by_title: HashMap::new(),
             by_stem: HashMap::new(),
+            by_suffix: HashMap::new(),
         };
         for file in files {
             let path = file.path;
@@ -112,8 +119,61 @@ impl<'a> Resolver<'a> {
                 .entry(exact_key(stem))
                 .or_default()
                 .push(path);
+            let inside = fold(path.strip_prefix("pages/").unwrap_or(path));
+            let mut start = Some(0);
+            while let Some(at) = start {
+                resolver
+                    .by_suffix
+                    .entry(inside[at..].to_string())
+                    .or_default()
+                    .push(path);
+                start = inside[at..].find('/').map(|slash| at + slash + 1);
+            }
         }
         resolver
+    }
+
+    /// The one page whose path ends as `target` does, on the most trailing segments that name
+    /// one page: what a link means when the folder was copied out of a repository or site of
+    /// another layout (`../../../lib/rules/color-no-invalid-hex/README.md` from a rule list in
+    /// a folder that keeps the rules as `rules/color-no-invalid-hex.md`; a path that climbs
+    /// above the folder). A folder's `README.md`, `index.md` or `_index.md` also names
+    /// `<folder>.md`; a single segment counts only when it is no such folder page name.
+    fn by_suffix(&self, target: &str) -> Option<&'a str> {
+        let segments: Vec<String> = fold(target)
+            .split('/')
+            .filter(|s| !matches!(*s, "" | "." | ".."))
+            .map(str::to_string)
+            .collect();
+        let (last, folders) = segments.split_last()?;
+        let mut forms: Vec<Vec<String>> = Vec::new();
+        let named = |name: &str| {
+            let mut form = folders.to_vec();
+            form.push(name.to_string());
+            form
+        };
+        match last.rsplit_once('.') {
+            Some((stem, "html" | "htm")) => forms.push(named(&format!("{stem}.md"))),
+            Some((_, "md" | "markdown")) => forms.push(segments.clone()),
+            _ => forms.push(named(&format!("{last}.md"))),
+        }
+        if FOLDER_PAGES.contains(&last.as_str()) {
+            if let Some((folder, above)) = folders.split_last() {
+                let mut form = above.to_vec();
+                form.push(format!("{folder}.md"));
+                forms.push(form);
+            }
+        }
+        let longest = forms.iter().map(Vec::len).max().unwrap_or(0);
+        (1..=longest).rev().find_map(|k| {
+            forms.iter().filter(|f| f.len() >= k).find_map(|form| {
+                let tail = &form[form.len() - k..];
+                if k == 1 && FOLDER_PAGES.contains(&tail[0].as_str()) {
+                    return None;
+                }
+                Self::unique(self.by_suffix.get(&tail.join("/")))
+            })
+        })
     }
 
     fn unique(list: Option<&Vec<&'a str>>) -> Option<&'a str> {
@@ -328,12 +388,15 @@ pub fn derive_relations(
                     continue;
                 };
                 page_like = looks_like_page;
-                resolver.relative(from, &path).or_else(|| {
-                    // A `/`-rooted path whose first folder is a route prefix the folder does
-                    // not have (Docusaurus' `/docs/…` in its docs folder).
-                    let rest = path.strip_prefix('/')?.split_once('/')?.1;
-                    resolver.relative(from, &format!("/{rest}"))
-                })
+                resolver
+                    .relative(from, &path)
+                    .or_else(|| {
+                        // A `/`-rooted path whose first folder is a route prefix the folder
+                        // does not have (Docusaurus' `/docs/…` in its docs folder).
+                        let rest = path.strip_prefix('/')?.split_once('/')?.1;
+                        resolver.relative(from, &format!("/{rest}"))
+                    })
+                    .or_else(|| resolver.by_suffix(&path).filter(|_| looks_like_page))
             };
             match target {
                 Some(to) if to != from => {
@@ -655,6 +718,67 @@ mod resolution_tests {
             vec![link("/docs/setup/"), link("setup")],
         );
         assert_eq!(got, ["pages/docs/setup/README.md"]);
+    }
+
+    #[test]
+    fn links_of_a_folder_copied_from_another_layout_resolve_by_their_path_end() {
+        // A rule reference copied out of its repository: the list links to
+        // `lib/rules/<rule>/README.md`, the rules to `docs/…` three folders up.
+        let paths = [
+            "pages/docs/user-guide/rules/list.md",
+            "pages/docs/user-guide/usage/options.md",
+            "pages/rules/color-no-invalid-hex.md",
+            "pages/rules/unit-allowed-list.md",
+            "pages/rules/unit-whitelist.md",
+            "pages/README.md",
+            "pages/guide/README.md",
+            "pages/other/options.md",
+        ];
+        let (got, problems) = targets(
+            &paths,
+            "pages/docs/user-guide/rules/list.md",
+            vec![
+                link("../../../lib/rules/color-no-invalid-hex/README.md"),
+                link("../../../lib/rules/unit-allowed-list/README.md#options"),
+            ],
+        );
+        assert_eq!(
+            got,
+            [
+                "pages/rules/color-no-invalid-hex.md",
+                "pages/rules/unit-allowed-list.md"
+            ]
+        );
+        assert_eq!(problems, 0);
+        let (got, problems) = targets(
+            &paths,
+            "pages/rules/unit-whitelist.md",
+            vec![
+                link("../../../docs/user-guide/usage/options.md#fix"),
+                link("../unit-allowed-list/README.md"),
+            ],
+        );
+        assert_eq!(
+            got,
+            [
+                "pages/docs/user-guide/usage/options.md",
+                "pages/rules/unit-allowed-list.md"
+            ]
+        );
+        assert_eq!(problems, 0);
+        // Two pages end as the link does (`options.md`), a folder page name alone names no
+        // page, and a missing page stays unresolved: three diagnostics, no relation.
+        let (got, problems) = targets(
+            &paths,
+            "pages/rules/color-no-invalid-hex.md",
+            vec![
+                link("../../somewhere/options.md"),
+                link("../../../elsewhere/README.md"),
+                link("../../../lib/rules/no-such-rule/README.md"),
+            ],
+        );
+        assert!(got.is_empty(), "{got:?}");
+        assert_eq!(problems, 3);
     }
 
     #[test]

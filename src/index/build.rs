@@ -85,14 +85,15 @@ fn index_fingerprint(path: &str, sha256: &str, title: &str) -> [u8; 16] {
 
 /// What the bundle-wide steps of a bundle depend on besides the files' own titles: every
 /// file's paths, class and whether it parsed, and the content of every record file (routers,
-/// document packets, per-file graphs). Equal keys give equal source pages, relations, rendered
+/// document packets, per-file graphs), and the [`super::DERIVATION_VERSION`] of the steps.
+/// Equal keys give equal source pages, relations, rendered
 /// relation records (when the titles are equal too), catalog positions and diagnostics.
 fn assembly_key<'a>(
     kind: BundleKind,
     files: impl Iterator<Item = (&'a str, &'a str, PathClass, Sha<'a>, bool)>,
 ) -> String {
     let mut hasher = bundle::walk::BufferedSha256::new();
-    hasher.update(format!("{kind:?}\n").as_bytes());
+    hasher.update(format!("{kind:?}\n{}\n", super::DERIVATION_VERSION).as_bytes());
     for (path, disk, class, sha256, parsed) in files {
         hasher.update(path.as_bytes());
         hasher.update(&[0]);
@@ -328,6 +329,7 @@ pub(crate) fn build(
         if same_kb
             && manifest.bundle_root == canonical_root.to_string_lossy()
             && manifest.stat_fingerprint == bundle::walk::stat_fingerprint(&walked)
+            && manifest.derivation_version == super::DERIVATION_VERSION
             && semantic::fits(options, manifest)
         {
             progress("unchanged since the last build");
@@ -692,6 +694,7 @@ pub(crate) fn build(
     let manifest = Manifest {
         format_version: INDEX_FORMAT_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        derivation_version: super::DERIVATION_VERSION,
         knowledge_base_id: naming.kb_id,
         knowledge_base_name: name,
         bundle_kind: kind,

@@ -31,6 +31,10 @@ pub struct Counts {
 pub struct Manifest {
     pub format_version: u64,
     pub tool_version: String,
+    /// The [`super::DERIVATION_VERSION`] the generation was built with (0 before there was
+    /// one).
+    #[serde(default)]
+    pub derivation_version: u64,
     pub knowledge_base_id: String,
     pub knowledge_base_name: String,
     pub bundle_kind: BundleKind,
@@ -337,6 +341,7 @@ mod tests {
         let manifest = Manifest {
             format_version: INDEX_FORMAT_VERSION,
             tool_version: "0".into(),
+            derivation_version: crate::index::DERIVATION_VERSION,
             knowledge_base_id: "knowledge-base-x".into(),
             knowledge_base_name: "X".into(),
             bundle_kind: BundleKind::PlainFolder,

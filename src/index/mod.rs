@@ -104,6 +104,13 @@ pub(crate) use generations::{
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
 pub const INDEX_FORMAT_VERSION: u64 = 16;
 
+/// Version of what a build derives from files that did not change (a plain folder's relations
+/// from its links, …). Bump it when that changes: a build over the same files then assembles
+/// the catalog again (keeping the vectors and the pages' index) instead of keeping the last
+/// generation, so an index made by an older kbtools gets the new derivation without `--full`.
+/// 1: links resolved by their path's end (a folder copied out of another layout).
+pub const DERIVATION_VERSION: u64 = 1;
+
 /// How thoroughly opening checks a generation's files (module docs, "Checking what is opened").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Verify {
