@@ -1,9 +1,11 @@
 //! The `file_graph` lane: a page that a well-matching page links to is worth reading even when
 //! the question does not match it well. Each seed (the best pages by file score,
 //! [`super::fusion::seeds`]) offers the pages its walk reaches a share of its own file score,
-//! divided by the depth factor per step and by `relations ^ hub` of the page reached, so that a
-//! hub (a README linked from and to everything) is not lifted by every question; a page keeps
-//! the best offer. A seed is a graph node in its own right: it gets the lane, not a score.
+//! divided by the depth factor per step and by `relations ^ hub` of both ends of the step, so
+//! that a hub is not lifted by every question (a README linked from and to everything) and does
+//! not lift everything it touches (a list of every rule that matched the question's words
+//! offered its score to each rule page and to the changelog that links to it); a page keeps the
+//! best offer. A seed is a graph node in its own right: it gets the lane, not a score.
 
 use super::fusion::{Scored, WEIGHTS};
 use super::Lane;
@@ -34,7 +36,8 @@ pub fn add(kb: &KnowledgeBase, scored: &mut Scored, walks: &[(u32, Vec<Step>)]) 
             }
             let share = w.graph * seed_score
                 / w.graph_depth.powi(i32::from(step.depth) - 1)
-                / hub_damping(kb, step.to, w.hub);
+                / hub_damping(kb, step.to, w.hub)
+                / hub_damping(kb, step.from, w.hub);
             offers.push((step.to, share));
         }
     }
