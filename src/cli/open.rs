@@ -274,7 +274,8 @@ pub(super) fn build_options(source: &Source) -> BuildOptions {
         threads: 0,
         full: false,
         streamed_bytes: None,
-        semantic: index::Semantic::Keep,
+        // Installed models embed (an index built `--no-semantic` stays without).
+        semantic: index::Semantic::Auto,
         model_dir: source.model_dir.clone(),
     }
 }

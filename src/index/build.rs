@@ -695,6 +695,7 @@ pub(crate) fn build(
         format_version: INDEX_FORMAT_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         derivation_version: super::DERIVATION_VERSION,
+        semantic_off: semantic::semantic_off(options, previous.as_ref().map(|p| &p.manifest)),
         knowledge_base_id: naming.kb_id,
         knowledge_base_name: name,
         bundle_kind: kind,

@@ -49,6 +49,10 @@ pub struct Manifest {
     /// The cross-language lane's vectors, when the generation has them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cross_language: Option<super::vectors::SemanticManifest>,
+    /// Built `--no-semantic` (or refreshed since without `--semantic`): builds that embed when
+    /// the model is installed ([`super::Semantic::Auto`]) leave this index without vectors.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub semantic_off: bool,
     /// Every other file of the generation as the build left it (see the module docs).
     pub files: Vec<FileRecord>,
 }
@@ -351,6 +355,7 @@ mod tests {
             stat_fingerprint: "s".into(),
             counts: Counts::default(),
             semantic: None,
+            semantic_off: false,
             cross_language: None,
             files: vec![FileRecord {
                 path: "catalog.bin".into(),

@@ -157,8 +157,14 @@ pub enum Semantic {
     Keep,
     /// With vectors (`--semantic`): the model must be installed.
     On,
-    /// Without (`--no-semantic`).
+    /// Without (`--no-semantic`); the index remembers it ([`Manifest::semantic_off`]), so that
+    /// [`Semantic::Auto`] builds keep it without.
     Off,
+    /// With vectors when the semantic lane's model is installed (or the previous generation had
+    /// them), unless the index was built `--no-semantic` (and not `--semantic` since): what
+    /// `kbtools index` and the first build of a query command or server do, so that installing
+    /// the models turns the semantic lanes on.
+    Auto,
 }
 
 /// What a build did.

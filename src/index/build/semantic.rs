@@ -45,10 +45,15 @@ pub(super) fn wanted(
     options: &BuildOptions,
     previous: Option<&Previous>,
 ) -> bool {
+    let had = previous.is_some_and(|p| p.manifest.semantic.is_some());
     let content = match options.semantic {
         Semantic::On => true,
         Semantic::Off => false,
-        Semantic::Keep => previous.is_some_and(|p| p.manifest.semantic.is_some()),
+        Semantic::Keep => had,
+        Semantic::Auto => {
+            !semantic_off(options, previous.map(|p| &p.manifest))
+                && (had || content_installed(options))
+        }
     };
     match which {
         Vectorizer::Content => content,
@@ -58,6 +63,28 @@ pub(super) fn wanted(
                     || previous.is_some_and(|p| p.manifest.cross_language.is_some()))
         }
     }
+}
+
+/// Whether the generation a build with `options` makes is marked built without vectors: a
+/// `--no-semantic` build, and later builds that are not `--semantic` (from `previous`).
+pub(crate) fn semantic_off(options: &BuildOptions, previous: Option<&Manifest>) -> bool {
+    match options.semantic {
+        Semantic::Off => true,
+        Semantic::On => false,
+        Semantic::Keep | Semantic::Auto => previous.is_some_and(|m| m.semantic_off),
+    }
+}
+
+/// Whether the semantic lane's model is installed and verified (its stamp read, not hashed).
+#[cfg(feature = "semantic")]
+fn content_installed(options: &BuildOptions) -> bool {
+    let dir = crate::embed::install::model_dir(options.model_dir.as_deref());
+    matches!(crate::embed::install::installed(&dir), Ok(Some(m)) if m.verified)
+}
+
+#[cfg(not(feature = "semantic"))]
+fn content_installed(_: &BuildOptions) -> bool {
+    false
 }
 
 /// Whether the cross-language model is installed and verified.
@@ -77,17 +104,20 @@ fn cross_installed(_: &BuildOptions) -> bool {
 pub(crate) fn fits(options: &BuildOptions, manifest: &crate::index::Manifest) -> bool {
     let has = manifest.semantic.as_ref();
     let complete = |s: &SemanticManifest, sha: &str| s.sha256 == sha && s.pages_without == 0;
+    let with_vectors = || {
+        has.is_some_and(|s| complete(s, model_sha256()))
+            && (!cross_installed(options)
+                || manifest
+                    .cross_language
+                    .as_ref()
+                    .is_some_and(|s| complete(s, cross_sha256())))
+    };
     match options.semantic {
         Semantic::Keep => true,
-        Semantic::Off => has.is_none(),
-        Semantic::On => {
-            has.is_some_and(|s| complete(s, model_sha256()))
-                && (!cross_installed(options)
-                    || manifest
-                        .cross_language
-                        .as_ref()
-                        .is_some_and(|s| complete(s, cross_sha256())))
-        }
+        Semantic::Off => has.is_none() && manifest.semantic_off,
+        Semantic::On => with_vectors() && !manifest.semantic_off,
+        // Installed models want their vectors; else whatever the index has.
+        Semantic::Auto => manifest.semantic_off || !content_installed(options) || with_vectors(),
     }
 }
 
