@@ -2,7 +2,8 @@
 //! without a model, and with the real model (CI installs it into `target/model`; elsewhere
 //! these skip, saying so): vectors in the generation, the lane's statuses in hybrid and file
 //! mode, with the lane turned off, the model missing or only part of the pages embedded, the
-//! incremental refresh that embeds only the changed page, and the MCP door.
+//! incremental refresh that embeds only the changed page, builds that embed once the model is
+//! installed (until `--no-semantic`), the hint of a search without it, and the MCP door.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -530,4 +531,88 @@ fn a_refresh_embeds_only_the_changed_page_and_keeps_the_vectors() {
         search(&kb, "quotas", "hybrid")["semanticStatus"]["state"],
         json!("unavailable")
     );
+}
+
+#[test]
+fn a_hybrid_search_without_a_model_says_how_to_turn_the_lanes_on() {
+    let empty = tempfile::tempdir().unwrap();
+    let index_dir = tempfile::tempdir().unwrap();
+    let search = |mode: &str| {
+        kbtools()
+            .args(["search", "meeting notes", "--mode", mode, "--bundle"])
+            .arg(fixture("plain-notes"))
+            .arg("--index")
+            .arg(index_dir.path().join("i"))
+            .arg("--model-dir")
+            .arg(empty.path())
+            .output()
+            .unwrap()
+    };
+    let out = search("hybrid");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("hint: semantic search is off: no model in")
+            && stderr.contains("`kbtools model install`"),
+        "{stderr}"
+    );
+    let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stdout["semanticStatus"]["state"], json!("unavailable"));
+    // `file` mode never runs the lane: nothing to say.
+    let out = search("file");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("semantic search is off"));
+}
+
+#[test]
+fn installed_models_embed_every_build_until_an_index_is_built_without() {
+    let Some(model) = model_dir() else { return };
+    let bundle = fixture("plain-notes");
+    let dir = tempfile::tempdir().unwrap();
+    let index_dir = dir.path().join("i");
+    let run = |args: &[&str]| {
+        let out = kbtools()
+            .args(args)
+            .arg("--index")
+            .arg(&index_dir)
+            .arg("--model-dir")
+            .arg(&model)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let manifest = || index::read_manifest(&index_dir).unwrap().unwrap();
+    let search = |extra: &[&str]| {
+        let mut args = vec!["search", "meeting notes", "--bundle"];
+        args.push(bundle.to_str().unwrap());
+        args.extend(extra);
+        run(&args)
+    };
+    // The first build of a query command embeds: the model is installed.
+    let out = search(&[]);
+    let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        stdout["semanticStatus"]["state"],
+        json!("ready"),
+        "{stdout}"
+    );
+    assert!(manifest().semantic.is_some() && !manifest().semantic_off);
+    // `--no-semantic` drops the vectors, and the index stays without through query commands'
+    // refreshes and plain builds, saying why.
+    run(&["index", bundle.to_str().unwrap(), "--no-semantic"]);
+    assert!(manifest().semantic.is_none() && manifest().semantic_off);
+    let out = search(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("built with --no-semantic"), "{stderr}");
+    run(&["index", bundle.to_str().unwrap()]);
+    assert!(manifest().semantic.is_none() && manifest().semantic_off);
+    // `--semantic` turns it back on.
+    run(&["index", bundle.to_str().unwrap(), "--semantic"]);
+    assert!(manifest().semantic.is_some() && !manifest().semantic_off);
+    run(&["index", bundle.to_str().unwrap()]);
+    assert!(manifest().semantic.is_some());
 }
