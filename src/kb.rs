@@ -153,6 +153,7 @@ impl KnowledgeBase {
             Some(m) => {
                 let walked = bundle::walk::walk(bundle_root);
                 bundle::walk::stat_fingerprint(&walked) == m.stat_fingerprint
+                    && m.derivation_version == index::DERIVATION_VERSION
                     && index::semantic_fits(build_options, m)
                     && build_options
                         .knowledge_base_id
