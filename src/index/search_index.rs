@@ -607,37 +607,11 @@ impl SearchIndex {
         searcher: &Searcher,
         phrases: &[String],
     ) -> Result<std::collections::HashSet<u32>, IndexError> {
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for phrase in phrases {
-            // One term per position: the longest token there (CJK bigrams over unigrams).
-            let mut longest: Vec<(usize, usize, String)> = Vec::new();
-            let mut analyzer = analysis::text_analyzer();
-            let mut stream = analyzer.token_stream(phrase);
-            while stream.advance() {
-                let t = stream.token();
-                let span = t.offset_to - t.offset_from;
-                match longest.last_mut() {
-                    Some(last) if last.0 == t.position => {
-                        if span > last.1 {
-                            *last = (t.position, span, t.text.clone());
-                        }
-                    }
-                    _ => longest.push((t.position, span, t.text.clone())),
-                }
-            }
-            let mut terms: Vec<(usize, Term)> = longest
-                .into_iter()
-                .map(|(position, _, text)| {
-                    (position, Term::from_field_text(self.fields.body, &text))
-                })
-                .collect();
-            let query: Box<dyn Query> = match terms.len() {
-                0 => continue,
-                1 => Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::Basic)),
-                _ => Box::new(tantivy::query::PhraseQuery::new_with_offset(terms)),
-            };
-            clauses.push((Occur::Must, query));
-        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = phrases
+            .iter()
+            .filter_map(|phrase| self.phrase_query(phrase))
+            .map(|query| (Occur::Must, query))
+            .collect();
         if clauses.is_empty() {
             return Ok(self.positions.positions().collect());
         }
@@ -647,6 +621,65 @@ impl SearchIndex {
             &tantivy::collector::DocSetCollector,
         )?;
         Ok(docs.into_iter().filter_map(|a| positions.get(a)).collect())
+    }
+
+    /// The query of the body that holds `phrase` as written: its terms in order, adjacent (one
+    /// term per position: the longest token there, CJK bigrams over unigrams); `None` when it
+    /// has no term.
+    fn phrase_query(&self, phrase: &str) -> Option<Box<dyn Query>> {
+        let mut longest: Vec<(usize, usize, String)> = Vec::new();
+        let mut analyzer = analysis::text_analyzer();
+        let mut stream = analyzer.token_stream(phrase);
+        while stream.advance() {
+            let t = stream.token();
+            let span = t.offset_to - t.offset_from;
+            match longest.last_mut() {
+                Some(last) if last.0 == t.position => {
+                    if span > last.1 {
+                        *last = (t.position, span, t.text.clone());
+                    }
+                }
+                _ => longest.push((t.position, span, t.text.clone())),
+            }
+        }
+        let mut terms: Vec<(usize, Term)> = longest
+            .into_iter()
+            .map(|(position, _, text)| (position, Term::from_field_text(self.fields.body, &text)))
+            .collect();
+        match terms.len() {
+            0 => None,
+            1 => Some(Box::new(TermQuery::new(
+                terms.remove(0).1,
+                IndexRecordOption::Basic,
+            ))),
+            _ => Some(Box::new(tantivy::query::PhraseQuery::new_with_offset(
+                terms,
+            ))),
+        }
+    }
+
+    /// The pages whose body holds the words of each of `literals` adjacent and in order (the
+    /// candidates of [`crate::search::literal`], which reads them for the literal itself), in
+    /// catalog order, one list per literal.
+    pub fn literal_candidates(
+        &self,
+        searcher: &Searcher,
+        literals: &[String],
+    ) -> Result<Vec<Vec<u32>>, IndexError> {
+        let mut out = Vec::with_capacity(literals.len());
+        for literal in literals {
+            let Some(query) = self.phrase_query(literal) else {
+                out.push(Vec::new());
+                continue;
+            };
+            let docs = searcher.search(&query, &tantivy::collector::DocSetCollector)?;
+            let positions = self.pages.few_positions(searcher, &self.positions)?;
+            let mut pages: Vec<u32> = docs.into_iter().filter_map(|a| positions.get(a)).collect();
+            pages.sort_unstable();
+            pages.dedup();
+            out.push(pages);
+        }
+        Ok(out)
     }
 
     fn exact(

@@ -18,6 +18,8 @@ pub struct Weights {
     pub lexical: f64,
     /// The pages whose title the question covers ([`super::title`]).
     pub title: f64,
+    /// The pages that hold the code the query quotes as written ([`super::literal`]).
+    pub literal: f64,
     pub passage: f64,
     pub jieba: f64,
     /// The semantic lane (`content_vector`).
@@ -63,7 +65,8 @@ pub struct Weights {
 /// 0.7211); translations at half their page's score;
 /// the title lane as much as the page lane (at 2 the rule reference's default mode fell below
 /// its `file` mode, 0.6923 against 0.6999; at 4 `vue-docs` fell below its figure without the
-/// lane, 0.7488 against 0.7504).
+/// lane, 0.7488 against 0.7504); the literal lane as much too (at 8 and 16 `vue-docs` fell
+/// below its figure without the lane, 0.7597 and 0.7529 against 0.7647).
 /// The semantic lane weighs 8, twice that for a page in the question's other script, with no
 /// cosine floor; the cross-language lane 4, six times that for a page that answers only across
 /// languages (at 8 for every page SciFact fell to 0.7103 and CMRC to 0.9915; without the
@@ -76,6 +79,7 @@ pub const WEIGHTS: Weights = Weights {
     identifier: 16.0,
     lexical: 3.0,
     title: 3.0,
+    literal: 3.0,
     passage: 10.0,
     jieba: 4.0,
     content_vector: 8.0,
@@ -99,6 +103,7 @@ fn lane_weight(w: &Weights, lane: Lane) -> f64 {
         Lane::Identifier => w.identifier,
         Lane::Lexical => w.lexical,
         Lane::Title => w.title,
+        Lane::Literal => w.literal,
         Lane::Passage => w.passage,
         Lane::Jieba => w.jieba,
         Lane::ContentVector => w.content_vector,

@@ -114,6 +114,9 @@ pub fn run(
         wanted.push((Lane::Identifier, false));
         wanted.push((Lane::Lexical, false));
         wanted.push((Lane::Title, false));
+        if !super::literal::literals(text).is_empty() {
+            wanted.push((Lane::Literal, false));
+        }
         wanted.push((Lane::Passage, false));
     }
     // The passage lane scores the page lane's hits: one task runs both.
@@ -150,6 +153,7 @@ pub fn run(
                     return Ok(std::iter::once(page).chain(passages).collect());
                 }
                 Lane::Title => ranked(super::title::covered_pages(kb, searcher, terms)?),
+                Lane::Literal => ranked(super::literal::pages(kb, searcher, text)?),
                 Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
                 Lane::ContentVector => match (query_vector, kb.vectors.as_ref()) {
                     (Some(query), Some(vectors)) => vector_hits(vectors, query),

@@ -20,6 +20,7 @@ pub mod fusion;
 pub mod graph_lane;
 pub mod identifier;
 pub mod lexical;
+pub mod literal;
 pub mod nearest;
 pub mod relationship;
 pub mod title;
@@ -43,6 +44,9 @@ pub enum Lane {
     /// The pages whose title the question covers ([`title`]): lexical evidence, reported as
     /// the page lane's (`content`).
     Title,
+    /// The pages whose body holds the code the query quotes as written ([`literal`]): lexical
+    /// evidence of the content.
+    Literal,
     Passage,
     Jieba,
     ContentVector,
@@ -62,6 +66,7 @@ impl Lane {
         match self {
             Lane::Identifier => "identifier",
             Lane::Title => "title",
+            Lane::Literal => "literal",
             Lane::Passage => "passage",
             Lane::Nearest => "nearest",
             Lane::CrossVector => "cross_language",
@@ -73,9 +78,12 @@ impl Lane {
         match self {
             Lane::ExactPath => "exact_path",
             Lane::ExactTitle => "exact_title",
-            Lane::Identifier | Lane::Lexical | Lane::Title | Lane::Passage | Lane::Nearest => {
-                "lexical"
-            }
+            Lane::Identifier
+            | Lane::Lexical
+            | Lane::Title
+            | Lane::Literal
+            | Lane::Passage
+            | Lane::Nearest => "lexical",
             Lane::Jieba => "jieba",
             Lane::ContentVector | Lane::CrossVector => "content_vector",
             Lane::FileGraph => "file_graph",
@@ -99,6 +107,7 @@ impl Lane {
             self,
             Lane::Lexical
                 | Lane::Title
+                | Lane::Literal
                 | Lane::Passage
                 | Lane::Jieba
                 | Lane::ContentVector
@@ -114,6 +123,7 @@ impl Lane {
             // the title lane is the page lane's words measured another way.
             Lane::Lexical
             | Lane::Title
+            | Lane::Literal
             | Lane::Passage
             | Lane::Jieba
             | Lane::ContentVector
@@ -129,12 +139,13 @@ impl Lane {
 pub struct LaneSet(u16);
 
 impl LaneSet {
-    const ALL: [Lane; 12] = [
+    const ALL: [Lane; 13] = [
         Lane::ExactPath,
         Lane::ExactTitle,
         Lane::Identifier,
         Lane::Lexical,
         Lane::Title,
+        Lane::Literal,
         Lane::Passage,
         Lane::Jieba,
         Lane::ContentVector,
@@ -315,6 +326,9 @@ pub fn plan(scope: Scope, mode: Mode, query: &str, semantic: bool, cross: bool) 
                 lanes.push(Lane::Identifier);
                 lanes.push(Lane::Lexical);
                 lanes.push(Lane::Title);
+                if !literal::literals(query).is_empty() {
+                    lanes.push(Lane::Literal);
+                }
                 lanes.push(Lane::Passage);
                 // The CJK word lane segments CJK text; a query without CJK has nothing for it
                 // to add (it would repeat the lexical lane), so it does not run.

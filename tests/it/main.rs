@@ -46,6 +46,7 @@ mod relation_graph;
 mod search_contract;
 mod search_graph;
 mod search_identifiers;
+mod search_literals;
 mod search_nearest;
 mod search_phrases;
 #[cfg(all(feature = "semantic", feature = "server"))]
