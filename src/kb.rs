@@ -152,13 +152,7 @@ impl KnowledgeBase {
         let fresh = match &manifest {
             Some(m) => {
                 let walked = bundle::walk::walk(bundle_root);
-                bundle::walk::stat_fingerprint(&walked) == m.stat_fingerprint
-                    && m.derivation_version == index::DERIVATION_VERSION
-                    && index::semantic_fits(build_options, m)
-                    && build_options
-                        .knowledge_base_id
-                        .as_ref()
-                        .is_none_or(|id| *id == m.knowledge_base_id)
+                index::up_to_date(build_options, m, &bundle::walk::stat_fingerprint(&walked))
             }
             None => false,
         };

@@ -322,15 +322,8 @@ pub(crate) fn build(
         .filter(|p| p.damage.is_none() && !options.full)
     {
         let manifest = &p.manifest;
-        let same_kb = options
-            .knowledge_base_id
-            .as_ref()
-            .is_none_or(|id| *id == manifest.knowledge_base_id);
-        if same_kb
-            && manifest.bundle_root == canonical_root.to_string_lossy()
-            && manifest.stat_fingerprint == bundle::walk::stat_fingerprint(&walked)
-            && manifest.derivation_version == super::DERIVATION_VERSION
-            && semantic::fits(options, manifest)
+        if manifest.bundle_root == canonical_root.to_string_lossy()
+            && super::up_to_date(options, manifest, &bundle::walk::stat_fingerprint(&walked))
         {
             progress("unchanged since the last build");
             return Ok(BuildReport {

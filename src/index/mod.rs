@@ -148,6 +148,20 @@ pub fn semantic_fits(options: &BuildOptions, manifest: &Manifest) -> bool {
     build::semantic_fits(options, manifest)
 }
 
+/// Whether the generation of `manifest` is what a build with `options` makes of files whose
+/// stat fingerprint is `stat_fingerprint` ([`crate::bundle::walk::stat_fingerprint`]): the same
+/// files, the same derivation, the vectors wanted, the same knowledge-base id. A build then
+/// keeps it, and a query command opens it as it is.
+pub fn up_to_date(options: &BuildOptions, manifest: &Manifest, stat_fingerprint: &str) -> bool {
+    manifest.stat_fingerprint == stat_fingerprint
+        && manifest.derivation_version == DERIVATION_VERSION
+        && semantic_fits(options, manifest)
+        && options
+            .knowledge_base_id
+            .as_ref()
+            .is_none_or(|id| *id == manifest.knowledge_base_id)
+}
+
 /// Whether a build makes the semantic lane's vectors.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Semantic {
