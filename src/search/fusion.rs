@@ -37,6 +37,10 @@ pub struct Weights {
     pub cross_language: f64,
     /// Windows less similar to the query than this do not count for the semantic lane.
     pub min_cosine: f32,
+    /// A vector lane's page counts at the rank its cosine's distance below the lane's best
+    /// is worth, when that is lower than its place: one rank per `1 / cosine_ranks` of the
+    /// distance from the best to the page at this place ([`vector_ranks`]).
+    pub cosine_ranks: usize,
     /// Seeds of the graph lanes: the best pages by file score.
     pub seeds: usize,
     /// Share of a seed's file score a page it links to gets (depth 1).
@@ -67,6 +71,12 @@ pub struct Weights {
 /// its `file` mode, 0.6923 against 0.6999; at 4 `vue-docs` fell below its figure without the
 /// lane, 0.7488 against 0.7504); the literal lane as much too (at 8 and 16 `vue-docs` fell
 /// below its figure without the lane, 0.7597 and 0.7529 against 0.7647).
+/// A vector lane's page counts no higher than its cosine's distance below the best is worth
+/// in ranks, measured by the lane's own first five (the embeddings rank near-identical pages,
+/// one rule's page and its neighbours', a few thousandths apart and then fall off; by place
+/// alone the pages after the fall counted almost as much as those before it): the rule
+/// reference 0.7294 → 0.7445, `focowiki-docs` 0.8783 → 0.8929, `vue-docs` 0.8347 → 0.8316,
+/// SciFact 0.7169 → 0.7140, CMRC 0.9937 both (1 to 10 tried; README "Semantic search").
 /// The semantic lane weighs 8, twice that for a page in the question's other script, with no
 /// cosine floor; the cross-language lane 4, six times that for a page that answers only across
 /// languages (at 8 for every page SciFact fell to 0.7103 and CMRC to 0.9915; without the
@@ -87,6 +97,7 @@ pub const WEIGHTS: Weights = Weights {
     untranslated: 6.0,
     cross_language: 2.0,
     min_cosine: 0.0,
+    cosine_ranks: 5,
     seeds: 20,
     graph: 0.1,
     graph_depth: 2.0,
@@ -193,6 +204,7 @@ pub fn file_scores(
     let mut scored = Scored::default();
     for lane in direct {
         let weight = lane_weight(w, lane.lane);
+        let ranks = vector_ranks(w, lane);
         for hit in &lane.hits {
             if !kb.catalog.is_source(hit.position) {
                 continue;
@@ -209,7 +221,8 @@ pub fn file_scores(
                 _ => weight,
             };
             let entry = scored.entry(hit.position).or_default();
-            let share = weight / (w.rrf_k + f64::from(hit.rank) + 1.0);
+            let rank = ranks.map_or(f64::from(hit.rank), |r| r.of(hit));
+            let share = weight / (w.rrf_k + rank + 1.0);
             entry.file += share;
             if explain {
                 entry.shares.push(LaneShare {
@@ -231,6 +244,34 @@ pub fn file_scores(
         }
     }
     scored
+}
+
+/// How a vector lane's hits count: at their place, or lower when their cosine falls further
+/// below the best than the lane's first [`Weights::cosine_ranks`] places span on average.
+#[derive(Debug, Clone, Copy)]
+struct CosineRanks {
+    best: f64,
+    /// The cosine distance one rank is worth.
+    step: f64,
+}
+
+impl CosineRanks {
+    fn of(self, hit: &super::lexical::Hit) -> f64 {
+        let by_cosine = (self.best - f64::from(hit.cosine)) / self.step;
+        by_cosine.max(f64::from(hit.rank))
+    }
+}
+
+/// The cosine ranks of a vector lane (none for the other lanes, or when its first places are
+/// tied).
+fn vector_ranks(w: &Weights, lane: &LaneHits) -> Option<CosineRanks> {
+    if !matches!(lane.lane, Lane::ContentVector | Lane::CrossVector) || w.cosine_ranks == 0 {
+        return None;
+    }
+    let best = f64::from(lane.hits.first()?.cosine);
+    let at = w.cosine_ranks.min(lane.hits.len() - 1);
+    let step = (best - f64::from(lane.hits[at].cosine)) / at.max(1) as f64;
+    (step > 0.0).then_some(CosineRanks { best, step })
 }
 
 /// The best `take` pages by `score`, best first, ties by catalog position (path order).
@@ -293,6 +334,50 @@ pub fn finish(kb: &KnowledgeBase, query: &Query<'_>, scored: Scored) -> Vec<Cand
 
 #[cfg(test)]
 mod tests {
+    use super::super::lexical::{Hit, LaneHits};
+    use super::super::Lane;
+
+    fn lane(lane: Lane, cosines: &[f32]) -> LaneHits {
+        let hits = cosines
+            .iter()
+            .enumerate()
+            .map(|(rank, &cosine)| Hit {
+                position: rank as u32,
+                rank: rank as u32,
+                section: None,
+                cosine,
+            })
+            .collect();
+        LaneHits {
+            lane,
+            reported: true,
+            hits,
+        }
+    }
+
+    #[test]
+    fn a_vector_lane_counts_a_page_after_a_fall_in_cosine_lower_never_higher() {
+        let w = &super::WEIGHTS;
+        // Six near-identical pages a thousandth apart, then a fall of a tenth.
+        let hits = lane(
+            Lane::ContentVector,
+            &[0.900, 0.899, 0.898, 0.897, 0.896, 0.895, 0.795, 0.8999],
+        );
+        let ranks = super::vector_ranks(w, &hits).expect("a vector lane");
+        let of: Vec<f64> = hits.hits.iter().map(|h| ranks.of(h)).collect();
+        for (rank, r) in of.iter().enumerate().take(6) {
+            assert!((r - rank as f64).abs() < 1e-6, "{rank}: {r}");
+        }
+        // 0.105 below the best, a thousandth a rank.
+        assert!((of[6] - 105.0).abs() < 1e-3, "{}", of[6]);
+        // A page nearly tied with the best keeps its place.
+        assert!((of[7] - 7.0).abs() < 1e-6, "{}", of[7]);
+        // The lexical lanes and a lane whose first places tie count by place.
+        assert!(super::vector_ranks(w, &lane(Lane::Lexical, &[0.0, 0.0])).is_none());
+        assert!(super::vector_ranks(w, &lane(Lane::CrossVector, &[0.5; 7])).is_none());
+        assert!(super::vector_ranks(w, &lane(Lane::CrossVector, &[0.5])).is_none());
+    }
+
     #[test]
     fn other_script_compares_cjk_with_the_rest_by_language_root() {
         assert!(super::other_script(true, "pages/en/guide/a.md"));

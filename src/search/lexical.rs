@@ -23,6 +23,9 @@ pub struct Hit {
     pub rank: u32,
     /// The page's best section (passage lane only).
     pub section: Option<crate::index::search_index::Section>,
+    /// The window's cosine in the vector lanes (their fusion reads how far below the best it
+    /// falls); 0 in the others.
+    pub cosine: f32,
 }
 
 /// One direct lane's hits, and whether the lane is reported (in `graph` mode the page and
@@ -45,12 +48,14 @@ fn passage_hits(passages: crate::index::search_index::Passages) -> Vec<Hit> {
             position: h.position,
             rank: rank as u32,
             section: Some(h.section),
+            cosine: 0.0,
         })
         .collect();
     hits.extend(passages.single.into_iter().map(|(rank, position)| Hit {
         position,
         rank: rank as u32,
         section: None,
+        cosine: 0.0,
     }));
     hits
 }
@@ -66,6 +71,7 @@ fn vector_hits(vectors: &crate::index::vectors::Vectors, query: &[f32]) -> Vec<H
             position: h.position,
             rank: rank as u32,
             section: Some(crate::index::search_index::Section(h.section)),
+            cosine: h.score,
         })
         .collect()
 }
@@ -79,6 +85,7 @@ fn ranked(pages: Vec<u32>) -> Vec<Hit> {
             position,
             rank: rank as u32,
             section: None,
+            cosine: 0.0,
         })
         .collect()
 }
@@ -101,6 +108,7 @@ pub fn run(
                 position: h.position,
                 rank: rank as u32,
                 section: None,
+                cosine: 0.0,
             })
             .collect::<Vec<_>>()
     };
