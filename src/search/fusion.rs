@@ -76,7 +76,7 @@ pub struct Weights {
 /// one rule's page and its neighbours', a few thousandths apart and then fall off; by place
 /// alone the pages after the fall counted almost as much as those before it): the rule
 /// reference 0.7294 → 0.7445, `focowiki-docs` 0.8783 → 0.8929, `vue-docs` 0.8347 → 0.8316,
-/// SciFact 0.7169 → 0.7140, CMRC 0.9937 both (1 to 10 tried; README "Semantic search").
+/// SciFact 0.7169 → 0.7140, CMRC 0.9937 both (2, 3, 5 and 10 places tried; README "Semantic search").
 /// The semantic lane weighs 8, twice that for a page in the question's other script, with no
 /// cosine floor; the cross-language lane 4, six times that for a page that answers only across
 /// languages (at 8 for every page SciFact fell to 0.7103 and CMRC to 0.9915; without the
