@@ -843,18 +843,74 @@ pub fn query_words(text: &str) -> Vec<String> {
 /// the CMRC 2018 trial split (0.9889 -> 0.9894 at 2, 3 and 4 alike); 3 follows from the count.
 const NON_CJK_TERM_WEIGHT: f32 = 3.0;
 
-/// The query weight of each of `terms` (from [`query_terms`]): 1, or [`NON_CJK_TERM_WEIGHT`]
-/// for a non-CJK term of a query that also has CJK terms.
+/// English words that frame a question without naming its subject: "Why do I *get* a
+/// warning", "Is there a *way* to", "I *want* to", "*Tell* me". Unlike the stop words above
+/// they can be the subject ("the way pages are split"), so a query keeps them, at
+/// [`QUESTION_FRAME_WEIGHT`]. At full weight a small knowledge base's IDF makes them a
+/// question's rarest words (`get` is on one of markdownlint's 60 pages) and ranks the page
+/// that happens to hold them. "make" and "instead" were tried too and left out: they raised the
+/// lexical figures but cost stylelint-docs and vue-docs with the semantic lanes on.
+const QUESTION_FRAME_WORDS: [&str; 18] = [
+    "get",
+    "got",
+    "want",
+    "need",
+    "way",
+    "like",
+    "something",
+    "anything",
+    "thing",
+    "happen",
+    "tell",
+    "know",
+    "possible",
+    "able",
+    "still",
+    "really",
+    "also",
+    "even",
+];
+
+/// The query weight of a [`QUESTION_FRAME_WORDS`] term. 0.1 and 0 measured alike (0.25 kept
+/// markdownlint's loss); a small weight keeps a question made only of them answerable.
+const QUESTION_FRAME_WEIGHT: f32 = 0.1;
+
+/// Whether `term` (an analysed query term: lowercased and stemmed) is a question-framing word.
+fn is_question_frame_term(term: &str) -> bool {
+    static STEMS: OnceLock<Vec<String>> = OnceLock::new();
+    STEMS
+        .get_or_init(|| {
+            QUESTION_FRAME_WORDS
+                .iter()
+                .map(|word| {
+                    let mut stem = (*word).to_string();
+                    stem_into(&mut stem);
+                    stem
+                })
+                .collect()
+        })
+        .iter()
+        .any(|stem| stem == term)
+}
+
+/// The query weight of each of `terms` (from [`query_terms`]): 1, [`NON_CJK_TERM_WEIGHT`] for
+/// a non-CJK term of a query that also has CJK terms, times [`QUESTION_FRAME_WEIGHT`] for a
+/// question-framing word.
 pub fn query_term_weights(terms: &[String]) -> Vec<f32> {
     let has_cjk_term = |t: &String| t.chars().any(is_cjk);
     let mixed = terms.iter().any(has_cjk_term);
     terms
         .iter()
         .map(|t| {
-            if mixed && !has_cjk_term(t) {
+            let weight = if mixed && !has_cjk_term(t) {
                 NON_CJK_TERM_WEIGHT
             } else {
                 1.0
+            };
+            if is_question_frame_term(t) {
+                weight * QUESTION_FRAME_WEIGHT
+            } else {
+                weight
             }
         })
         .collect()

@@ -325,6 +325,27 @@ fn non_cjk_terms_of_a_chinese_query_weigh_more() {
 }
 
 #[test]
+fn question_framing_words_weigh_little_and_stay_in_the_query() {
+    let terms = query_terms("Why do I get a warning about trailing spaces?");
+    let weights = query_term_weights(&terms);
+    let of = |t: &str| weights[terms.iter().position(|x| x == t).unwrap()];
+    assert_eq!(of("get"), QUESTION_FRAME_WEIGHT);
+    assert_eq!(of("warn"), 1.0);
+    assert_eq!(of("trail"), 1.0);
+    // Inflected forms are the same stem; a question made only of them keeps them.
+    let only = query_terms("possibly happening");
+    assert_eq!(only, vec!["possibl", "happen"]);
+    assert!(query_term_weights(&only)
+        .iter()
+        .all(|&w| w == QUESTION_FRAME_WEIGHT));
+    // In a Chinese question the Latin weight and the framing weight multiply.
+    let mixed = query_terms("怎么 get 配置");
+    let weights = query_term_weights(&mixed);
+    let get = mixed.iter().position(|x| x == "get").unwrap();
+    assert_eq!(weights[get], NON_CJK_TERM_WEIGHT * QUESTION_FRAME_WEIGHT);
+}
+
+#[test]
 fn a_character_and_its_bigram_share_a_position() {
     let tokens = text_tokens("续费通知");
     let tokens = tokens.as_slice();
