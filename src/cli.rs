@@ -873,7 +873,7 @@ fn explain_search(source: &Source, render: &RenderArgs, input: &Value) -> Result
 fn answer(source: &Source, render: &RenderArgs, tool: ToolName, input: &Value) -> Result<i32> {
     let kb = open(source)?;
     let result = tools::run(&kb, tool, input);
-    if let Some(hint) = crate::hints::hint(&kb, tool, input, &result) {
+    if let Some(hint) = kbtools::tools::hints::hint(&kb, tool, input, &result) {
         eprintln!("kbtools: hint: {hint}");
     }
     // A one-shot process: the OS frees the knowledge base faster than its destructors would

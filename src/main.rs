@@ -1,7 +1,6 @@
 //! The `kbtools` command: a thin clap front door over the library.
 
 mod cli;
-mod hints;
 
 /// mimalloc instead of the system allocator: indexing makes millions of small, short-lived
 /// allocations (tokens, terms, parsed records), where glibc's malloc spent about a sixth of a

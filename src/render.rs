@@ -68,7 +68,11 @@ pub fn render_error(error: &ToolError) -> String {
             ));
         }
     }
-    if let Some(hint) = error_hint(error) {
+    let specific = error
+        .details
+        .as_ref()
+        .is_some_and(|d| d.contains_key("hint"));
+    if let Some(hint) = error_hint(error).filter(|_| !specific) {
         lines.push(format!("hint: {hint}"));
     }
     lines.join("\n")

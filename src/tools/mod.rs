@@ -6,14 +6,18 @@
 pub mod expand_graph;
 pub mod fields;
 pub mod get_file;
+pub mod hints;
 pub mod list_tree;
 pub mod read_file;
 pub mod read_related;
 pub mod search_files;
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::bundle::BundleKind;
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::ids::ReadActions;
 use crate::index::catalog::{CatalogFile, CatalogRelation};
@@ -119,8 +123,67 @@ pub fn call(kb: &KnowledgeBase, name: &str, input: &Value) -> Result<Value, Tool
     run(kb, name.parse()?, input)
 }
 
-/// Runs `tool` with its JSON input and returns its contract JSON output.
+/// Runs `tool` with its JSON input and returns its contract JSON output. A plain folder's path
+/// may be given as the user sees it ([`user_paths`]); an error carries what to do next in its
+/// `details.hint` ([`hints`]), the same at every door.
 pub fn run(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Value, ToolError> {
+    let input = user_paths(kb, tool, input);
+    run_unhinted(kb, tool, &input).map_err(|mut error| {
+        if let Some(hint) = hints::error_hint(kb, tool, &input, &error) {
+            error
+                .details
+                .get_or_insert_with(Map::new)
+                .insert("hint".into(), Value::String(hint));
+        }
+        error
+    })
+}
+
+/// In a plain folder the pages are the user's own files, which the contract names under
+/// `pages/`: a path given as the user sees it (`README.md`, `doc/x.md`, the folder `doc`) means
+/// the same file or folder as `pages/README.md`. Rewrites each path field of `input` that names
+/// nothing as given but something with `pages/` before it; the outputs keep `pages/…`.
+fn user_paths<'a>(kb: &KnowledgeBase, tool: ToolName, input: &'a Value) -> Cow<'a, Value> {
+    if kb.catalog.kind() != BundleKind::PlainFolder {
+        return Cow::Borrowed(input);
+    }
+    let fields: &[&str] = match tool {
+        ToolName::SearchFiles => &[],
+        ToolName::ListTree => &["parentPath"],
+        ToolName::ReadFile => &["path", "fileId"],
+        ToolName::GetFile | ToolName::ReadRelated | ToolName::ExpandGraph => &["fileId"],
+    };
+    let mut rewritten: Option<Value> = None;
+    for field in fields {
+        let Some(given) = input.get(*field).and_then(Value::as_str) else {
+            continue;
+        };
+        if let Some(path) = in_pages(kb, tool == ToolName::ListTree, given) {
+            rewritten.get_or_insert_with(|| input.clone())[*field] = Value::String(path);
+        }
+    }
+    rewritten.map_or(Cow::Borrowed(input), Cow::Owned)
+}
+
+/// `pages/<given>` when `given` names no file (or, for a `folder`, no folder) but that does.
+fn in_pages(kb: &KnowledgeBase, folder: bool, given: &str) -> Option<String> {
+    let bare = given.trim_start_matches("./").trim_matches('/');
+    if bare.is_empty() || given == "root" {
+        return None;
+    }
+    let candidate = format!("pages/{bare}");
+    let found = if folder {
+        kb.catalog.directory(given).is_none() && kb.catalog.directory(&candidate).is_some()
+    } else {
+        kb.catalog.by_id_or_path(given).is_none()
+            && kb.catalog.by_path(given).is_none()
+            && kb.catalog.by_path(&candidate).is_some()
+    };
+    found.then_some(candidate)
+}
+
+/// [`run`] without the plain-folder paths and the hints.
+pub fn run_unhinted(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Value, ToolError> {
     // A panic below (a bug, or tantivy reading an index file damaged in a way its checksums
     // miss) answers this call with `INTERNAL_ERROR`; the process and the other calls go on.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(kb, tool, input)))

@@ -719,7 +719,7 @@ fn format_text_prints_the_rendering_with_the_same_exit_codes() {
     let invalid = with(&["call", "list_tree", r#"{"limit": 0}"#, "--format", "text"]).expect(1);
     assert_eq!(
         invalid.stdout,
-        "失败: VALIDATION_ERROR Pagination limit is invalid.\nfield: limit\n"
+        "失败: VALIDATION_ERROR Pagination limit is invalid.\nfield: limit\nhint: limit was 0; allowed range: 1–500 (Entries per page, 1–500 (default 100).)\n"
     );
 
     // JSON stays the default; an unknown format is a usage error.

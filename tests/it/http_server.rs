@@ -399,6 +399,19 @@ fn unknown_knowledge_base_is_404_not_found() {
 }
 
 #[test]
+fn a_plain_folder_path_as_the_user_sees_it_and_a_typo_with_the_nearest_paths() {
+    let server = Server::start(&["rule-reference"], HttpOptions::default());
+    let read = server.get(&server.long("/files/content?path=rules%2Fmd013.md"));
+    assert_eq!(read.json()["file"]["path"], "pages/rules/md013.md");
+    let typo = server.get(&server.long("/files/content?path=rules%2Fmd0133.md"));
+    let body = typo.json();
+    let hint = body["error"]["details"]["hint"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(hint.contains("nearest: pages/rules/md013.md"), "{body}");
+}
+
+#[test]
 fn request_id_is_echoed_or_generated() {
     let server = Server::start(&["focowiki-docs"], HttpOptions::default());
     // Given: echoed on success and on errors, in the header and the body.

@@ -39,6 +39,7 @@ mod mcp_server;
 #[cfg(all(feature = "semantic", feature = "server"))]
 mod model_download;
 mod plain_generators;
+mod plain_paths;
 #[cfg(feature = "server")]
 mod proptest_tools;
 mod read_partial;

@@ -212,6 +212,23 @@ fn tool_errors_are_error_results_in_both_formats() {
 }
 
 #[test]
+fn a_plain_folder_path_as_the_user_sees_it_and_a_typo_with_the_nearest_paths() {
+    let common::Opened { kb, index_dir, .. } = open_fixture("rule-reference");
+    let server = KbServer::new(kb, McpOptions::default()).unwrap();
+    let read = server.answer("read_file", args(json!({ "path": "rules/md013.md" })));
+    assert!(!is_error(&read), "{}", text_of(&read));
+    assert!(text_of(&read).contains("MD013"), "{}", text_of(&read));
+    let typo = server.answer("read_file", args(json!({ "path": "rules/md0133.md" })));
+    assert!(is_error(&typo));
+    assert!(
+        text_of(&typo).contains("nearest: pages/rules/md013.md"),
+        "{}",
+        text_of(&typo)
+    );
+    drop(index_dir);
+}
+
+#[test]
 fn the_server_format_applies_when_a_call_names_none() {
     let options = McpOptions {
         format: Format::Json,

@@ -1,16 +1,19 @@
-//! Hints the command line prints on stderr beside a tool's answer, which stays the contract's:
-//! for a validation error, the field, the value sent and what the field allows (from the tool's
+//! Hints: what the caller should do next, beside a tool's answer, which stays the contract's.
+//! For a validation error, the field, the value sent and what the field allows (from the tool's
 //! input schema, the one the MCP server shows); for a path that is not found, the nearest
 //! existing paths (and, for a page path without `pages/`, the path with it); for the empty
 //! listing of a folder that does not exist, the nearest folders; for a hybrid search without
-//! the semantic lanes, how to turn them on.
+//! the semantic lanes, how to turn them on. An error's hint travels in its `details.hint`
+//! ([`super::run`]), so every door gives the same help; the command line also prints each
+//! hint on stderr.
 
-use kbtools::error::{ErrorCode, ToolError};
-use kbtools::kb::KnowledgeBase;
-use kbtools::tools::ToolName;
+use crate::error::{ErrorCode, ToolError};
+use crate::kb::KnowledgeBase;
+use crate::tools::ToolName;
 use serde_json::{json, Value};
 
-/// The hint for `tool` called with `input` and answering `result`, if there is one to give.
+/// The hint for `tool` called with `input` and answering `result`, if there is one to give:
+/// an error's `details.hint`, or one about a successful answer.
 pub fn hint(
     kb: &KnowledgeBase,
     tool: ToolName,
@@ -18,13 +21,12 @@ pub fn hint(
     result: &Result<Value, ToolError>,
 ) -> Option<String> {
     match result {
-        Err(e) if e.code == ErrorCode::ValidationError => validation(tool, input, e),
-        Err(e) if e.code == ErrorCode::NotFound => {
-            let target = ["path", "fileId"]
-                .iter()
-                .find_map(|k| input.get(*k).and_then(Value::as_str))?;
-            not_found(kb, target, "file")
-        }
+        Err(e) => e
+            .details
+            .as_ref()?
+            .get("hint")?
+            .as_str()
+            .map(str::to_string),
         Ok(output) if tool == ToolName::SearchFiles => semantic_off(kb, input, output),
         Ok(output) if tool == ToolName::ListTree => {
             let parent = input.get("parentPath").and_then(Value::as_str)?;
@@ -37,20 +39,49 @@ pub fn hint(
     }
 }
 
+/// The hint of an error of `tool` called with `input` (as [`super::run`] gives it its
+/// `details.hint`).
+pub(super) fn error_hint(
+    kb: &KnowledgeBase,
+    tool: ToolName,
+    input: &Value,
+    error: &ToolError,
+) -> Option<String> {
+    match error.code {
+        ErrorCode::ValidationError => validation(kb, tool, input, error),
+        ErrorCode::NotFound => {
+            let target = ["path", "fileId"]
+                .iter()
+                .find_map(|k| input.get(*k).and_then(Value::as_str))?;
+            not_found(kb, target, "file")
+        }
+        _ => None,
+    }
+}
+
 /// "`mode` was "fiel": allowed values file, graph, hybrid (`file`, `graph` or `hybrid` (default))."
-fn validation(tool: ToolName, input: &Value, error: &ToolError) -> Option<String> {
+fn validation(
+    kb: &KnowledgeBase,
+    tool: ToolName,
+    input: &Value,
+    error: &ToolError,
+) -> Option<String> {
     let details = error.details.as_ref()?;
     let field = match details.get("field").and_then(Value::as_str) {
         Some(field) => field,
         None => field_of_code(details.get("code")?.as_str()?)?,
     };
+    if field == "cursor" {
+        return Some(
+            "the cursor is stale or belongs to other inputs; call again without \"cursor\" to start over"
+                .to_string(),
+        );
+    }
     if field == "path" || field == "fileId" {
         if let Some(path) = input.get(field).and_then(Value::as_str) {
             if !path.starts_with("pages/") && !path.starts_with('_') && path.ends_with(".md") {
-                return Some(format!(
-                    "{field} was {path:?}: the pages of a knowledge base are under pages/: try pages/{}",
-                    path.trim_start_matches('/')
-                ));
+                return not_found(kb, path, "file")
+                    .map(|hint| format!("{field} was {path:?}: {hint}"));
             }
         }
     }
@@ -125,7 +156,7 @@ fn children(kb: &KnowledgeBase, dir: &str) -> Vec<String> {
     if !dir.is_empty() {
         input["parentPath"] = json!(dir);
     }
-    kbtools::tools::run(kb, ToolName::ListTree, &input)
+    super::run_unhinted(kb, ToolName::ListTree, &input)
         .ok()
         .and_then(|out| {
             out["items"].as_array().map(|items| {
@@ -153,7 +184,15 @@ fn not_found(kb: &KnowledgeBase, target: &str, what: &str) -> Option<String> {
             ));
         }
     }
-    let mut dir = kbtools::bundle::paths::parent_of(target).to_string();
+    // A page path without `pages/` is looked for where the pages are.
+    let under_pages;
+    let target = if !target.starts_with("pages/") && !target.starts_with('_') {
+        under_pages = format!("pages/{}", target.trim_start_matches('/'));
+        under_pages.as_str()
+    } else {
+        target
+    };
+    let mut dir = crate::bundle::paths::parent_of(target).to_string();
     let mut near = children(kb, &dir);
     while near.is_empty() && !dir.is_empty() {
         dir = match dir.rsplit_once('/') {
@@ -189,7 +228,7 @@ fn semantic_off(kb: &KnowledgeBase, input: &Value, output: &Value) -> Option<Str
 
 #[cfg(feature = "semantic")]
 fn semantic_advice(kb: &KnowledgeBase) -> Option<String> {
-    use kbtools::embed::install;
+    use crate::embed::install;
     let dir = install::model_dir(kb.options.model_dir.as_deref());
     let installed = matches!(install::installed(&dir), Ok(Some(m)) if m.verified);
     if !installed {
