@@ -501,7 +501,8 @@ enum Command {
         /// --must-find).
         #[arg(long)]
         fail_on_miss: bool,
-        /// Modes to evaluate (repeatable) [default: file, graph, hybrid].
+        /// Modes to evaluate (repeatable): file, graph, hybrid, or hybrid-lexical (hybrid with
+        /// the semantic lanes off) [default: hybrid].
         #[arg(long)]
         mode: Vec<String>,
         /// Print a JSON report instead of a table.
@@ -715,9 +716,12 @@ fn run(cli: Cli) -> Result<i32> {
         } => {
             if let Some(bad) = mode
                 .iter()
-                .find(|m| !["file", "graph", "hybrid"].contains(&m.as_str()))
+                .find(|m| !kbtools::eval::MODES.contains(&m.as_str()))
             {
-                return Err(anyhow!("--mode {bad:?}: expected file, graph or hybrid"));
+                return Err(anyhow!(
+                    "--mode {bad:?}: expected {}",
+                    kbtools::eval::MODES.join(", ")
+                ));
             }
             let thresholds = eval::thresholds(&min_ndcg, &min_recall)?;
             let fail_on_miss = fail_on_miss || must_find.is_some();

@@ -52,12 +52,9 @@ struct Checked {
 }
 
 pub(super) fn evaluate(source: &Source, judged: Judgments, options: EvalOptions) -> Result<i32> {
-    let mut modes = if options.modes.is_empty() {
-        vec![
-            "file".to_string(),
-            "graph".to_string(),
-            "hybrid".to_string(),
-        ]
+    // The default search alone unless modes are asked for: a threshold then means one thing.
+    let modes = if options.modes.is_empty() {
+        vec!["hybrid".to_string()]
     } else {
         options.modes.clone()
     };
@@ -90,13 +87,6 @@ pub(super) fn evaluate(source: &Source, judged: Judgments, options: EvalOptions)
         if !more.is_empty() {
             eprintln!("kbtools: warning: {}", more.trim());
         }
-    }
-    // With the semantic lane ready, hybrid is measured without it too (`hybrid-lexical`).
-    if modes.iter().any(|m| m == "hybrid")
-        && !modes.iter().any(|m| m == "hybrid-lexical")
-        && kbtools::search::semantic(&kb).0 != kbtools::search::SemanticState::Unavailable
-    {
-        modes.push("hybrid-lexical".to_string());
     }
     for t in &options.thresholds {
         if let Some(mode) = &t.mode {
@@ -165,15 +155,23 @@ pub(super) fn evaluate(source: &Source, judged: Judgments, options: EvalOptions)
     }
     let name = &kb.manifest.knowledge_base_name;
     let revision = kb.manifest.active_content_revision;
+    kb.options.semantic = semantic;
+    // Which lanes `hybrid` ran with: the same thresholds on a machine without the models
+    // measure another search, and the report says so.
+    let lanes = match kbtools::search::semantic(&kb).0 {
+        kbtools::search::SemanticState::Ready => "on",
+        kbtools::search::SemanticState::Degraded => "on for part of the pages",
+        kbtools::search::SemanticState::Unavailable => "off",
+    };
     if options.json {
         print_json(
-            &json_report(name, revision, &runs, &checked, &options),
+            &json_report(name, revision, lanes, &runs, &checked, &options),
             source.pretty,
         )?;
     } else {
         print!(
             "{}",
-            text_report(name, revision, &runs, &checked, misses, &options)
+            text_report(name, revision, lanes, &runs, &checked, misses, &options)
         );
     }
     let failed: Vec<&Checked> = checked.iter().filter(|c| !c.passed).collect();
@@ -249,6 +247,7 @@ fn check_thresholds(runs: &[ModeRun], thresholds: &[Threshold]) -> Vec<Checked> 
 fn json_report(
     name: &str,
     revision: u64,
+    lanes: &str,
     runs: &[ModeRun],
     checked: &[Checked],
     options: &EvalOptions,
@@ -275,6 +274,7 @@ fn json_report(
     let mut value = json!({
         "knowledgeBaseName": name,
         "activeContentRevision": revision,
+        "semanticLanes": lanes,
         "modes": modes,
     });
     if !groups.is_empty() {
@@ -296,12 +296,13 @@ fn json_report(
 fn text_report(
     name: &str,
     revision: u64,
+    lanes: &str,
     runs: &[ModeRun],
     checked: &[Checked],
     misses: usize,
     options: &EvalOptions,
 ) -> String {
-    let mut out = format!("{name} (revision {revision})\n");
+    let mut out = format!("{name} (revision {revision}; semantic lanes {lanes})\n");
     let _ = writeln!(
         out,
         "{:<14} {:<20} {:>8} {:>10} {:>11} {:>8} {:>8} {:>7} {:>10}",
