@@ -11,13 +11,22 @@ use kbtools::index::{self, BuildOptions};
 use kbtools::kb::{KnowledgeBase, ServeOptions};
 
 /// The bundle named positionally or by `--bundle` / `KBTOOLS_BUNDLE`: one of them, or both the
-/// same.
+/// same folder. The argument wins over the environment (`--bundle` as `KBTOOLS_BUNDLE` set
+/// it); an argument and a `--bundle` that name two folders are an error.
 pub(super) fn one_bundle(
     positional: Option<PathBuf>,
     flag: Option<PathBuf>,
 ) -> Result<Option<PathBuf>> {
+    let from_env = flag.is_some()
+        && std::env::var_os("KBTOOLS_BUNDLE").map(PathBuf::from) == flag
+        && !std::env::args_os()
+            .any(|a| a == "-b" || a == "--bundle" || a.to_string_lossy().starts_with("--bundle="));
+    let same = |a: &Path, b: &Path| {
+        a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    };
     match (positional, flag) {
-        (Some(a), Some(b)) if a != b => Err(anyhow!(
+        (Some(a), Some(_)) if from_env => Ok(Some(a)),
+        (Some(a), Some(b)) if !same(&a, &b) => Err(anyhow!(
             "the bundle is named twice, as {} and as --bundle (or KBTOOLS_BUNDLE) {}: name it once",
             a.display(),
             b.display()

@@ -869,6 +869,25 @@ fn a_wrong_or_empty_folder_is_refused_with_what_was_found() {
     let run = kbtools(&["index", FIXTURE, "--bundle", s(&empty), "--index", s(&idx)]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("named twice"), "{}", run.stderr);
+    // The argument wins over KBTOOLS_BUNDLE; one folder written two ways is named once.
+    let other = tempfile::tempdir().unwrap();
+    let run = finish(
+        command(&["index", FIXTURE, "--index", s(other.path())])
+            .env("KBTOOLS_BUNDLE", s(&empty))
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let fixture_slash = format!("{FIXTURE}/");
+    let run = kbtools(&[
+        "index",
+        FIXTURE,
+        "--bundle",
+        &fixture_slash,
+        "--index",
+        s(other.path()),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
     // A cache directory that cannot hold the index.
     let run = finish(
         command(&["tree", "--bundle", FIXTURE])
