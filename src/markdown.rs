@@ -22,6 +22,42 @@ pub struct Link {
     /// destination).
     #[serde(default)]
     pub shortcode: bool,
+    /// The line of the text given to [`summarize`] where the link starts (1-based; 0 when
+    /// unknown, as in records written before it was kept).
+    #[serde(default)]
+    pub line: u32,
+}
+
+/// The 1-based line of byte `offset` of `text`, counting on from the previous call's offset
+/// when the offsets come in order (a page's links do).
+struct Lines<'a> {
+    text: &'a str,
+    at: usize,
+    line: u32,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Self {
+        Lines {
+            text,
+            at: 0,
+            line: 1,
+        }
+    }
+
+    fn line_of(&mut self, offset: usize) -> u32 {
+        let offset = offset.min(self.text.len());
+        if offset < self.at {
+            (self.at, self.line) = (0, 1);
+        }
+        let newlines = self.text.as_bytes()[self.at..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        self.line = self.line.saturating_add(newlines as u32);
+        self.at = offset;
+        self.line
+    }
 }
 
 /// Where a section of the plain text starts (before its heading): a form feed, which every
@@ -117,6 +153,7 @@ pub fn summarize(body: &str) -> MarkdownSummary {
     let in_code_shortcodes = shortcode_code_ranges(body);
     // Byte ranges of `text` that are code, kept as written when the rest is cleaned.
     let mut text_code: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut lines = Lines::new(body);
     for (event, range) in Parser::new_ext(body, options).into_offset_iter() {
         match event {
             Event::Start(Tag::CodeBlock(_)) => code_block = Some(range.start),
@@ -170,6 +207,7 @@ pub fn summarize(body: &str) -> MarkdownSummary {
                         destination: dest_url.to_string(),
                         wiki,
                         shortcode: false,
+                        line: lines.line_of(range.start),
                     });
                 }
             }
@@ -219,6 +257,7 @@ pub fn summarize(body: &str) -> MarkdownSummary {
                 destination: target,
                 wiki: false,
                 shortcode: true,
+                line: lines.line_of(at),
             });
         }
     }

@@ -408,7 +408,7 @@ pub fn derive_relations(
                 None => diagnostics.push(Diagnostic::new(
                     Code::UnresolvedLink,
                     from.to_string(),
-                    None,
+                    Some(link.line as usize).filter(|&line| line > 0),
                     format!("link to {} does not resolve to a page", link.destination),
                 )),
             }
@@ -652,6 +652,7 @@ mod resolution_tests {
             destination: destination.into(),
             wiki: false,
             shortcode: false,
+            line: 0,
         }
     }
 
@@ -793,11 +794,13 @@ mod resolution_tests {
             destination: d.into(),
             wiki: false,
             shortcode: true,
+            line: 0,
         };
         let wiki = |d: &str| Link {
             destination: d.into(),
             wiki: true,
             shortcode: false,
+            line: 0,
         };
         let (got, problems) = targets(
             &paths,

@@ -205,6 +205,14 @@ fn read_parsed(
     out.detail.parsed = true;
     out.detail.own_title = string_field(&frontmatter, "title").or(summary.first_h1);
     if kind == BundleKind::PlainFolder {
+        // The links' lines count from the body; the file's lines count the frontmatter too.
+        let body_start = (body.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+        let above = text
+            .get(..body_start)
+            .map_or(0, |t| t.matches('\n').count()) as u32;
+        for link in &mut summary.links {
+            link.line = link.line.saturating_add(above);
+        }
         out.detail.links = summary.links;
     }
     if !frontmatter.is_empty() {

@@ -393,9 +393,15 @@ fn github_annotations_follow_the_workflow_command_syntax() {
 #[test]
 fn a_plain_folder_is_checked_by_its_generator_conventions() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.md"), "# A\n\n[B](b.md) and [C](c.md)\n").unwrap();
+    std::fs::write(
+        dir.path().join("a.md"),
+        "---\ntitle: A\n---\n# A\n\n[B](b.md) and\n[C](c.md)\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("b.md"), "---\ntitle: [x\n---\n# B\n").unwrap();
     let report = kbtools::check::check(dir.path(), &[]).unwrap();
+    // The broken link's line counts the frontmatter, as an editor does.
+    assert_eq!(report.findings[0].line, Some(7), "{:?}", report.findings);
     let codes: Vec<(Code, &str)> = report
         .findings
         .iter()
