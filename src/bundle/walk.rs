@@ -278,8 +278,8 @@ fn visit(
 
 /// The size and modification time of the regular files of one directory after another, each
 /// read relative to its open directory (`fstatat`) rather than by its whole path (walkdir's
-/// `metadata`), which took a fifth more time over 211,074 files (README, "Builds are
-/// incremental").
+/// `metadata`), which took a fifth more time over 211,074 files (docs/benchmarks.md, "The
+/// walk").
 #[derive(Default)]
 struct Stats {
     /// The directory open last (`None`: it could not be opened; its files go by path).

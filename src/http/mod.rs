@@ -82,7 +82,7 @@ pub struct HttpOptions {
 }
 
 /// The default of `--max-mcp-sessions`: far more than the agents of one machine open, and
-/// about 17 MiB at most (a session costs about 67 KiB; the README has the figure).
+/// about 17 MiB at most (a session costs about 67 KiB; docs/benchmarks.md has the figure).
 pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
 
 impl HttpOptions {

@@ -361,7 +361,7 @@ pub fn score(
 /// positions apart, the smaller IDF over the squared distance. A section scores `BM25 +
 /// PROXIMITY_WEIGHT · p / (p + 1)`: a passage that says the question's words together beats one
 /// that holds them in unrelated sentences (a changelog's version: one bullet per change).
-/// Measured (nDCG@10 of the default mode; README "Ranking"): focowiki-docs 0.8321 → 0.8334,
+/// Measured (nDCG@10 of the default mode; docs/ranking.md): focowiki-docs 0.8321 → 0.8334,
 /// vue-docs 0.7533 → 0.7651, stylelint-docs 0.7128 → 0.7198; weights 7 and 14 gave 0.8311 /
 /// 0.7697 / 0.7206 and 0.8328 / 0.7654 / 0.7155. CJK terms are left out: their positions are
 /// characters, and with them the window paired unrelated words (focowiki 0.8238).

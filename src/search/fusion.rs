@@ -59,7 +59,7 @@ pub struct Weights {
     pub translated: usize,
 }
 
-/// The weights in use, chosen on the dev sets (nDCG@10, `kbtools eval`; README "Ranking"):
+/// The weights in use, chosen on the dev sets (nDCG@10, `kbtools eval`; docs/ranking.md):
 /// a small `k` (5, not the online 60) so that a lane's first ranks count for more than its
 /// tenth — over the 36 to 162 pages of a knowledge base, 60 made every lane's top ten nearly
 /// equal and any added share outweighed the lexical order; passages weigh three times the
@@ -76,12 +76,12 @@ pub struct Weights {
 /// one rule's page and its neighbours', a few thousandths apart and then fall off; by place
 /// alone the pages after the fall counted almost as much as those before it): the rule
 /// reference 0.7294 → 0.7445, `focowiki-docs` 0.8783 → 0.8929, `vue-docs` 0.8347 → 0.8316,
-/// SciFact 0.7169 → 0.7140, CMRC 0.9937 both (2, 3, 5 and 10 places tried; README "Semantic search").
+/// SciFact 0.7169 → 0.7140, CMRC 0.9937 both (2, 3, 5 and 10 places tried; docs/semantic.md).
 /// The semantic lane weighs 8, twice that for a page in the question's other script, with no
 /// cosine floor; the cross-language lane 4, six times that for a page that answers only across
 /// languages (at 8 for every page SciFact fell to 0.7103 and CMRC to 0.9915; without the
 /// factor `xquad-enzh`'s cross-language questions scored 0.36). The dev-set figures that chose
-/// them are in the README, "Semantic search".
+/// them are in docs/semantic.md.
 pub const WEIGHTS: Weights = Weights {
     rrf_k: 5.0,
     exact_path: 16.0,

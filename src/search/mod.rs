@@ -14,7 +14,7 @@
 //! pages on their own but add to a page a share of the file score of the matching page that
 //! points to it, damped by how many relations the page has (a hub linked from everywhere is
 //! evidence for nothing in particular); a page's translation follows it at a fraction of its
-//! score. The README records the weights and the figures that chose them.
+//! score. docs/ranking.md records the weights and the figures that chose them.
 
 pub mod fusion;
 pub mod graph_lane;

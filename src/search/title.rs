@@ -13,7 +13,7 @@
 //! metadata (the `scope=metadata` lane). A page without a title is titled by its file stem; a
 //! title's identifier label (`MD013` of `MD013 - Line length`) is left to the identifier lane.
 //!
-//! Measured (`kbtools eval`, nDCG@10 of the default mode, README "Ranking"): the lane lifts
+//! Measured (`kbtools eval`, nDCG@10 of the default mode, docs/ranking.md): the lane lifts
 //! the rule reference (`stylelint-docs`) by 0.023, `focowiki-docs` by 0.006 and `vue-docs` by
 //! 0.003; on SciFact, whose titles are long sentences, it costs 0.0015, and at coverage 1/2
 //! instead of 2/3 it cost 0.006 there (a claim shares half the words of many titles).

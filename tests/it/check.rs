@@ -419,8 +419,8 @@ fn a_plain_folder_is_checked_by_its_generator_conventions() {
 }
 
 #[test]
-fn the_readme_lists_every_code_with_its_severity() {
-    let readme = std::fs::read_to_string(crate::common::manifest_dir().join("README.md")).unwrap();
+fn the_ci_guide_lists_every_code_with_its_severity() {
+    let guide = std::fs::read_to_string(crate::common::manifest_dir().join("docs/ci.md")).unwrap();
     for code in Code::ALL {
         let row = format!(
             "| `{}` | {} | {} | {} |",
@@ -429,6 +429,9 @@ fn the_readme_lists_every_code_with_its_severity() {
             code.title(),
             code.hint()
         );
-        assert!(readme.contains(&row), "README's table of codes lacks {row}");
+        assert!(
+            guide.contains(&row),
+            "docs/ci.md's table of codes lacks {row}"
+        );
     }
 }
