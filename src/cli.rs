@@ -94,6 +94,17 @@ struct Source {
         help_heading = "Global options"
     )]
     kb_id: Option<String>,
+    /// Leave the files GLOB matches out of the index (gitignore syntax, relative to the folder:
+    /// `drafts/`, `node_modules/`, `/CHANGELOG.md`; repeatable), besides those the folder's
+    /// `.kbignore` (and a plain folder's `.gitignore`) names. The index keeps the patterns for
+    /// its later builds; `--exclude ''` clears them [default: as the index was built].
+    #[arg(
+        long,
+        global = true,
+        value_name = "GLOB",
+        help_heading = "Global options"
+    )]
+    exclude: Vec<String>,
     /// "Today" (YYYY-MM-DD, UTC) for OKF freshness; pins results for reproducible tests
     /// [default: today's UTC date].
     #[arg(

@@ -151,7 +151,8 @@ impl KnowledgeBase {
         };
         let fresh = match &manifest {
             Some(m) => {
-                let walked = bundle::walk::walk(bundle_root);
+                let exclude = crate::index::exclusions(build_options, Some(m));
+                let walked = bundle::walk::walk_excluding(bundle_root, &exclude);
                 index::up_to_date(build_options, m, &bundle::walk::stat_fingerprint(&walked))
             }
             None => false,

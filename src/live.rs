@@ -572,9 +572,9 @@ fn hidden(relative: &Path) -> bool {
         .any(|c| c.as_os_str().to_str().is_some_and(|s| s.starts_with('.')))
 }
 
-/// The stat fingerprint of what a build would read.
-fn fingerprint(root: &Path) -> String {
-    walk::stat_fingerprint(&walk::walk(root))
+/// The stat fingerprint of what a build would read (`exclude`: [`index::exclusions`]).
+fn fingerprint(root: &Path, exclude: &[String]) -> String {
+    walk::stat_fingerprint(&walk::walk_excluding(root, exclude))
 }
 
 impl Builder {
@@ -584,18 +584,25 @@ impl Builder {
         }
     }
 
+    /// The `--exclude` patterns of this index's builds.
+    fn exclusions(&self) -> Vec<String> {
+        let manifest = index::read_manifest(&self.index_dir).ok().flatten();
+        index::exclusions(&self.build_options, manifest.as_ref())
+    }
+
     fn start_polling(&mut self) -> std::io::Result<()> {
         if self.poller.is_some() {
             return Ok(());
         }
         let root = self.root.clone();
+        let exclude = self.exclusions();
         let stop = self.stop.clone();
         let signals = self.signals.clone();
         let interval = self.options.poll_interval.max(Duration::from_millis(50));
         let handle = std::thread::Builder::new()
             .name("kbtools-poll".into())
             .spawn(move || {
-                let mut last = fingerprint(&root);
+                let mut last = fingerprint(&root, &exclude);
                 while !stop.load(Ordering::SeqCst) {
                     let started = Instant::now();
                     while started.elapsed() < interval {
@@ -604,7 +611,7 @@ impl Builder {
                         }
                         std::thread::sleep(Duration::from_millis(50).min(interval));
                     }
-                    let now = fingerprint(&root);
+                    let now = fingerprint(&root, &exclude);
                     if now != last {
                         last = now;
                         if signals.send(Signal::Changed).is_err() {
@@ -687,11 +694,10 @@ impl Builder {
     /// switches the live knowledge base. A failed build is logged; the old index keeps
     /// answering.
     fn rebuild_if_changed(&mut self) {
-        let now = fingerprint(&self.root);
-        let built = match index::read_manifest(&self.index_dir) {
-            Ok(Some(manifest)) => Some(manifest.stat_fingerprint),
-            _ => None,
-        };
+        let manifest = index::read_manifest(&self.index_dir).ok().flatten();
+        let exclude = index::exclusions(&self.build_options, manifest.as_ref());
+        let now = fingerprint(&self.root, &exclude);
+        let built = manifest.map(|m| m.stat_fingerprint);
         if built.as_deref() != Some(now.as_str()) {
             let _one_at_a_time = BUILD_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
             if self.stop.load(Ordering::SeqCst) {

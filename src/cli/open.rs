@@ -198,6 +198,7 @@ pub(super) fn build_index(
         streamed_bytes: None,
         semantic,
         model_dir: source.model_dir.clone(),
+        exclude: exclusions(source),
     };
     let mut progress = progress_printer(source.quiet);
     let started = std::time::Instant::now();
@@ -286,7 +287,20 @@ pub(super) fn build_options(source: &Source) -> BuildOptions {
         // Installed models embed (an index built `--no-semantic` stays without).
         semantic: index::Semantic::Auto,
         model_dir: source.model_dir.clone(),
+        exclude: exclusions(source),
     }
+}
+
+/// The `--exclude` patterns given (`None`: none given, keep the index's; `''` clears them).
+fn exclusions(source: &Source) -> Option<Vec<String>> {
+    (!source.exclude.is_empty()).then(|| {
+        source
+            .exclude
+            .iter()
+            .filter(|pattern| !pattern.is_empty())
+            .cloned()
+            .collect()
+    })
 }
 
 pub(super) fn open(source: &Source) -> Result<KnowledgeBase> {

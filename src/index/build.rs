@@ -295,7 +295,8 @@ pub(crate) fn build(
     // Files read from here on are not trusted next time if modified within the racy window
     // before this instant.
     let made_ns = bundle::walk::now_ns();
-    let walked = bundle::walk::walk(bundle_root);
+    let exclude = super::exclusions(options, read_manifest(index_dir).ok().flatten().as_ref());
+    let walked = bundle::walk::walk_excluding(bundle_root, &exclude);
     std::fs::create_dir_all(index_dir).map_err(|e| IndexError::io(index_dir, e))?;
     // One build of an index folder at a time, from reading the live generation to publishing:
     // the revision is numbered under the lock (`WRITE_LOCK`).
@@ -689,6 +690,7 @@ pub(crate) fn build(
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         derivation_version: super::DERIVATION_VERSION,
         semantic_off: semantic::semantic_off(options, previous.as_ref().map(|p| &p.manifest)),
+        exclude,
         knowledge_base_id: naming.kb_id,
         knowledge_base_name: name,
         bundle_kind: kind,

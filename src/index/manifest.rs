@@ -53,6 +53,9 @@ pub struct Manifest {
     /// the model is installed ([`super::Semantic::Auto`]) leave this index without vectors.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub semantic_off: bool,
+    /// The `--exclude` patterns the build applied ([`super::exclusions`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
     /// Every other file of the generation as the build left it (see the module docs).
     pub files: Vec<FileRecord>,
 }
@@ -356,6 +359,7 @@ mod tests {
             counts: Counts::default(),
             semantic: None,
             semantic_off: false,
+            exclude: Vec::new(),
             cross_language: None,
             files: vec![FileRecord {
                 path: "catalog.bin".into(),

@@ -140,6 +140,21 @@ pub struct BuildOptions {
     /// Where the embedding model is (`--model-dir`); `None`: `KBTOOLS_MODEL_DIR`, else the
     /// user's data folder.
     pub model_dir: Option<std::path::PathBuf>,
+    /// Files to leave out (`--exclude`, gitignore patterns), besides the folder's `.kbignore`
+    /// (and a plain folder's `.gitignore`); `None`: those the index was built with
+    /// ([`exclusions`]).
+    pub exclude: Option<Vec<String>>,
+}
+
+/// The `--exclude` patterns a build applies: `options.exclude` when given, else those the
+/// index was built with (its manifest keeps them, so that a later command that builds without
+/// naming them neither drops them nor takes the index for stale).
+pub fn exclusions(options: &BuildOptions, manifest: Option<&Manifest>) -> Vec<String> {
+    match (&options.exclude, manifest) {
+        (Some(given), _) => given.clone(),
+        (None, Some(manifest)) => manifest.exclude.clone(),
+        (None, None) => Vec::new(),
+    }
 }
 
 /// Whether the generation of `manifest` has the vectors `options` want (an unchanged bundle
@@ -154,6 +169,10 @@ pub fn semantic_fits(options: &BuildOptions, manifest: &Manifest) -> bool {
 /// keeps it, and a query command opens it as it is.
 pub fn up_to_date(options: &BuildOptions, manifest: &Manifest, stat_fingerprint: &str) -> bool {
     manifest.stat_fingerprint == stat_fingerprint
+        && options
+            .exclude
+            .as_ref()
+            .is_none_or(|e| *e == manifest.exclude)
         && manifest.derivation_version == DERIVATION_VERSION
         && semantic_fits(options, manifest)
         && options

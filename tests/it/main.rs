@@ -21,6 +21,7 @@ mod crosslingual;
 mod edge_fixtures;
 #[cfg(feature = "server")]
 mod eval_ci;
+mod exclusions;
 mod fuzz_corpus;
 mod garbage_inputs;
 mod golden;
