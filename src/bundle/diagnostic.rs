@@ -148,6 +148,28 @@ impl Code {
             .copied()
             .find(|code| code.as_str().eq_ignore_ascii_case(text.trim()))
     }
+
+    /// Whether a check of a knowledge base of `kind` can report this code: a plain folder has
+    /// no records, routers, graph files or navigation; a bundle's links and keys are checked
+    /// against its records instead.
+    pub fn applies_to(self, kind: super::BundleKind) -> bool {
+        match kind {
+            super::BundleKind::PlainFolder => matches!(
+                self,
+                Code::Unreadable
+                    | Code::InvalidUtf8
+                    | Code::TooLarge
+                    | Code::ChangedWhileRead
+                    | Code::NotServed
+                    | Code::UnresolvedLink
+                    | Code::InvalidFrontmatter
+                    | Code::SharedKey
+                    | Code::IndexCollision
+                    | Code::Other
+            ),
+            super::BundleKind::Focowiki => !matches!(self, Code::UnresolvedLink | Code::SharedKey),
+        }
+    }
 }
 
 /// A problem of one file, before the file's path is attached (what reading a file finds).

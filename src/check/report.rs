@@ -179,10 +179,23 @@ fn json_value(report: &Report, cx: &Context<'_>) -> Value {
 /// One test case per code (a stable list, so that a CI dashboard follows each rule from run to
 /// run): failing with its findings at or above the threshold, passing otherwise (findings below
 /// it in the case's output).
+/// The codes a report lists (a JUnit case, a SARIF rule each): those that apply to what was
+/// checked, and any other it found.
+fn listed_codes(report: &Report) -> Vec<Code> {
+    Code::ALL
+        .iter()
+        .copied()
+        .filter(|code| {
+            code.applies_to(report.kind) || report.findings.iter().any(|d| d.code == *code)
+        })
+        .collect()
+}
+
 fn junit(report: &Report, cx: &Context<'_>) -> String {
     let mut cases = String::new();
     let mut failures = 0;
-    for &code in Code::ALL {
+    let codes = listed_codes(report);
+    for &code in &codes {
         let found: Vec<&Diagnostic> = report.findings.iter().filter(|d| d.code == code).collect();
         let lines: String = found
             .iter()
@@ -217,7 +230,7 @@ fn junit(report: &Report, cx: &Context<'_>) -> String {
         }
         cases.push_str("    </testcase>\n");
     }
-    let tests = Code::ALL.len();
+    let tests = codes.len();
     let name = xml_escape(&format!("kbtools check {}", cx.root.to_string_lossy()));
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
@@ -298,7 +311,8 @@ fn uri_reference(path: &str) -> String {
 /// SARIF 2.1.0: one run of the tool `kbtools`, a rule per code, a result per finding (SARIF's
 /// levels are our severities' names).
 fn sarif(report: &Report, cx: &Context<'_>) -> Value {
-    let rules: Vec<Value> = Code::ALL
+    let codes = listed_codes(report);
+    let rules: Vec<Value> = codes
         .iter()
         .map(|code| {
             json!({
@@ -327,7 +341,7 @@ fn sarif(report: &Report, cx: &Context<'_>) -> Value {
             }
             json!({
                 "ruleId": d.code.as_str(),
-                "ruleIndex": Code::ALL.iter().position(|c| *c == d.code).unwrap_or(0),
+                "ruleIndex": codes.iter().position(|c| *c == d.code).unwrap_or(0),
                 "level": d.severity().as_str(),
                 "message": {"text": d.message},
                 "locations": [location],

@@ -402,6 +402,22 @@ fn a_plain_folder_is_checked_by_its_generator_conventions() {
     let report = kbtools::check::check(dir.path(), &[]).unwrap();
     // The broken link's line counts the frontmatter, as an editor does.
     assert_eq!(report.findings[0].line, Some(7), "{:?}", report.findings);
+    // The JUnit report lists the codes a folder can get, not the bundle's records and graph.
+    let cx = Context {
+        root: dir.path(),
+        threshold: Severity::Error,
+    };
+    let junit = report::write(&report, Format::Junit, &cx);
+    assert!(junit.contains("KB032 "), "{junit}");
+    assert!(
+        !junit.contains("KB001 ") && !junit.contains("KB020 "),
+        "{junit}"
+    );
+    let listed = Code::ALL
+        .iter()
+        .filter(|c| c.applies_to(kbtools::bundle::BundleKind::PlainFolder))
+        .count();
+    assert_eq!(junit.matches("<testcase ").count(), listed, "{junit}");
     let codes: Vec<(Code, &str)> = report
         .findings
         .iter()
