@@ -76,13 +76,22 @@ impl<T: ToolCommand> clap::Args for ToolFlags<T> {
 pub fn with_options(mut command: Command, params: &ParamsDef, positional: &[&str]) -> Command {
     for &field in params.fields.iter().filter(|f| !positional.contains(f)) {
         let property = params.property(field);
-        command = command.arg(
-            Arg::new(field)
-                .long(kebab_case(field))
-                .value_name(value_name(property))
-                .help(help(property))
-                .action(ArgAction::Set),
-        );
+        let mut arg = Arg::new(field)
+            .long(kebab_case(field))
+            .value_name(value_name(property))
+            .help(help(property))
+            .action(ArgAction::Set);
+        // A value outside the field's list is a usage error (exit 2) that lists the allowed ones,
+        // as for every other option.
+        if let Some(values) = property["enum"].as_array() {
+            let values: Vec<String> = values
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
+            arg = arg.value_parser(clap::builder::PossibleValuesParser::new(values));
+        }
+        command = command.arg(arg);
     }
     command
 }

@@ -522,7 +522,7 @@ pub(crate) fn build(
                 made_ns,
                 &tmp,
                 |written| {
-                    progress(&read_summary(files_read, written));
+                    progress(&read_summary(kind, files_read, written));
                     update_search(written, &search_dir, progress)
                 },
             )?;
@@ -575,7 +575,7 @@ pub(crate) fn build(
     };
     drop(cache);
     if searched.is_none() {
-        progress(&read_summary(files_read, &written));
+        progress(&read_summary(kind, files_read, &written));
     }
 
     // The search index: the previous one brought up to date when the ingest cache was used,
@@ -747,8 +747,19 @@ pub(crate) fn build(
     })
 }
 
-/// The progress line once every file is read and the catalog made.
-fn read_summary(files_read: u64, written: &Written) -> String {
+/// The progress line once every file is read and the catalog made. A plain folder's count is
+/// its pages, as its user counts them (the relation records kbtools renders for each are no
+/// files of theirs).
+fn read_summary(kind: BundleKind, files_read: u64, written: &Written) -> String {
+    if kind == BundleKind::PlainFolder {
+        return format!(
+            "read {} of {} pages ({} relations, {} diagnostics)",
+            files_read,
+            written.counts.source_pages,
+            written.counts.relations,
+            written.diagnostics.len()
+        );
+    }
     format!(
         "read {} of {} files ({} source pages, {} relations, {} diagnostics)",
         files_read,

@@ -739,9 +739,21 @@ fn mistakes_get_a_hint_that_says_what_to_do() {
         all.extend(["--bundle", FIXTURE, "--index", s(&idx), "--format", "json"]);
         kbtools(&all)
     };
-    let cases: [(&[&str], i32, &[&str]); 7] = [
+    let cases: [(&[&str], i32, &[&str]); 8] = [
         (
             &["search", "agents", "--mode", "fiel"],
+            2,
+            &[
+                "invalid value 'fiel' for '--mode",
+                "[possible values: file, graph, hybrid]",
+            ],
+        ),
+        (
+            &[
+                "call",
+                "search_files",
+                r#"{"query": "agents", "mode": "fiel"}"#,
+            ],
             1,
             &[
                 "hint: mode was \"fiel\"",
