@@ -240,6 +240,7 @@ pub(super) fn serve_http(
             if kbs.len() == 1 {
                 eprintln!("kbtools: MCP over Streamable HTTP at http://{local}/mcp");
             }
+            eprintln!("kbtools: search page at http://{local}/ (for people, in a browser)");
             eprintln!("kbtools: listening on http://{local} (Ctrl-C stops)");
         }
         // Said even with --quiet.

@@ -139,8 +139,12 @@ async function main() {
     const marks = await page.locator("ol.results .excerpt mark").allTextContents();
     return marks.some((m) => /agent|read|related|files/i.test(m)) ? null : `marks ${JSON.stringify(marks.slice(0, 5))}`;
   });
-  await check("each result says which lanes found it", async () =>
-    (await page.locator("ol.results li").first().locator(".lane").count()) > 0 ? null : "no lanes");
+  await check("each result says in a reader's words what found it", async () => {
+    const labels = await page.locator("ol.results li").first().locator(".lane").allTextContents();
+    if (!labels.length) return "no labels";
+    const words = ["path", "title", "text", "links", "metadata"];
+    return labels.every((l) => words.includes(l)) ? null : `labels ${JSON.stringify(labels)}`;
+  });
   await page.screenshot({ path: join(SHOTS, "search-en.png"), fullPage: true });
 
   // Paging by cursor, forward and back.
@@ -205,6 +209,17 @@ async function main() {
   });
   await page.screenshot({ path: join(SHOTS, "search-zh.png"), fullPage: true });
 
+  // A link to `/?q=…` searches the only knowledge base.
+  await page.goto(base + "/?q=" + encodeURIComponent("How do agents read related files?"));
+  await page.locator("ol.results li.result a.title").first().waitFor({ timeout: 30_000 });
+  await check("/?q= opens the only knowledge base's search with the query", async () => {
+    const url = new URL(page.url());
+    const first = (await page.locator("ol.results li.result a.title").first().textContent()).trim();
+    if (!/^\/kb\/knowledge-base-/.test(url.pathname)) return `at ${page.url()}`;
+    if (url.searchParams.get("q") !== "How do agents read related files?") return `query ${url.search}`;
+    return first === "Tools Design" ? null : `first result ${first}`;
+  });
+
   // The tree.
   await page.locator("nav#nav a").nth(1).click();
   await page.locator("ul.tree li").first().waitFor();
@@ -238,7 +253,8 @@ async function main() {
   writeFileSync(join(hostile, "evil.md"),
     "# Evil\n\n<script>window.__pwned = 1</script>\n\n<img src=x onerror=\"window.__pwned = 2\">\n\n" +
     "[click](javascript:window.__pwned=3)\n");
-  writeFileSync(join(hostile, "other.md"), "# Other\n\nNothing here.\n");
+  writeFileSync(join(hostile, "other.md"),
+    "# Other\n\n<div class=\"options-api\">\n\nOptions API <span class=\"tip\">text</span> here.\n\n</div>\n");
   // Served beside the fixture: `/` lists both knowledge bases.
   const hostileBase = await serveMany([FIXTURE, hostile]);
   await page.goto(`${hostileBase}/`);
@@ -258,7 +274,15 @@ async function main() {
     const pwned = await page.evaluate(() => window.__pwned);
     const text = await page.locator("article.page").textContent();
     if (pwned !== undefined) return `window.__pwned = ${pwned}`;
-    return text.includes("<script>") ? null : "the script text is not shown";
+    if (text.includes("<script>") || text.includes("<img")) return "a tag is shown as text";
+    return text.includes("window.__pwned = 1") ? null : "the script's text is not shown";
+  });
+  await page.goto(`${hostileBase}${kb}/read?path=pages%2Fother.md`);
+  await page.locator("article.page h1").waitFor();
+  await check("raw HTML blocks show their text without tags", async () => {
+    const text = await page.locator("article.page").textContent();
+    if (text.includes("<div") || text.includes("<span") || text.includes("</div>")) return `text ${text}`;
+    return text.includes("Options API text here.") ? null : `text ${text}`;
   });
 
   // A server with a token asks for it, refuses a wrong one, keeps the right one for the tab.

@@ -18,6 +18,8 @@ const TEXT = {
     results: (n, more) => `${n} result${n === 1 ? "" : "s"}${more ? ", more on the next page" : ""}`,
     none: "Nothing found. Try other words, or browse the tree.",
     next: "Next page", previous: "Previous page", lanes: "found by",
+    found: { path: "path", title: "title", content: "text", graph_node: "links",
+      file_relationship: "links", metadata: "metadata" },
     related: "Related files", graphView: "Relations", noRelated: "No related files.",
     frontmatter: "Frontmatter", signals: "OKF signals", depth: "Depth",
     tokenTitle: "This server needs a token", tokenLabel: "Token", tokenSave: "Continue",
@@ -32,7 +34,9 @@ const TEXT = {
     status: "OKF 状态", trust: "可信级别", freshness: "时效",
     results: (n, more) => `${n} 条结果${more ? "，下一页还有" : ""}`,
     none: "没有找到。换个说法，或浏览目录。",
-    next: "下一页", previous: "上一页", lanes: "命中通道",
+    next: "下一页", previous: "上一页", lanes: "命中于",
+    found: { path: "路径", title: "标题", content: "正文", graph_node: "链接",
+      file_relationship: "链接", metadata: "元数据" },
     related: "相关文件", graphView: "关系", noRelated: "没有相关文件。",
     frontmatter: "元数据", signals: "OKF 信号", depth: "深度",
     tokenTitle: "此服务器需要令牌", tokenLabel: "令牌", tokenSave: "继续",
@@ -140,7 +144,11 @@ async function route() {
   try {
     if (!match) {
       const all = await knowledgeBases();
-      if (all.length === 1) return navigate(kbHref(all[0].knowledgeBaseId), true);
+      // The only knowledge base: its search, with the query of `/?q=…` kept.
+      if (all.length === 1) {
+        const q = params.get("q");
+        return navigate(kbHref(all[0].knowledgeBaseId, "", q ? { q } : null), true);
+      }
       return showBases(all);
     }
     const kb = decodeURIComponent(match[1]);
@@ -278,7 +286,13 @@ function resultItem(kb, item, terms, i) {
     el("div", { class: "path" }, item.path),
     item.sourceExcerpt ? el("p", { class: "excerpt" }, highlight(item.sourceExcerpt, terms)) : null,
     el("div", { class: "lanes" }, el("span", { class: "muted" }, t.lanes + ": "),
-      (item.matchedFields || []).map((lane) => el("span", { class: "lane" }, lane))));
+      foundBy(item.matchedFields).map((label) => el("span", { class: "lane" }, label))));
+}
+
+// The evidence of a result in a reader's words ("title, text, links"), each once.
+function foundBy(fields) {
+  const labels = (fields || []).map((field) => t.found[field] || field);
+  return labels.filter((label, i) => labels.indexOf(label) === i);
 }
 
 // Previous pages are the cursors before this one, kept in the address as `back`.
@@ -552,6 +566,14 @@ function slug(text, used) {
   return id;
 }
 
+// Raw HTML (VitePress' `<div class="options-api">`, `<br>`, comments) shows as its text
+// content: a line that is only tags or a comment is left out, a tag inside a line is removed
+// (code spans keep theirs). Nothing of it is ever parsed as HTML.
+const HTML_TAG = /<\/?[A-Za-z][\w-]*(\s[^<>]*)?\/?>|<!--[\s\S]*?-->/g;
+const isHtmlOnly = (line) => line.trim() !== "" && line.replace(HTML_TAG, "").trim() === "" && /^\s*</.test(line);
+const withoutTags = (text) =>
+  text.split(/(`+[^`]*`+)/).map((part, i) => (i % 2 ? part : part.replace(HTML_TAG, ""))).join("");
+
 function renderMarkdown(root, text, link) {
   const lines = text.replace(/\r\n?/g, "\n").split("\n");
   const used = new Set();
@@ -560,7 +582,7 @@ function renderMarkdown(root, text, link) {
   const startsBlock = (l) => /^(#{1,6}\s|```|~~~|>|\s*([-*+]|\d+[.)])\s|\s*(\*\s*){3,}$|\s*(-\s*){3,}$|\|)/.test(l);
   while (i < lines.length) {
     const line = lines[i];
-    if (isBlank(line)) { i++; continue; }
+    if (isBlank(line) || isHtmlOnly(line)) { i++; continue; }
     let m;
     if ((m = line.match(/^(```|~~~)\s*([\w+-]*)/))) {
       const fence = m[1];
@@ -616,7 +638,8 @@ function renderMarkdown(root, text, link) {
     } else {
       const paragraph = [];
       while (i < lines.length && !isBlank(lines[i]) && !(paragraph.length && startsBlock(lines[i]))) paragraph.push(lines[i++]);
-      root.append(el("p", {}, inline(paragraph.join("\n"), link)));
+      const prose = withoutTags(paragraph.join("\n"));
+      if (prose.trim()) root.append(el("p", {}, inline(prose, link)));
     }
   }
 }
