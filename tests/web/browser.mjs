@@ -121,6 +121,12 @@ async function main() {
 
   await check("/ opens the only knowledge base's search page", async () =>
     /^\/kb\/knowledge-base-[0-9a-f-]+$/.test(new URL(page.url()).pathname) ? null : `at ${page.url()}`);
+  await check("the search page says how many pages the knowledge base has", async () => {
+    const count = page.locator("#results .count");
+    await count.filter({ hasText: /\d+ pages?/ }).first().waitFor({ timeout: 10_000 }).catch(() => {});
+    const text = (await count.first().textContent().catch(() => "")) || "";
+    return /^\d+ pages?$/.test(text) ? null : `count ${JSON.stringify(text)}`;
+  });
   await check("security headers: CSP without inline script, nosniff, no referrer", async () => {
     const h = first.headers();
     const csp = h["content-security-policy"] || "";
@@ -262,6 +268,11 @@ async function main() {
   await check("with two knowledge bases, / lists both", async () => {
     const names = await page.locator("ul.bases li a").allTextContents();
     return names.length === 2 ? null : `listed ${JSON.stringify(names)}`;
+  });
+  await check("/ gives each knowledge base's page count", async () => {
+    await page.locator("ul.bases li .count", { hasText: "2 pages" }).first().waitFor({ timeout: 10_000 }).catch(() => {});
+    const counts = await page.locator("ul.bases li .count").allTextContents();
+    return counts.includes("2 pages") && counts.every((c) => /^\d+ pages?$/.test(c)) ? null : `counts ${JSON.stringify(counts)}`;
   });
   await page.locator("ul.bases li a", { hasText: "hostile" }).click();
   await page.locator("#q").waitFor();

@@ -27,6 +27,7 @@ const TEXT = {
     tokenWrong: "That token was refused.", loading: "Loading…", error: "Error",
     open: "Open", folder: "Folder", up: "Up", root: "root", files: "files",
     raw: "JSON", notFound: "Not found.", pageOf: "Page",
+    pages: (n) => `${n} page${n === 1 ? "" : "s"}`,
   },
   zh: {
     search: "搜索", browse: "浏览", bases: "知识库", placeholder: "输入问题或关键词…",
@@ -44,6 +45,7 @@ const TEXT = {
     tokenWrong: "令牌被拒绝。", loading: "加载中…", error: "错误",
     open: "打开", folder: "文件夹", up: "上一级", root: "根目录", files: "个文件",
     raw: "JSON", notFound: "未找到。", pageOf: "第",
+    pages: (n) => `${n} 个页面`,
   },
 };
 const LANG = (navigator.languages || [navigator.language || "en"]).some((l) => /^zh/i.test(l))
@@ -215,8 +217,22 @@ function showBases(all) {
     el("h1", {}, t.bases),
     el("ul", { class: "bases" }, all.map((b) => el("li", {},
       el("a", { href: kbHref(b.knowledgeBaseId), "data-nav": true }, b.name || b.knowledgeBaseId),
+      " ", pageCount(b.knowledgeBaseId),
       " ", el("span", { class: "muted" }, b.knowledgeBaseId)))),
   ]);
+}
+
+// "36 pages": the files under `pages/` (the tree's count), filled in when the answer comes.
+const counts = new Map();
+function pageCount(kb) {
+  const span = el("span", { class: "muted count" });
+  if (!counts.has(kb)) {
+    counts.set(kb, api(`/knowledge-bases/${encodeURIComponent(kb)}/tree`, { limit: 100 })
+      .then((answer) => (answer.items || []).find((i) => i.path === "pages")?.descendantFileCount ?? null)
+      .catch(() => null));
+  }
+  counts.get(kb).then((n) => { if (n !== null) span.textContent = t.pages(n); });
+  return span;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -258,7 +274,11 @@ async function showSearch(kb, params) {
       select(name, label, ["any", ...values], params.get(name) || "any", [t.any, ...values]))));
   const results = el("div", { id: "results", "aria-live": "polite" });
   append(clear(main()), [form, results]);
-  if (!query) { input.focus(); return; }
+  if (!query) {
+    append(results, [el("p", {}, pageCount(kb))]);
+    input.focus();
+    return;
+  }
   append(results, [el("p", { class: "muted" }, t.loading)]);
   const request = { query, mode, limit: 10, cursor: params.get("cursor") || undefined };
   for (const [name] of FILTERS) request[name] = params.get(name) || undefined;
