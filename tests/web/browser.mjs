@@ -121,6 +121,10 @@ async function main() {
 
   await check("/ opens the only knowledge base's search page", async () =>
     /^\/kb\/knowledge-base-[0-9a-f-]+$/.test(new URL(page.url()).pathname) ? null : `at ${page.url()}`);
+  await check("the OKF filters are hidden until a filter is set or a result has OKF data", async () => {
+    const shown = await page.locator("label.okf:visible").count();
+    return shown === 0 ? null : `${shown} OKF filters shown before a search`;
+  });
   await check("the search page says how many pages the knowledge base has", async () => {
     const count = page.locator("#results .count");
     await count.filter({ hasText: /\d+ pages?/ }).first().waitFor({ timeout: 10_000 }).catch(() => {});
@@ -225,6 +229,12 @@ async function main() {
     if (url.searchParams.get("q") !== "How do agents read related files?") return `query ${url.search}`;
     return first === "Tools Design" ? null : `first result ${first}`;
   });
+  await page.goto(base + "/?q=agents&okfStatus=draft");
+  await page.locator("#results p").first().waitFor({ timeout: 30_000 });
+  await check("a set OKF filter keeps the OKF filters shown", async () => {
+    const shown = await page.locator("label.okf:visible").count();
+    return shown === 3 ? null : `${shown} OKF filters shown`;
+  });
 
   // The tree.
   await page.locator("nav#nav a").nth(1).click();
@@ -233,6 +243,14 @@ async function main() {
   await page.locator("ul.tree li.dir a", { hasText: "en" }).waitFor();
   await check("the tree lists folders and opens them", async () =>
     new URL(page.url()).searchParams.get("parent") === "pages" ? null : page.url());
+  await page.locator("ul.tree li.dir a", { hasText: "en" }).first().click();
+  await page.locator("ul.tree li.file").first().waitFor();
+  await check("the tree shows a page's title, its file name beside it", async () => {
+    await page.locator("ul.tree li.file .name", { hasText: "Project Introduction" }).first()
+      .waitFor({ timeout: 10_000 }).catch(() => {});
+    const names = await page.locator("ul.tree li.file .name").allTextContents();
+    return names.includes("Project Introduction") ? null : `names ${JSON.stringify(names)}`;
+  });
   await page.screenshot({ path: join(SHOTS, "tree.png"), fullPage: true });
 
   await check("the page's HTML, JS and CSS together are at most 200 KB", async () => {

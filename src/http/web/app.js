@@ -146,10 +146,10 @@ async function route() {
   try {
     if (!match) {
       const all = await knowledgeBases();
-      // The only knowledge base: its search, with the query of `/?q=…` kept.
+      // The only knowledge base: its search, with the query and filters of `/?q=…` kept.
       if (all.length === 1) {
-        const q = params.get("q");
-        return navigate(kbHref(all[0].knowledgeBaseId, "", q ? { q } : null), true);
+        const kept = Object.fromEntries(params);
+        return navigate(kbHref(all[0].knowledgeBaseId, "", Object.keys(kept).length ? kept : null), true);
       }
       return showBases(all);
     }
@@ -270,8 +270,14 @@ async function showSearch(kb, params) {
   el("button", { type: "submit" }, t.search),
   el("div", { class: "filters" },
     select("mode", t.mode, MODES, mode, MODES.map((m) => t[m])),
-    FILTERS.map(([name, label, values]) =>
-      select(name, label, ["any", ...values], params.get(name) || "any", [t.any, ...values]))));
+    FILTERS.map(([name, label, values]) => {
+      const field = select(name, label, ["any", ...values], params.get(name) || "any", [t.any, ...values]);
+      // The OKF filters are for knowledge bases whose pages carry OKF metadata: shown when a
+      // filter is set or a result has some, hidden otherwise.
+      field.classList.add("okf");
+      field.hidden = !FILTERS.some(([n]) => params.get(n));
+      return field;
+    })));
   const results = el("div", { id: "results", "aria-live": "polite" });
   append(clear(main()), [form, results]);
   if (!query) {
@@ -291,12 +297,20 @@ async function showSearch(kb, params) {
     append(results, [el("p", { class: "message" }, t.none)]);
     return;
   }
+  if (items.some(hasOkf)) form.querySelectorAll("label.okf").forEach((f) => { f.hidden = false; });
   const terms = queryTerms(query);
   append(results, [
     el("p", { class: "muted summary" }, t.results(items.length, !!answer.nextCursor)),
     el("ol", { class: "results" }, items.map((item, i) => resultItem(kb, item, terms, i))),
     pager(kb, params, answer.nextCursor),
   ]);
+}
+
+// Whether a result carries OKF metadata (a type, a status or trust other than the defaults).
+function hasOkf(item) {
+  const s = item.okfSignals || {};
+  return !!item.okfType || (s.effectiveStatus && s.effectiveStatus !== "stable") ||
+    (s.trustTier && s.trustTier !== "unverified") || !!s.staleAfter || !!s.latestVerifiedAt;
 }
 
 function resultItem(kb, item, terms, i) {
@@ -564,12 +578,27 @@ async function showTree(kb, parent) {
     parent ? el("a", { href: kbHref(kb, "/tree", up ? { parent: up } : null), "data-nav": true, class: "up" }, "↑ " + t.up) : null,
     el("ul", { class: "tree" }, (answer.items || []).map((item) => {
       const folder = item.entryType === "directory";
-      return el("li", { class: folder ? "dir" : "file" },
+      const name = el("span", { class: "name" }, item.name);
+      const row = el("li", { class: folder ? "dir" : "file" },
         el("a", {
           href: folder ? kbHref(kb, "/tree", { parent: item.path }) : kbHref(kb, "/read", { path: item.path }),
           "data-nav": true,
-        }, (folder ? "📁 " : "📄 ") + item.name),
+        }, folder ? "📁 " : "📄 ", name),
         folder && item.descendantFileCount ? el("span", { class: "muted" }, ` ${item.descendantFileCount} ${t.files}`) : null);
+      // A page shows its title, its file name beside it (the tree entry has no title: asked
+      // for each page in view).
+      if (!folder && item.fileKind === "page" && item.fileId) {
+        api(`/knowledge-bases/${encodeURIComponent(kb)}/files/${encodeURIComponent(item.fileId)}`)
+          .then((answer) => {
+            const title = answer.file?.title;
+            if (title && title !== item.name) {
+              name.textContent = title;
+              row.append(el("span", { class: "muted" }, " " + item.name));
+            }
+          })
+          .catch(() => {});
+      }
+      return row;
     })),
   ]);
 }
