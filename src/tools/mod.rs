@@ -175,7 +175,8 @@ fn in_pages(kb: &KnowledgeBase, folder: bool, given: &str) -> Option<String> {
     let found = if folder {
         kb.catalog.directory(given).is_none() && kb.catalog.directory(&candidate).is_some()
     } else {
-        kb.catalog.by_id_or_path(given).is_none()
+        // `by_path` finds the exact path too.
+        kb.catalog.by_id(given).is_none()
             && kb.catalog.by_path(given).is_none()
             && kb.catalog.by_path(&candidate).is_some()
     };

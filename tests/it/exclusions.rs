@@ -76,6 +76,12 @@ fn kbignore_and_gitignore_keep_files_out_of_search_tree_and_relations() {
     }
 }
 
+/// The files a walk of `root` finds, relative to it.
+fn walked(root: &std::path::Path) -> Vec<String> {
+    let walk = kbtools::bundle::walk::walk(root);
+    walk.files.into_iter().map(|f| f.relative).collect()
+}
+
 #[test]
 fn a_bundle_ignores_gitignore_but_not_kbignore() {
     let dir = tempfile::tempdir().unwrap();
@@ -84,17 +90,11 @@ fn a_bundle_ignores_gitignore_but_not_kbignore() {
     write(root, "a.md", "# A\n\nalpha\n");
     write(root, "b.md", "# B\n\nalpha\n");
     write(root, ".gitignore", "b.md\n");
-    let walked = kbtools::bundle::walk::walk(root);
-    let files: Vec<&str> = walked.files.iter().map(|f| f.relative.as_str()).collect();
-    assert_eq!(files, ["a.md"]);
+    assert_eq!(walked(root), ["a.md"]);
     std::fs::create_dir(root.join("_index")).unwrap();
-    let walked = kbtools::bundle::walk::walk(root);
-    let files: Vec<&str> = walked.files.iter().map(|f| f.relative.as_str()).collect();
-    assert_eq!(files, ["a.md", "b.md"]);
+    assert_eq!(walked(root), ["a.md", "b.md"]);
     write(root, ".kbignore", "b.md\n");
-    let walked = kbtools::bundle::walk::walk(root);
-    let files: Vec<&str> = walked.files.iter().map(|f| f.relative.as_str()).collect();
-    assert_eq!(files, ["a.md"]);
+    assert_eq!(walked(root), ["a.md"]);
 }
 
 /// `--exclude` on the command line: the index keeps the patterns, so a later command that does
