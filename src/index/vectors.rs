@@ -235,8 +235,10 @@ impl Vectors {
     }
 
     /// The `depth` pages whose best window is closest to `query` (a unit vector), best first,
-    /// ties by position; windows below `min_score` do not count.
-    pub fn search(&self, query: &[f32], depth: usize, min_score: f32) -> Vec<VectorHit> {
+    /// ties by position; windows below `min_score` do not count. A window's score is its
+    /// cosine with `query`, `lead` of it taken from the cosine of its page's first window
+    /// (the title and what the page opens with, which say what the whole page is about).
+    pub fn search(&self, query: &[f32], depth: usize, min_score: f32, lead: f32) -> Vec<VectorHit> {
         if query.len() != self.dim || self.dim == 0 {
             return Vec::new();
         }
@@ -245,8 +247,13 @@ impl Vectors {
             .iter()
             .filter_map(|p| {
                 let mut best: Option<VectorHit> = None;
-                for w in p.first as usize..(p.first + p.count) as usize {
-                    let score = dot(self.window(w), query);
+                let windows = p.first as usize..(p.first + p.count) as usize;
+                // A page of one window is its own opening.
+                let opening =
+                    (lead > 0.0 && p.count > 1).then(|| dot(self.window(p.first as usize), query));
+                for w in windows {
+                    let cosine = dot(self.window(w), query);
+                    let score = opening.map_or(cosine, |o| (1.0 - lead) * cosine + lead * o);
                     if score >= min_score && best.is_none_or(|b| score > b.score) {
                         best = Some(VectorHit {
                             position: p.position,
@@ -617,13 +624,29 @@ mod tests {
     #[test]
     fn search_takes_each_pages_best_window() {
         let v = sample();
-        let hits = v.search(&[0.0, 1.0], 10, -1.0);
+        let hits = v.search(&[0.0, 1.0], 10, -1.0, 0.0);
         assert_eq!(hits.len(), 2);
         assert_eq!((hits[0].position, hits[0].section), (7, 0));
         assert_eq!((hits[1].position, hits[1].section), (3, 1));
         assert!((hits[1].score - 0.8).abs() < 1e-6);
         // The threshold leaves out windows below it.
-        assert_eq!(v.search(&[1.0, 0.0], 10, 0.7).len(), 1);
-        assert_eq!(v.search(&[0.0, 1.0], 1, -1.0)[0].position, 7);
+        assert_eq!(v.search(&[1.0, 0.0], 10, 0.7, 0.0).len(), 1);
+        assert_eq!(v.search(&[0.0, 1.0], 1, -1.0, 0.0)[0].position, 7);
+    }
+
+    #[test]
+    fn a_window_counts_part_of_its_pages_opening() {
+        let v = sample();
+        // Page 3 opens with [1, 0]: its second window (0.8 from [0, 1]) keeps three quarters
+        // of its cosine and adds a quarter of the opening's (0); page 7 is one window.
+        let hits = v.search(&[0.0, 1.0], 10, -1.0, 0.25);
+        assert_eq!((hits[0].position, hits[1].position), (7, 3));
+        assert!((hits[0].score - 1.0).abs() < 1e-6);
+        assert!((hits[1].score - 0.6).abs() < 1e-6, "{}", hits[1].score);
+        // Near the opening, the page's best window gains from it: 0.75 × 1 + 0.25 × 0.6.
+        let hits = v.search(&[0.6, 0.8], 10, -1.0, 0.25);
+        assert_eq!((hits[0].position, hits[0].section), (3, 1));
+        assert!((hits[0].score - 0.9).abs() < 1e-6, "{}", hits[0].score);
+        assert!((hits[1].score - 0.8).abs() < 1e-6);
     }
 }

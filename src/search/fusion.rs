@@ -37,6 +37,11 @@ pub struct Weights {
     pub cross_language: f64,
     /// Windows less similar to the query than this do not count for the semantic lane.
     pub min_cosine: f32,
+    /// The share of a semantic-lane window's score that is its page's opening window's cosine
+    /// ([`crate::index::vectors::Vectors::search`]): a window that matches the question on
+    /// words a page only mentions (a code example, a neighbouring rule's name) counts less
+    /// when the page as a whole is about something else. Not for the cross-language lane.
+    pub opening: f32,
     /// A vector lane's page counts at the rank its cosine's distance below the lane's best
     /// is worth, when that is lower than its place: one rank per `1 / cosine_ranks` of the
     /// distance from the best to the page at this place ([`vector_ranks`]).
@@ -97,6 +102,7 @@ pub const WEIGHTS: Weights = Weights {
     untranslated: 6.0,
     cross_language: 2.0,
     min_cosine: 0.0,
+    opening: 0.15,
     cosine_ranks: 5,
     seeds: 20,
     graph: 0.1,

@@ -62,9 +62,14 @@ fn passage_hits(passages: crate::index::search_index::Passages) -> Vec<Hit> {
 
 /// The semantic lane's hits: pages by their best passage window, each with that window's
 /// section (its excerpt comes from it).
-fn vector_hits(vectors: &crate::index::vectors::Vectors, query: &[f32]) -> Vec<Hit> {
+fn vector_hits(vectors: &crate::index::vectors::Vectors, query: &[f32], opening: f32) -> Vec<Hit> {
     vectors
-        .search(query, LANE_DEPTH, super::fusion::WEIGHTS.min_cosine)
+        .search(
+            query,
+            LANE_DEPTH,
+            super::fusion::WEIGHTS.min_cosine,
+            opening,
+        )
         .into_iter()
         .enumerate()
         .map(|(rank, h)| Hit {
@@ -164,11 +169,13 @@ pub fn run(
                 Lane::Literal => ranked(super::literal::pages(kb, searcher, text)?),
                 Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
                 Lane::ContentVector => match (query_vector, kb.vectors.as_ref()) {
-                    (Some(query), Some(vectors)) => vector_hits(vectors, query),
+                    (Some(query), Some(vectors)) => {
+                        vector_hits(vectors, query, super::fusion::WEIGHTS.opening)
+                    }
                     _ => Vec::new(),
                 },
                 Lane::CrossVector => match (cross_vector, kb.cross_vectors.as_ref()) {
-                    (Some(query), Some(vectors)) => vector_hits(vectors, query),
+                    (Some(query), Some(vectors)) => vector_hits(vectors, query, 0.0),
                     _ => Vec::new(),
                 },
                 // Not direct lanes (left out of `wanted`; the passage lane runs with the page
