@@ -434,8 +434,17 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
                 )
             })
             .collect();
-        graph_lane::add(kb, &mut scored, &walks);
-        relationship::add(kb, &searcher, &terms.terms, &mut scored, &walks).map_err(unavailable)?;
+        let score_found = query.mode == Mode::Graph;
+        graph_lane::add(kb, &mut scored, &walks, score_found);
+        relationship::add(
+            kb,
+            &searcher,
+            &terms.terms,
+            &mut scored,
+            &walks,
+            score_found,
+        )
+        .map_err(unavailable)?;
         // Translations are graph evidence: a zero depth or fanout turns them off too.
         if query.graph_depth > 0 && query.graph_fanout > 0 {
             translation::add(kb, &mut scored);

@@ -71,12 +71,14 @@ impl<'q, 'c> TermMatcher<'q, 'c> {
     }
 }
 
+/// Adds the lane's offers to `scored` (`score_found` as in [`super::graph_lane::add`]).
 pub fn add(
     kb: &KnowledgeBase,
     searcher: &tantivy::Searcher,
     terms: &[String],
     scored: &mut Scored,
     walks: &[(u32, Vec<Step>)],
+    score_found: bool,
 ) -> Result<(), IndexError> {
     if walks.iter().all(|(_, steps)| steps.is_empty()) {
         return Ok(());
@@ -128,7 +130,9 @@ pub fn add(
         }
         let entry = scored.entry(page).or_default();
         entry.lanes.insert(Lane::FileRelationship);
-        entry.relationship = entry.relationship.max(offer);
+        if score_found || entry.file == 0.0 {
+            entry.relationship = entry.relationship.max(offer);
+        }
     }
     Ok(())
 }
