@@ -921,5 +921,7 @@ pub fn has_cjk(text: &str) -> bool {
     !text.is_ascii() && text.chars().any(is_cjk)
 }
 
+pub mod glossary;
+
 #[cfg(test)]
 mod tests;

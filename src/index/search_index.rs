@@ -68,7 +68,30 @@ impl QueryTerms {
         let weights = analysis::query_term_weights(&terms);
         QueryTerms { terms, weights }
     }
+
+    /// These terms and the English words the glossary lends the question's Chinese words
+    /// ([`analysis::glossary`]), each Chinese word's at [`BORROWED_WEIGHT`] split among its
+    /// alternatives; a term the question has already keeps its own weight.
+    pub fn with_borrowed(mut self, query: &str) -> Self {
+        for alternatives in analysis::glossary::borrowed(query) {
+            let share = BORROWED_WEIGHT / alternatives.len() as f32;
+            for english in alternatives {
+                for term in analysis::query_terms(english) {
+                    if !self.terms.contains(&term) {
+                        // A question-framing word ("need") weighs as little borrowed as asked.
+                        let weight = analysis::query_term_weights(std::slice::from_ref(&term));
+                        self.weights.push(share * weight[0]);
+                        self.terms.push(term);
+                    }
+                }
+            }
+        }
+        self
+    }
 }
+
+/// What a Chinese word's English words weigh in a question, together.
+pub const BORROWED_WEIGHT: f32 = 1.0;
 
 /// A hit of one lane: the catalog position, the lane score and where the document is.
 #[derive(Debug, Clone, Copy)]

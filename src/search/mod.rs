@@ -403,7 +403,7 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
     #[cfg(not(feature = "semantic"))]
     let (query_vector, cross_vector): (Option<QueryVector>, Option<QueryVector>) = (None, None);
     let searcher = kb.search.searcher();
-    let terms = QueryTerms::of(query.text);
+    let terms = QueryTerms::of(query.text).with_borrowed(query.text);
     let direct = lexical::run(
         kb,
         &searcher,

@@ -45,6 +45,7 @@ mod plain_paths;
 mod proptest_tools;
 mod read_partial;
 mod relation_graph;
+mod search_borrowed;
 mod search_contract;
 mod search_graph;
 mod search_identifiers;
