@@ -106,6 +106,23 @@ pub fn call(kb: &KnowledgeBase, tool: &str, input: Value) -> Result<Value, ToolE
     kbtools::tools::call(kb, tool, &input)
 }
 
+/// The `path` of each item of a `search_files` output, in order.
+pub fn item_paths(out: &Value) -> Vec<String> {
+    out["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The paths `search_files` ranks for `query` in `mode`, at most `limit`.
+pub fn search_paths(kb: &KnowledgeBase, query: &str, mode: &str, limit: usize) -> Vec<String> {
+    let input = serde_json::json!({ "query": query, "mode": mode, "limit": limit });
+    let out = call(kb, "search_files", input).unwrap_or_else(|e| panic!("{query}: {e:?}"));
+    item_paths(&out)
+}
+
 /// The operationId whose schemas a tool's output must satisfy.
 pub fn operation_of(tool: &str, input: &Value) -> &'static str {
     match tool {

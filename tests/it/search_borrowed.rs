@@ -4,24 +4,7 @@
 //! add pages without reordering those the direct lanes found, so `hybrid` keeps `file` mode's
 //! order of them.
 
-use serde_json::{json, Value};
-
 use crate::common;
-
-fn paths(kb: &kbtools::kb::KnowledgeBase, query: &str, mode: &str) -> Vec<String> {
-    let out: Value = common::call(
-        kb,
-        "search_files",
-        json!({ "query": query, "mode": mode, "limit": 50 }),
-    )
-    .unwrap_or_else(|e| panic!("{query}: {e:?}"));
-    out["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["path"].as_str().unwrap().to_string())
-        .collect()
-}
 
 #[test]
 fn a_chinese_question_finds_the_english_page_it_asks_about() {
@@ -40,7 +23,7 @@ fn a_chinese_question_finds_the_english_page_it_asks_about() {
     ];
     for mode in ["file", "hybrid"] {
         for (query, page) in cases {
-            let found = paths(kb, query, mode);
+            let found = common::search_paths(kb, query, mode, 50);
             assert_eq!(
                 found.first().map(String::as_str),
                 Some(page),
@@ -61,9 +44,9 @@ fn graph_lanes_do_not_reorder_the_pages_the_question_found() {
         "which rules changed in the last release",
         "行尾的空格会被报告吗？",
     ] {
-        let file = paths(kb, query, "file");
+        let file = common::search_paths(kb, query, "file", 50);
         assert!(!file.is_empty(), "{query}");
-        let hybrid: Vec<String> = paths(kb, query, "hybrid")
+        let hybrid: Vec<String> = common::search_paths(kb, query, "hybrid", 50)
             .into_iter()
             .filter(|p| file.contains(p))
             .collect();

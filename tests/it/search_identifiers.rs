@@ -4,24 +4,9 @@
 //! (`fixtures/rule-reference`, issue 39). A word of prose, or a name many pages share, names no
 //! page. `explain` is that ranking lane by lane.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::common;
-
-fn paths(kb: &kbtools::kb::KnowledgeBase, query: &str, mode: &str) -> Vec<String> {
-    let out: Value = common::call(
-        kb,
-        "search_files",
-        json!({ "query": query, "mode": mode, "limit": 10 }),
-    )
-    .unwrap_or_else(|e| panic!("{query}: {e:?}"));
-    out["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["path"].as_str().unwrap().to_string())
-        .collect()
-}
 
 /// The pages the query names, as the identifier lane finds them.
 fn named(kb: &kbtools::kb::KnowledgeBase, query: &str) -> Vec<u32> {
@@ -53,7 +38,7 @@ fn a_query_naming_a_page_ranks_it_first() {
     ];
     for mode in ["file", "graph", "hybrid"] {
         for (query, page) in cases {
-            let found = paths(kb, query, mode);
+            let found = common::search_paths(kb, query, mode, 10);
             assert_eq!(
                 found.first().map(String::as_str),
                 Some(page),
@@ -68,7 +53,7 @@ fn prose_and_shared_names_name_no_page() {
     // Without an identifier the content decides: the changelog and the page of every rule
     // hold "front matter" too, and stay among the results.
     let opened = common::open_fixture("rule-reference");
-    let found = paths(&opened.kb, "front matter title", "file");
+    let found = common::search_paths(&opened.kb, "front matter title", "file", 10);
     assert!(found.len() >= 2, "{found:?}");
     assert!(named(&opened.kb, "front matter title").is_empty());
     assert!(named(&opened.kb, "options").is_empty());
@@ -108,7 +93,7 @@ fn explain_is_the_ranking_lane_by_lane() {
         for mode in ["file", "graph", "hybrid"] {
             let input = json!({ "query": query, "mode": mode, "limit": 10 });
             let explained = kbtools::tools::search_files::explain(kb, &input).unwrap();
-            let searched = paths(kb, query, mode);
+            let searched = common::search_paths(kb, query, mode, 10);
             let got: Vec<&str> = explained.iter().map(|e| e.path.as_str()).collect();
             assert_eq!(&got[..searched.len()], &searched[..], "{query} {mode}");
             for e in &explained {

@@ -4,23 +4,14 @@
 use crate::common;
 
 use common::{checked_call, open_fixture};
-use serde_json::{json, Value};
-
-fn paths(out: &Value) -> Vec<String> {
-    out["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["path"].as_str().unwrap().to_string())
-        .collect()
-}
+use serde_json::json;
 
 #[test]
 fn a_chinese_phrase_must_appear_as_written() {
     let opened = open_fixture("plain-notes");
     let kb = &opened.kb;
     // Both pages mention 续费; only one holds the exact run 续费通知.
-    let loose = paths(
+    let loose = common::item_paths(
         &checked_call(
             kb,
             "search_files",
@@ -29,7 +20,7 @@ fn a_chinese_phrase_must_appear_as_written() {
         .unwrap(),
     );
     assert!(loose.len() >= 2, "{loose:?}");
-    let exact = paths(
+    let exact = common::item_paths(
         &checked_call(
             kb,
             "search_files",
@@ -51,7 +42,7 @@ fn a_chinese_phrase_must_appear_as_written() {
 fn an_english_phrase_must_appear_in_order() {
     let opened = open_fixture("plain-notes");
     let kb = &opened.kb;
-    let exact = paths(
+    let exact = common::item_paths(
         &checked_call(
             kb,
             "search_files",
@@ -63,7 +54,7 @@ fn an_english_phrase_must_appear_in_order() {
         exact.contains(&"pages/getting-started.md".to_string()),
         "{exact:?}"
     );
-    let reversed = paths(
+    let reversed = common::item_paths(
         &checked_call(
             kb,
             "search_files",
