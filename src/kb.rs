@@ -59,16 +59,65 @@ pub struct KnowledgeBase {
     pub options: ServeOptions,
     /// Why this index is known to be older than the bundle (its refresh failed), when it is.
     pub stale: Option<String>,
-    /// The semantic lane's vectors, when the generation has them.
-    pub vectors: Option<crate::index::vectors::Vectors>,
+    /// The semantic lane's vectors, when the generation has them ([`Self::vectors`]).
+    vectors: LazyVectors,
     /// The cross-language lane's vectors, when the generation has them.
-    pub cross_vectors: Option<crate::index::vectors::Vectors>,
+    cross_vectors: LazyVectors,
+}
+
+/// A generation's vectors file, read at its first use: a call whose semantic lanes do not run
+/// (`file` mode, no model installed) never reads it (SciFact's two files, 24 MB, were half of a
+/// cold `file`-mode call). A server reads it at open ([`Verify::Full`]), where a damaged file
+/// is refused with the rest of the generation; read later, a file that does not decode leaves
+/// its lane unavailable.
+pub struct LazyVectors {
+    path: Option<PathBuf>,
+    read: std::sync::OnceLock<Option<crate::index::vectors::Vectors>>,
+}
+
+impl LazyVectors {
+    /// The vectors at `path` (`None`: the generation has none), read now when `now`.
+    fn open(path: Option<PathBuf>, now: bool) -> Result<Self, IndexError> {
+        let read = std::sync::OnceLock::new();
+        if let (Some(path), true) = (&path, now) {
+            let _ = read.set(Some(crate::index::vectors::Vectors::read(path)?));
+        }
+        Ok(LazyVectors { path, read })
+    }
+
+    fn get(&self) -> Option<&crate::index::vectors::Vectors> {
+        let path = self.path.as_ref()?;
+        self.read
+            .get_or_init(|| crate::index::vectors::Vectors::read(path).ok())
+            .as_ref()
+    }
+
+    /// Whether the file has been read.
+    pub fn is_read(&self) -> bool {
+        self.read.get().is_some()
+    }
 }
 
 impl KnowledgeBase {
     /// The relation graph of the source pages, read from the catalog (nothing is built).
     pub fn graph(&self) -> crate::graph::CatalogGraph<'_> {
         crate::graph::CatalogGraph::new(&self.catalog)
+    }
+
+    /// The semantic lane's vectors, when the generation has them (read at the first call).
+    pub fn vectors(&self) -> Option<&crate::index::vectors::Vectors> {
+        self.vectors.get()
+    }
+
+    /// The cross-language lane's vectors, when the generation has them (read at the first
+    /// call).
+    pub fn cross_vectors(&self) -> Option<&crate::index::vectors::Vectors> {
+        self.cross_vectors.get()
+    }
+
+    /// Whether either vectors file has been read.
+    pub fn vectors_read(&self) -> bool {
+        self.vectors.is_read() || self.cross_vectors.is_read()
     }
 
     /// Opens the live generation of `index_dir`, checking its files at `options.verify`
@@ -109,15 +158,15 @@ impl KnowledgeBase {
             Some(root) => root.canonicalize().map_err(|e| IndexError::io(root, e))?,
             None => PathBuf::from(&manifest.bundle_root),
         };
-        let read_vectors = |recorded: bool, file: &str| match recorded {
-            true => crate::index::vectors::Vectors::read(&generation.join(file)).map(Some),
-            false => Ok(None),
+        let now = options.verify == Verify::Full;
+        let vectors_of = |recorded: bool, file: &str| {
+            LazyVectors::open(recorded.then(|| generation.join(file)), now)
         };
-        let vectors = read_vectors(
+        let vectors = vectors_of(
             manifest.semantic.is_some(),
             crate::index::vectors::VECTORS_FILE,
         )?;
-        let cross_vectors = read_vectors(
+        let cross_vectors = vectors_of(
             manifest.cross_language.is_some(),
             crate::index::vectors::CROSS_VECTORS_FILE,
         )?;

@@ -177,9 +177,8 @@ fn page_in_other_script(kb: &KnowledgeBase, question_is_cjk: bool, position: u32
         return other_script(question_is_cjk, path);
     }
     let script = kb
-        .cross_vectors
-        .as_ref()
-        .or(kb.vectors.as_ref())
+        .cross_vectors()
+        .or(kb.vectors())
         .map_or(Script::Unknown, |v| v.script(position));
     match script {
         Script::Cjk => !question_is_cjk,

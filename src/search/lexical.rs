@@ -168,13 +168,13 @@ pub fn run(
                 Lane::Title => ranked(super::title::covered_pages(kb, searcher, terms)?),
                 Lane::Literal => ranked(super::literal::pages(kb, searcher, text)?),
                 Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
-                Lane::ContentVector => match (query_vector, kb.vectors.as_ref()) {
+                Lane::ContentVector => match (query_vector, kb.vectors()) {
                     (Some(query), Some(vectors)) => {
                         vector_hits(vectors, query, super::fusion::WEIGHTS.opening)
                     }
                     _ => Vec::new(),
                 },
-                Lane::CrossVector => match (cross_vector, kb.cross_vectors.as_ref()) {
+                Lane::CrossVector => match (cross_vector, kb.cross_vectors()) {
                     (Some(query), Some(vectors)) => vector_hits(vectors, query, 0.0),
                     _ => Vec::new(),
                 },

@@ -14,7 +14,8 @@ use crate::kb::KnowledgeBase;
 /// Whether the lane can run on `kb`, and how [`super::SemanticState`] reports it.
 pub fn state(kb: &KnowledgeBase) -> (super::SemanticState, Option<Arc<Model>>) {
     use super::SemanticState::*;
-    let (Some(recorded), Some(_)) = (kb.manifest.semantic.as_ref(), kb.vectors.as_ref()) else {
+    // The vectors are read last: only when the model that made them is installed.
+    let Some(recorded) = kb.manifest.semantic.as_ref() else {
         return (Unavailable, None);
     };
     if !kb.options.semantic {
@@ -22,7 +23,7 @@ pub fn state(kb: &KnowledgeBase) -> (super::SemanticState, Option<Arc<Model>>) {
     }
     let dir = crate::embed::install::model_dir(kb.options.model_dir.as_deref());
     match crate::embed::shared(&dir) {
-        Ok((model, installed)) if installed.sha256 == recorded.sha256 => {
+        Ok((model, installed)) if installed.sha256 == recorded.sha256 && kb.vectors().is_some() => {
             let state = if recorded.pages_without > 0 {
                 Degraded
             } else {
@@ -38,7 +39,6 @@ pub fn state(kb: &KnowledgeBase) -> (super::SemanticState, Option<Arc<Model>>) {
 /// the installed model (the lane runs beside the semantic lane, in `hybrid`).
 pub fn cross_model(kb: &KnowledgeBase) -> Option<Arc<CrossModel>> {
     let recorded = kb.manifest.cross_language.as_ref()?;
-    kb.cross_vectors.as_ref()?;
     if !kb.options.semantic {
         return None;
     }
@@ -46,6 +46,7 @@ pub fn cross_model(kb: &KnowledgeBase) -> Option<Arc<CrossModel>> {
     crate::embed::crosslingual::install::shared(&dir)
         .ok()
         .filter(|(_, installed)| installed.sha256 == recorded.sha256)
+        .filter(|_| kb.cross_vectors().is_some())
         .map(|(model, _)| model)
 }
 

@@ -419,6 +419,44 @@ fn hybrid_runs_the_lane_and_reports_it_ready() {
 }
 
 #[test]
+fn vectors_are_read_only_when_a_vector_lane_runs() {
+    let Some((_, bundle, index_dir)) = semantic_fixture() else {
+        return;
+    };
+    let model = model_dir().unwrap();
+    let open = |options: ServeOptions| KnowledgeBase::open(index_dir, Some(bundle), options);
+    // The oracle: the knowledge base as a server opens it, its vectors read at open.
+    let eager = open(ServeOptions {
+        verify: index::Verify::Full,
+        ..serve(&model)
+    })
+    .unwrap();
+    assert!(eager.vectors_read());
+    let lazy = open(serve(&model)).unwrap();
+    let query = "how do I get notified in my own service when a document finishes processing";
+    let file = search(&lazy, query, "file");
+    assert!(!lazy.vectors_read(), "a file-mode search read the vectors");
+    assert_eq!(file, search(&eager, query, "file"));
+    // Hybrid with the lanes turned off, or no model installed, reads nothing either.
+    let off = open(ServeOptions {
+        semantic: false,
+        ..serve(&model)
+    })
+    .unwrap();
+    search(&off, query, "hybrid");
+    assert!(!off.vectors_read());
+    let empty = tempfile::tempdir().unwrap();
+    let missing = open(serve(empty.path())).unwrap();
+    search(&missing, query, "hybrid");
+    assert!(!missing.vectors_read());
+    // The lane reads them at its first run, and ranks as the oracle does.
+    let hybrid = search(&lazy, query, "hybrid");
+    assert!(lazy.vectors_read());
+    assert_eq!(hybrid["semanticStatus"]["state"], json!("ready"));
+    assert_eq!(hybrid, search(&eager, query, "hybrid"));
+}
+
+#[test]
 fn the_mcp_door_reports_the_lane_as_the_library_does() {
     let Some((_, bundle, index_dir)) = semantic_fixture() else {
         return;
@@ -526,7 +564,7 @@ fn a_refresh_embeds_only_the_changed_page_and_keeps_the_vectors() {
     let report = build(&bundle2, &index2, Semantic::Off, &model);
     assert!(report.manifest.semantic.is_none());
     let kb = KnowledgeBase::open(&index2, Some(&bundle2), serve(&model)).unwrap();
-    assert!(kb.vectors.is_none());
+    assert!(kb.vectors().is_none());
     assert_eq!(
         search(&kb, "quotas", "hybrid")["semanticStatus"]["state"],
         json!("unavailable")
