@@ -17,6 +17,7 @@ import argparse, json, os, re, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
+sys.dont_write_bytecode = True  # importing compare.py leaves no __pycache__ in the tree
 
 ap = argparse.ArgumentParser()
 ap.add_argument("bundle")
