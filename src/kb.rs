@@ -70,7 +70,7 @@ pub struct KnowledgeBase {
 /// cold `file`-mode call). A server reads it at open ([`Verify::Full`]), where a damaged file
 /// is refused with the rest of the generation; read later, a file that does not decode leaves
 /// its lane unavailable.
-pub struct LazyVectors {
+struct LazyVectors {
     path: Option<PathBuf>,
     read: std::sync::OnceLock<Option<crate::index::vectors::Vectors>>,
 }
@@ -93,7 +93,7 @@ impl LazyVectors {
     }
 
     /// Whether the file has been read.
-    pub fn is_read(&self) -> bool {
+    fn is_read(&self) -> bool {
         self.read.get().is_some()
     }
 }
