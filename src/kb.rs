@@ -198,22 +198,31 @@ impl KnowledgeBase {
             Err(IndexError::Corrupt { .. }) => None,
             other => other?,
         };
-        let fresh = match &manifest {
-            Some(m) => {
-                let exclude = crate::index::exclusions(build_options, Some(m));
-                let walked = bundle::walk::walk_excluding(bundle_root, &exclude);
-                index::up_to_date(build_options, m, &bundle::walk::stat_fingerprint(&walked))
-            }
-            None => false,
+        // The index opens while the bundle is walked: a call that finds it fresh (nearly every
+        // call) waits for the longer of the two, not their sum. What opened is dropped unused
+        // when the bundle changed.
+        let (fresh, opened) = match &manifest {
+            Some(m) => std::thread::scope(|scope| {
+                let check = scope.spawn(|| {
+                    let exclude = crate::index::exclusions(build_options, Some(m));
+                    let walked = bundle::walk::walk_excluding(bundle_root, &exclude);
+                    index::up_to_date(build_options, m, &bundle::walk::stat_fingerprint(&walked))
+                });
+                let opened = Self::open(index_dir, Some(bundle_root), options.clone());
+                let fresh = check
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (fresh, Some(opened))
+            }),
+            None => (false, None),
         };
-        if fresh {
-            match Self::open(index_dir, Some(bundle_root), options.clone()) {
-                Ok(kb) => return Ok((kb, None)),
-                Err(e @ IndexError::Corrupt { .. }) => {
-                    progress(&format!("{}; rebuilding it", damage_line(&e)))
-                }
-                Err(e) => return Err(e),
+        match opened {
+            Some(Ok(kb)) if fresh => return Ok((kb, None)),
+            Some(Err(e @ IndexError::Corrupt { .. })) if fresh => {
+                progress(&format!("{}; rebuilding it", damage_line(&e)))
             }
+            Some(Err(e)) if fresh => return Err(e),
+            _ => {}
         }
         let report = match index::build_verified(
             bundle_root,

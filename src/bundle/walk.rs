@@ -8,7 +8,6 @@ use std::time::UNIX_EPOCH;
 
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
-use walkdir::{DirEntry, WalkDir};
 
 use super::{Code, Diagnostic};
 
@@ -83,8 +82,9 @@ fn is_hidden(name: &std::ffi::OsStr) -> bool {
     name.to_str().is_some_and(|n| n.starts_with('.'))
 }
 
-/// Subdirectories of directories this shallow are walked in parallel.
-const PARALLEL_DEPTH: usize = 3;
+/// A directory with this many entries has its files looked at in parallel, in runs of this
+/// many (a stat is a system call; SciFact's pages are one directory of 5,183 files).
+const PARALLEL_FILES: usize = 128;
 
 /// What one entry of the walk gives.
 enum Item {
@@ -95,10 +95,10 @@ enum Item {
 /// Walks `root`. Hidden entries (`.git`, `.obsidian`, …) are skipped silently; links to
 /// directories are not followed; links to files are read only when they resolve inside the root.
 ///
-/// The walk is `walkdir`'s: links not followed, each directory's entries by file name, a
-/// directory's subtree right after it. The directories of the first [`PARALLEL_DEPTH`] levels
-/// are listed alone and their subdirectories walked in parallel, each by its own walker; the
-/// runs are joined in the order one walker over the whole tree gives (a test compares the two).
+/// The order is that of one `walkdir` walker over the whole tree (links not followed, each
+/// directory's entries by file name, a directory's subtree right after its entry; a test
+/// compares the two), but each directory is listed once, its files looked at relative to the
+/// open directory, and subdirectories and the files of a large directory in parallel.
 pub fn walk(root: &Path) -> Walk {
     walk_excluding(root, &[])
 }
@@ -122,7 +122,7 @@ pub fn walk_excluding(root: &Path, exclude: &[String]) -> Walk {
     };
     let root: Arc<Path> = Arc::from(canonical_root.as_path());
     let ignored = ignore_rules(&canonical_root, exclude, &mut out.diagnostics);
-    let runs = walk_dir(&root, &canonical_root, 0);
+    let runs = walk_dir(&root, &canonical_root, Some(""), 0);
     out.files.reserve(runs.iter().map(Vec::len).sum());
     for item in runs.into_iter().flatten() {
         match item {
@@ -199,108 +199,159 @@ fn ignore_rules(
     }
 }
 
-/// The entries below `dir` (not itself), at most `levels` levels down, in walk order; hidden
-/// entries and their subtrees left out.
-fn walker(dir: &Path, levels: usize) -> impl Iterator<Item = walkdir::Result<DirEntry>> {
-    WalkDir::new(dir)
-        .follow_links(false)
-        .min_depth(1)
-        .max_depth(levels)
-        // By file name: siblings' paths differ only in it, so their bytes compare as the names
-        // do, without finding each name in its path at every comparison (`sort_by_file_name`
-        // does; a tenth of the walk of SciFact's 5,235-file folder).
-        .sort_by(|a, b| a.path().as_os_str().cmp(b.path().as_os_str()))
-        .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()))
+/// What the walk knows of one entry of a directory once the directory is closed.
+enum Looked {
+    /// A file or a diagnostic (or nothing: an entry the walk leaves out silently).
+    Done(Option<Item>),
+    /// A directory to walk: its path, its relative path (`None`: not UTF-8) and the diagnostic
+    /// that goes before its subtree (a name that is not UTF-8).
+    Directory(PathBuf, Option<String>, Option<Item>),
 }
 
 /// The items of the subtree of `dir`, a directory `depth` levels below `root` (not `dir`
-/// itself), in walk order, as runs one after the other: the subtrees walked in parallel are
-/// concatenated once, by [`walk`], not at every level.
-fn walk_dir(root: &Arc<Path>, dir: &Path, depth: usize) -> Vec<Vec<Item>> {
-    if depth >= PARALLEL_DEPTH {
-        let mut stats = Stats::default();
-        let run = walker(dir, MAX_DEPTH - depth)
-            .filter_map(|entry| visit(root, entry, depth, &mut stats))
-            .collect();
-        return vec![run];
-    }
-    // This directory's entries alone; each subdirectory's subtree goes right after its entry.
-    let mut items: Vec<Option<Item>> = Vec::new();
-    let mut subdirectories: Vec<(usize, PathBuf)> = Vec::new();
-    let mut stats = Stats::default();
-    for entry in walker(dir, 1) {
-        if let Ok(entry) = &entry {
-            if entry.file_type().is_dir() && depth + 1 < MAX_DEPTH {
-                subdirectories.push((items.len(), entry.path().to_path_buf()));
+/// itself) whose path relative to the root is `relative` (`None` when not UTF-8), in walk
+/// order, as runs one after the other: the subtrees walked in parallel are concatenated once,
+/// by [`walk`], not at every level.
+///
+/// The directory is listed and its files looked at first, then closed, then its
+/// subdirectories walked: a walk holds one open directory per thread, however deep the tree.
+fn walk_dir(root: &Arc<Path>, dir: &Path, relative: Option<&str>, depth: usize) -> Vec<Vec<Item>> {
+    let cannot_read = |error: std::io::Error| {
+        let message = format!(
+            "cannot read: IO error for operation on {}: {error}",
+            dir.display()
+        );
+        Item::Diagnostic(Diagnostic::new(
+            Code::Unreadable,
+            display_relative(root, dir),
+            None,
+            message,
+        ))
+    };
+    let listing = match std::fs::read_dir(dir) {
+        Ok(listing) => listing,
+        Err(error) => return vec![vec![cannot_read(error)]],
+    };
+    let mut entries = Vec::new();
+    let mut failed = None;
+    for entry in listing {
+        match entry {
+            Ok(entry) if !is_hidden(&entry.file_name()) => entries.push((entry.file_name(), entry)),
+            Ok(_) => {}
+            // As walkdir reports it: no path, before the directory's entries.
+            Err(error) => {
+                failed = Some(Item::Diagnostic(Diagnostic::new(
+                    Code::Unreadable,
+                    String::new(),
+                    None,
+                    format!("cannot read: {error}"),
+                )));
+                break;
             }
         }
-        items.push(visit(root, entry, depth, &mut stats));
     }
-    let subtrees: Vec<Vec<Vec<Item>>> = subdirectories
-        .par_iter()
-        .map(|(_, subdirectory)| walk_dir(root, subdirectory, depth + 1))
-        .collect();
-    let mut runs = Vec::new();
-    let mut run = Vec::new();
-    let mut subtrees = subdirectories
+    entries.sort_unstable_by(|(a, _), (b, _)| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+    let look = |(name, entry): &(std::ffi::OsString, std::fs::DirEntry)| {
+        look(root, entry, name, relative, depth + 1)
+    };
+    let looked: Vec<Looked> = if entries.len() >= 2 * PARALLEL_FILES {
+        entries
+            .par_iter()
+            .with_min_len(PARALLEL_FILES)
+            .map(look)
+            .collect()
+    } else {
+        entries.iter().map(look).collect()
+    };
+    drop(entries); // closes the directory
+    let subdirectories: Vec<(&Path, Option<&str>)> = looked
         .iter()
-        .map(|(at, _)| *at)
-        .zip(subtrees)
-        .peekable();
-    for (i, item) in items.into_iter().enumerate() {
-        run.extend(item);
-        if let Some((_, subtree)) = subtrees.next_if(|(at, _)| *at == i) {
-            runs.push(std::mem::take(&mut run));
-            runs.extend(subtree);
+        .filter_map(|looked| match looked {
+            Looked::Directory(path, relative, _) => Some((path.as_path(), relative.as_deref())),
+            Looked::Done(_) => None,
+        })
+        .collect();
+    let walk_one =
+        |(path, relative): &(&Path, Option<&str>)| walk_dir(root, path, *relative, depth + 1);
+    let subtrees: Vec<Vec<Vec<Item>>> = if subdirectories.len() > 1 {
+        subdirectories.par_iter().map(walk_one).collect()
+    } else {
+        subdirectories.iter().map(walk_one).collect()
+    };
+    let mut subtrees = subtrees.into_iter();
+    let mut runs = Vec::new();
+    let mut run = Vec::with_capacity(looked.len() + 1);
+    run.extend(failed);
+    for looked in looked {
+        match looked {
+            Looked::Done(item) => run.extend(item),
+            Looked::Directory(_, _, before) => {
+                run.extend(before);
+                runs.push(std::mem::take(&mut run));
+                runs.extend(subtrees.next().into_iter().flatten());
+            }
         }
     }
     runs.push(run);
     runs
 }
 
-/// What the walk makes of one entry of a walker started `depth` levels below `root`: a file,
-/// a diagnostic, or nothing (a directory).
-fn visit(
+/// What the walk makes of `entry`, named `name`, of the directory whose relative path is
+/// `parent` (`None`: not UTF-8), `depth` levels below `root`.
+fn look(
     root: &Arc<Path>,
-    entry: walkdir::Result<DirEntry>,
+    entry: &std::fs::DirEntry,
+    name: &std::ffi::OsStr,
+    parent: Option<&str>,
     depth: usize,
-    stats: &mut Stats,
-) -> Option<Item> {
+) -> Looked {
     let diagnostic = |code: Code, path: String, message: String| {
-        Some(Item::Diagnostic(Diagnostic::new(code, path, None, message)))
+        Looked::Done(Some(Item::Diagnostic(Diagnostic::new(
+            code, path, None, message,
+        ))))
     };
-    let entry = match entry {
-        Ok(entry) => entry,
+    let relative = match (parent, name.to_str()) {
+        (Some(""), Some(name)) => Some(name.to_owned()),
+        (Some(parent), Some(name)) => Some(format!("{parent}/{name}")),
+        _ => None,
+    };
+    let file_type = match entry.file_type() {
+        Ok(file_type) => file_type,
         Err(e) => {
-            let at = e
-                .path()
-                .map(|p| display_relative(root, p))
-                .unwrap_or_default();
-            return diagnostic(Code::Unreadable, at, format!("cannot read: {e}"));
+            let path = entry.path();
+            let message = format!(
+                "cannot read: IO error for operation on {}: {e}",
+                path.display()
+            );
+            return diagnostic(Code::Unreadable, display_relative(root, &path), message);
         }
     };
-    let path = entry.path();
-    let relative_os = path.strip_prefix(root).unwrap_or(path);
-    let Some(relative) = relative_os.to_str().map(|s| s.replace('\\', "/")) else {
-        return diagnostic(
+    let Some(relative) = relative else {
+        let path = entry.path();
+        let not_utf8 = Item::Diagnostic(Diagnostic::new(
             Code::NotServed,
-            relative_os.to_string_lossy().into_owned(),
+            path.strip_prefix(root)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .into_owned(),
+            None,
             "the file name is not valid UTF-8; skipped".into(),
-        );
+        ));
+        if file_type.is_dir() && depth < MAX_DEPTH {
+            return Looked::Directory(path, None, Some(not_utf8));
+        }
+        return Looked::Done(Some(not_utf8));
     };
-    let file_type = entry.file_type();
-    if depth + entry.depth() == MAX_DEPTH && file_type.is_dir() {
-        return diagnostic(
-            Code::NotServed,
-            relative,
-            format!("directories nest deeper than {MAX_DEPTH} levels; the rest is skipped"),
-        );
-    }
     if file_type.is_dir() {
-        return None;
+        if depth == MAX_DEPTH {
+            let message =
+                format!("directories nest deeper than {MAX_DEPTH} levels; the rest is skipped");
+            return diagnostic(Code::NotServed, relative, message);
+        }
+        return Looked::Directory(entry.path(), Some(relative), None);
     }
     let metadata = if file_type.is_symlink() {
+        let path = entry.path();
         let target = match path.canonicalize() {
             Ok(target) if target.starts_with(root) && target.is_file() => target,
             Ok(target) if target.starts_with(root) => {
@@ -325,7 +376,7 @@ fn visit(
                 );
             }
         };
-        std::fs::metadata(&target).map(|m| (m.len(), mtime_ns(&m), Some(target)))
+        std::fs::metadata(&target).map(|m| (m, Some(target)))
     } else if !file_type.is_file() {
         return diagnostic(
             Code::NotServed,
@@ -333,63 +384,20 @@ fn visit(
             "not a regular file; skipped".into(),
         );
     } else {
-        stats
-            .of(&entry)
-            .map(|(size, mtime_ns)| (size, mtime_ns, None))
+        // Relative to the open directory (`fstatat`/`statx` on Linux), not by the whole path.
+        entry.metadata().map(|m| (m, None))
     };
-    let (size, mtime_ns, target) = match metadata {
+    let (metadata, target) = match metadata {
         Ok(m) => m,
         Err(e) => return diagnostic(Code::Unreadable, relative, format!("cannot stat: {e}")),
     };
-    Some(Item::File(WalkedFile::new(
+    Looked::Done(Some(Item::File(WalkedFile::new(
         root.clone(),
         target,
         relative,
-        size,
-        mtime_ns,
-    )))
-}
-
-/// The size and modification time of the regular files of one directory after another, each
-/// read relative to its open directory (`fstatat`) rather than by its whole path (walkdir's
-/// `metadata`), which took a fifth more time over 211,074 files (docs/benchmarks.md, "The
-/// walk").
-#[derive(Default)]
-struct Stats {
-    /// The directory open last (`None`: it could not be opened; its files go by path).
-    #[cfg(unix)]
-    open: Option<(PathBuf, Option<rustix::fd::OwnedFd>)>,
-}
-
-impl Stats {
-    /// The size and modification time (ns since the epoch, 0 when before it or unknown) of the
-    /// regular file `entry`, as `std::fs::symlink_metadata` gives them.
-    fn of(&mut self, entry: &DirEntry) -> std::io::Result<(u64, i128)> {
-        #[cfg(unix)]
-        if let Some(parent) = entry.path().parent() {
-            use rustix::fs::{AtFlags, Mode, OFlags};
-            if self
-                .open
-                .as_ref()
-                .is_none_or(|(open, _)| open.as_os_str() != parent.as_os_str())
-            {
-                let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-                let fd = rustix::fs::open(parent, flags, Mode::empty()).ok();
-                self.open = Some((parent.to_path_buf(), fd));
-            }
-            if let Some((_, Some(fd))) = &self.open {
-                let stat = rustix::fs::statat(fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)?;
-                let mtime_ns = if stat.st_mtime >= 0 {
-                    i128::from(stat.st_mtime) * 1_000_000_000 + stat.st_mtime_nsec as i128
-                } else {
-                    0
-                };
-                return Ok((stat.st_size as u64, mtime_ns));
-            }
-        }
-        let metadata = entry.metadata()?;
-        Ok((metadata.len(), mtime_ns(&metadata)))
-    }
+        metadata.len(),
+        mtime_ns(&metadata),
+    ))))
 }
 
 fn display_relative(root: &Path, path: &Path) -> String {
@@ -466,6 +474,7 @@ pub fn now_ns() -> i128 {
 mod tests {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
+    use walkdir::WalkDir;
 
     /// The walk as one `walkdir` walker over the whole tree makes it, which [`walk`], split
     /// among threads, reproduces.
@@ -672,10 +681,18 @@ mod tests {
         for i in 0..300 {
             write(&format!("pages/d{}/e{}/f{i}.md", i % 7, i % 3), "x");
         }
+        // A directory large enough that its files are looked at in parallel, among them a
+        // hidden one, a link and a subdirectory.
+        for i in 0..3 * PARALLEL_FILES {
+            write(&format!("flat/p{i}.md"), &"x".repeat(i));
+        }
+        write("flat/.hidden.md", "x");
+        write("flat/p5/inside.md", "x");
+        std::os::unix::fs::symlink(root.join("flat/p7.md"), root.join("flat/p70.link.md")).unwrap();
 
         let walked = walk(&root);
         same(&walked, &reference_walk(&root));
-        assert!(walked.files.len() > 300);
+        assert!(walked.files.len() > 300 + 3 * PARALLEL_FILES);
         assert!(walked.diagnostics.len() >= 6, "{:?}", walked.diagnostics);
         same(&walk(&root.join("a")), &reference_walk(&root.join("a")));
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
