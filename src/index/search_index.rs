@@ -207,6 +207,36 @@ struct Part {
     /// The deleted documents of the opened segments, read on first use: every document
     /// frequency and count subtracts them, and finding them scans each segment with deletes.
     deleted: std::sync::OnceLock<Deleted>,
+    /// What queries look up again and again in the opened segments, which never change.
+    memo: Memo,
+}
+
+/// Statistics of the opened segments kept for the queries after: the title lane looks up the
+/// IDF of every term of its 50 candidates' titles (a fifth of a warm SciFact query, with the
+/// titles' analysis), and the next questions meet most of those pages and terms again.
+#[derive(Default)]
+struct Memo {
+    /// The opened segments' ids, read once.
+    segments: std::sync::OnceLock<Vec<tantivy::index::SegmentId>>,
+    /// Body-field term → IDF ([`SearchIndex::idfs`]); emptied when it reaches
+    /// [`IDF_MEMO_ENTRIES`].
+    idfs: std::sync::Mutex<rustc_hash::FxHashMap<String, f32>>,
+    /// Catalog position → its title's terms and their IDFs ([`SearchIndex::title_terms`]); at
+    /// most one entry per page.
+    titles: std::sync::Mutex<rustc_hash::FxHashMap<u32, TitleTerms>>,
+}
+
+/// The IDFs a memo keeps at most (about 5 MB of words).
+const IDF_MEMO_ENTRIES: usize = 100_000;
+
+/// A page's title terms, each with its IDF in the body field.
+pub type TitleTerms = std::sync::Arc<[(String, f32)]>;
+
+/// `mutex` locked; a memo a panicking thread left is still whole (each insert is one call).
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The ids of `searcher`'s segments, in order: what tells whether per-segment data read for
@@ -306,8 +336,22 @@ impl Part {
             average_lengths: std::sync::Mutex::new(HashMap::new()),
             section_stats: std::sync::OnceLock::new(),
             deleted: std::sync::OnceLock::new(),
+            memo: Memo::default(),
         };
         Ok((part, index.schema()))
+    }
+
+    /// Whether `searcher` reads the opened segments (what [`Memo`] holds is theirs).
+    fn reads_opened(&self, searcher: &Searcher) -> bool {
+        let opened = self
+            .memo
+            .segments
+            .get_or_init(|| segment_ids(&self.reader.searcher()));
+        opened.len() == searcher.segment_readers().len()
+            && opened
+                .iter()
+                .zip(searcher.segment_readers())
+                .all(|(id, reader)| *id == reader.segment_id())
     }
 
     /// The catalog positions of the documents of `searcher`'s segments: those read at open
@@ -827,6 +871,86 @@ impl SearchIndex {
 
     /// [`Self::idf`] of each of `terms`, the index's deleted documents read once for all.
     pub fn idfs(&self, searcher: &Searcher, terms: &[&str]) -> Result<Vec<f32>, IndexError> {
+        if !self.pages.reads_opened(searcher) {
+            return self.idfs_read(searcher, terms);
+        }
+        let mut idfs = vec![0.0; terms.len()];
+        let mut missing = Vec::new();
+        {
+            let memo = lock(&self.pages.memo.idfs);
+            for (i, term) in terms.iter().enumerate() {
+                match memo.get(*term) {
+                    Some(&idf) => idfs[i] = idf,
+                    None => missing.push(i),
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(idfs);
+        }
+        let looked_up: Vec<&str> = missing.iter().map(|&i| terms[i]).collect();
+        let read = self.idfs_read(searcher, &looked_up)?;
+        let mut memo = lock(&self.pages.memo.idfs);
+        if memo.len() + read.len() > IDF_MEMO_ENTRIES {
+            memo.clear();
+        }
+        for (&i, idf) in missing.iter().zip(read) {
+            idfs[i] = idf;
+            memo.insert(terms[i].to_string(), idf);
+        }
+        Ok(idfs)
+    }
+
+    /// Each of `pages`' title terms (`terms_of`: the analysed title of a page) with its IDF
+    /// ([`Self::idfs`]), remembered per page for the opened segments.
+    pub fn title_terms(
+        &self,
+        searcher: &Searcher,
+        pages: &[u32],
+        terms_of: impl Fn(u32) -> Vec<String>,
+    ) -> Result<Vec<TitleTerms>, IndexError> {
+        let opened = self.pages.reads_opened(searcher);
+        let mut known: Vec<Option<TitleTerms>> = if opened {
+            let memo = lock(&self.pages.memo.titles);
+            pages.iter().map(|page| memo.get(page).cloned()).collect()
+        } else {
+            vec![None; pages.len()]
+        };
+        let missing: Vec<(usize, Vec<String>)> = known
+            .iter()
+            .enumerate()
+            .filter(|(_, terms)| terms.is_none())
+            .map(|(i, _)| (i, terms_of(pages[i])))
+            .collect();
+        if !missing.is_empty() {
+            let mut distinct: Vec<&str> = missing
+                .iter()
+                .flat_map(|(_, terms)| terms.iter().map(String::as_str))
+                .collect();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let idfs = self.idfs(searcher, &distinct)?;
+            let idf = |term: &str| distinct.binary_search(&term).map_or(0.0, |at| idfs[at]);
+            let made: Vec<(usize, TitleTerms)> = missing
+                .iter()
+                .map(|(i, terms)| {
+                    let weighted: TitleTerms = terms.iter().map(|t| (t.clone(), idf(t))).collect();
+                    (*i, weighted)
+                })
+                .collect();
+            let mut memo = opened.then(|| lock(&self.pages.memo.titles));
+            for (i, weighted) in made {
+                if let Some(memo) = memo.as_mut() {
+                    memo.insert(pages[i], weighted.clone());
+                }
+                known[i] = Some(weighted);
+            }
+        }
+        Ok(known.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// [`Self::idfs`] read from the segments.
+    fn idfs_read(&self, searcher: &Searcher, terms: &[&str]) -> Result<Vec<f32>, IndexError> {
         let total = searcher.num_docs().max(1) as f32;
         let deleted = self.pages.deleted(searcher);
         terms

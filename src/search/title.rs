@@ -18,7 +18,6 @@
 //! 0.003; on SciFact, whose titles are long sentences, it costs 0.0015, and at coverage 1/2
 //! instead of 2/3 it cost 0.006 there (a claim shares half the words of many titles).
 
-use rustc_hash::FxHashMap;
 use tantivy::Searcher;
 
 use crate::error::IndexError;
@@ -43,50 +42,29 @@ pub fn covered_pages(
         return Ok(Vec::new());
     }
     let candidates = kb.search.metadata(searcher, terms, CANDIDATES)?;
-    // Each candidate's title terms, then the IDF of every distinct one, read at once.
-    let titles: Vec<(u32, Vec<String>)> = candidates
-        .iter()
-        .map(|hit| {
-            let file = kb.catalog.file(hit.position);
-            // An identifier label is the identifier lane's to match; the title lane weighs the
-            // words beside it (`Line length` of `MD013 - Line length`).
-            let title = match file.title.as_deref() {
-                Some(title) if !title.trim().is_empty() => {
-                    crate::index::catalog::title_words(title)
-                }
-                _ => file_stem(&file.path),
-            };
-            (hit.position, crate::analysis::query_terms(title))
-        })
-        .collect();
-    let mut distinct: Vec<&str> = titles
-        .iter()
-        .flat_map(|(_, t)| t.iter().map(String::as_str))
-        .collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let idf: FxHashMap<&str, f64> = distinct
-        .iter()
-        .copied()
-        .zip(
-            kb.search
-                .idfs(searcher, &distinct)?
-                .into_iter()
-                .map(f64::from),
-        )
-        .collect();
+    let pages: Vec<u32> = candidates.iter().map(|hit| hit.position).collect();
+    let titles = kb.search.title_terms(searcher, &pages, |position| {
+        let file = kb.catalog.file(position);
+        // An identifier label is the identifier lane's to match; the title lane weighs the
+        // words beside it (`Line length` of `MD013 - Line length`).
+        let title = match file.title.as_deref() {
+            Some(title) if !title.trim().is_empty() => crate::index::catalog::title_words(title),
+            _ => file_stem(&file.path),
+        };
+        crate::analysis::query_terms(title)
+    })?;
     let mut covered: Vec<(u32, f64)> = Vec::new();
-    for (position, title_terms) in &titles {
+    for (&position, title_terms) in pages.iter().zip(&titles) {
         let (mut total, mut matched) = (0.0, 0.0);
-        for term in title_terms {
-            let weight = idf.get(term.as_str()).copied().unwrap_or(0.0);
+        for (term, idf) in title_terms.iter() {
+            let weight = f64::from(*idf);
             total += weight;
             if terms.terms.contains(term) {
                 matched += weight;
             }
         }
         if total > 0.0 && matched / total >= MIN_COVERAGE {
-            covered.push((*position, matched * matched / total));
+            covered.push((position, matched * matched / total));
         }
     }
     // Equal scores by catalog position (path order), as every lane orders them.

@@ -50,6 +50,7 @@ mod search_contract;
 mod search_graph;
 mod search_identifiers;
 mod search_literals;
+mod search_memo;
 mod search_nearest;
 mod search_phrases;
 #[cfg(all(feature = "semantic", feature = "server"))]
