@@ -139,3 +139,29 @@ fn encoder_agrees_with_the_engine() {
         );
     }
 }
+
+/// A short text alone runs the one-query products ([`super::encoder`]'s `linear_q4`), the same
+/// texts together one batch of GEMMs: the embeddings agree to rounding.
+#[test]
+fn one_query_alone_embeds_as_in_a_batch() {
+    let Some(model) = test_model() else { return };
+    let refs = references();
+    // Eight texts: more than the one-query products take together (an unoptimized test build
+    // embeds at a few texts a second).
+    let texts: Vec<&str> = refs.iter().map(|r| r.text.as_str()).take(8).collect();
+    let batch = model.embed(&texts, Kind::Query, 2);
+    let tokens: usize = texts
+        .iter()
+        .map(|t| model.tokens(&format!("query: {t}")).len())
+        .sum();
+    let small = super::encoder::SMALL_ROWS;
+    assert!(
+        tokens > small,
+        "the eight texts are one batch of GEMMs ({tokens} tokens)"
+    );
+    for (text, together) in texts.iter().zip(&batch) {
+        let alone = model.embed_query(text, 2);
+        let c = cosine(&alone, together);
+        assert!(c > 0.99999, "cosine {c} for {text:?}");
+    }
+}
