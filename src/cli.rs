@@ -886,8 +886,9 @@ fn explain_search(source: &Source, render: &RenderArgs, input: &Value) -> Result
 }
 
 fn answer(source: &Source, render: &RenderArgs, tool: ToolName, input: &Value) -> Result<i32> {
-    let kb = open(source)?;
-    let result = tools::run(&kb, tool, input);
+    // The tool answers while the bundle is checked; again only if the index was rebuilt.
+    let (kb, early) = open::open_ahead(source, |kb| tools::run(kb, tool, input))?;
+    let result = early.unwrap_or_else(|| tools::run(&kb, tool, input));
     if let Some(hint) = kbtools::tools::hints::hint(&kb, tool, input, &result) {
         eprintln!("kbtools: hint: {hint}");
     }

@@ -193,22 +193,52 @@ impl KnowledgeBase {
         options: ServeOptions,
         progress: &mut dyn FnMut(&str),
     ) -> Result<(Self, Option<BuildReport>), IndexError> {
+        Self::open_or_build_ahead(
+            bundle_root,
+            index_dir,
+            build_options,
+            options,
+            progress,
+            |_| (),
+        )
+        .map(|(kb, report, _)| (kb, report))
+    }
+
+    /// [`Self::open_or_build`], running `ahead` on the index as soon as it opens, while the
+    /// bundle is still being checked (a one-shot call's answer): its result comes back when the
+    /// index turns out fresh, and is dropped (`None`) when the bundle changed and the index was
+    /// rebuilt. `ahead` must only read (the six tools do).
+    pub fn open_or_build_ahead<T>(
+        bundle_root: &Path,
+        index_dir: &Path,
+        build_options: &BuildOptions,
+        options: ServeOptions,
+        progress: &mut dyn FnMut(&str),
+        ahead: impl FnOnce(&KnowledgeBase) -> T,
+    ) -> Result<(Self, Option<BuildReport>, Option<T>), IndexError> {
         // A damaged index is rebuilt (never served); one of another format version is refused.
         let manifest = match read_manifest(index_dir) {
             Err(IndexError::Corrupt { .. }) => None,
             other => other?,
         };
-        // The index opens while the bundle is walked: a call that finds it fresh (nearly every
-        // call) waits for the longer of the two, not their sum. What opened is dropped unused
-        // when the bundle changed.
+        // The index opens (and `ahead` runs) while the bundle is walked: a call that finds it
+        // fresh (nearly every call) waits for the longer of the two, not their sum. The walk
+        // has threads of its own, so that `ahead`'s parallel work does not queue behind it.
         let (fresh, opened) = match &manifest {
             Some(m) => std::thread::scope(|scope| {
                 let check = scope.spawn(|| {
                     let exclude = crate::index::exclusions(build_options, Some(m));
-                    let walked = bundle::walk::walk_excluding(bundle_root, &exclude);
+                    let walk = || bundle::walk::walk_excluding(bundle_root, &exclude);
+                    let walked = match rayon::ThreadPoolBuilder::new().build() {
+                        Ok(pool) => pool.install(walk),
+                        Err(_) => walk(),
+                    };
                     index::up_to_date(build_options, m, &bundle::walk::stat_fingerprint(&walked))
                 });
-                let opened = Self::open(index_dir, Some(bundle_root), options.clone());
+                let opened = Self::open(index_dir, Some(bundle_root), options.clone()).map(|kb| {
+                    let early = ahead(&kb);
+                    (kb, early)
+                });
                 let fresh = check
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -217,7 +247,7 @@ impl KnowledgeBase {
             None => (false, None),
         };
         match opened {
-            Some(Ok(kb)) if fresh => return Ok((kb, None)),
+            Some(Ok((kb, early))) if fresh => return Ok((kb, None, Some(early))),
             Some(Err(e @ IndexError::Corrupt { .. })) if fresh => {
                 progress(&format!("{}; rebuilding it", damage_line(&e)))
             }
@@ -240,13 +270,14 @@ impl KnowledgeBase {
                     Err(_) => return Err(e),
                 };
                 kb.stale = Some(stale_reason(&e, kb.manifest.active_content_revision));
-                return Ok((kb, None));
+                return Ok((kb, None, None));
             }
             Err(e) => return Err(e),
         };
         Ok((
             Self::open(index_dir, Some(bundle_root), options)?,
             Some(report),
+            None,
         ))
     }
 

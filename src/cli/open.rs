@@ -314,28 +314,47 @@ pub(super) fn open_at(
     location: &Location,
     verify: index::Verify,
 ) -> Result<KnowledgeBase> {
+    open_ahead_at(source, location, verify, |_| ()).map(|(kb, _)| kb)
+}
+
+/// [`open`], with `ahead` (a tool's run) answered by the index while the bundle is checked
+/// ([`KnowledgeBase::open_or_build_ahead`]); its result, unless the index had to be rebuilt.
+pub(super) fn open_ahead<T>(
+    source: &Source,
+    ahead: impl FnOnce(&KnowledgeBase) -> T,
+) -> Result<(KnowledgeBase, Option<T>)> {
+    open_ahead_at(source, &locate(source)?, index::Verify::Quick, ahead)
+}
+
+fn open_ahead_at<T>(
+    source: &Source,
+    location: &Location,
+    verify: index::Verify,
+    ahead: impl FnOnce(&KnowledgeBase) -> T,
+) -> Result<(KnowledgeBase, Option<T>)> {
     let options = ServeOptions {
         verify,
         ..serve_options(source)?
     };
     let Some(bundle) = &location.bundle else {
         // The bundle moved away: answer from the index as built.
-        return Ok(KnowledgeBase::open(&location.index_dir, None, options)?);
+        return Ok((
+            KnowledgeBase::open(&location.index_dir, None, options)?,
+            None,
+        ));
     };
     if source.no_refresh && matches!(index::read_manifest(&location.index_dir), Ok(Some(_))) {
-        return Ok(KnowledgeBase::open(
-            &location.index_dir,
-            Some(bundle),
-            options,
-        )?);
+        let kb = KnowledgeBase::open(&location.index_dir, Some(bundle), options)?;
+        return Ok((kb, None));
     }
     let mut progress = progress_printer(source.quiet);
-    let (kb, report) = KnowledgeBase::open_or_build(
+    let (kb, report, early) = KnowledgeBase::open_or_build_ahead(
         bundle,
         &location.index_dir,
         &build_options(source),
         options,
         &mut progress,
+        ahead,
     )
     .map_err(|e| explain_index_error(e, &location.index_dir, source.index.is_some()))?;
     if let Some(report) = report {
@@ -349,5 +368,5 @@ pub(super) fn open_at(
         );
     }
     refuse_empty(source, bundle, kb.catalog.source_page_count() as usize)?;
-    Ok(kb)
+    Ok((kb, early))
 }

@@ -503,6 +503,35 @@ fn no_refresh_answers_from_the_index_as_built() {
     assert_eq!(revision(&fresh.json()), 2);
 }
 
+/// A call answers while the bundle is checked (`KnowledgeBase::open_or_build_ahead`); when the
+/// check finds a change, that answer is dropped and the rebuilt index answers.
+#[test]
+fn a_search_after_an_edit_finds_the_new_word() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = copied_fixture(tmp.path());
+    let bundle = s(&bundle);
+    let dir = tmp.path().join("index");
+    index(bundle, &dir);
+    let input = json!({ "query": "quokkaquartz", "mode": "file" });
+    let before = call(bundle, &dir, "search_files", &input).expect(0);
+    assert!(!before.built(), "{}", before.stderr);
+    assert!(!before.stdout.contains(PAGE), "{}", before.stdout);
+
+    let page = Path::new(bundle).join(PAGE);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&page)
+        .unwrap();
+    file.write_all(b"\n\nThe quokkaquartz paragraph, added after the export.\n")
+        .unwrap();
+    drop(file);
+    let after = call(bundle, &dir, "search_files", &input).expect(0);
+    assert!(after.built(), "{}", after.stderr);
+    let out = after.json();
+    assert_eq!(out["items"][0]["path"], PAGE, "{out}");
+    assert_eq!(revision(&out), 2);
+}
+
 #[test]
 fn a_touched_page_is_reindexed_but_keeps_the_revision() {
     let tmp = tempfile::tempdir().unwrap();
