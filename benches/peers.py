@@ -96,6 +96,7 @@ import argparse, http.client, importlib.metadata, json, os, platform, re, shutil
 import sqlite3, statistics, subprocess, sys, tempfile, time, urllib.parse
 
 sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compare.py, beside it
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SHARED = os.path.join(ROOT, "..", "shared")
@@ -269,19 +270,7 @@ def rotated(tools, r):
     return tools[r % len(tools):] + tools[:r % len(tools)]
 
 
-def tree_bytes(path):
-    total = 0
-    for folder, _, files in os.walk(path):
-        total += sum(os.lstat(os.path.join(folder, f)).st_size for f in files)
-    return total
-
-
-def page_files(pages_dir):
-    out = []
-    for folder, dirs, files in os.walk(pages_dir):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        out += [os.path.join(folder, f) for f in sorted(files) if f.endswith(".md") and not f.startswith(".")]
-    return out
+from compare import page_files, tree_bytes  # noqa: E402  (the same pages, the same sizes)
 
 
 _here = {}

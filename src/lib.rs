@@ -38,6 +38,8 @@ pub mod relation;
 pub mod render;
 pub mod search;
 pub mod skill;
+#[cfg(test)]
+mod test_rng;
 pub mod text;
 pub mod tools;
 

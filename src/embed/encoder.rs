@@ -590,13 +590,7 @@ mod tests {
             eprintln!("SKIPPED: this CPU has no AVX2 and FMA; the small product never runs here");
             return;
         }
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d);
         for (nin, nout) in [(64, 71), (384, 64), (96, 1), (32, 2)] {
             let blocks = nout * nin / Q4_BLOCK;
             let mut q4 = Vec::with_capacity(blocks * Q4_BLOCK_BYTES);

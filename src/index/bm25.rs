@@ -494,13 +494,7 @@ mod tests {
 
     #[test]
     fn bounded_collection_keeps_the_best_of_a_full_sort() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d);
         // Reversed catalog order, so that ties do not follow the addresses.
         let order =
             |a: DocAddress| u64::MAX - (u64::from(a.segment_ord) << 32 | u64::from(a.doc_id));

@@ -421,13 +421,8 @@ mod tests {
 
     /// Random pages: English and Chinese words, headings (section breaks) at random, some
     /// sections too short to stand alone, some pages of one section.
-    fn pages(count: usize, mut seed: u64) -> Vec<(String, String, PageText)> {
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+    fn pages(count: usize, seed: u64) -> Vec<(String, String, PageText)> {
+        let mut next = crate::test_rng::xorshift(seed);
         let words = [
             "renewal",
             "notice",
@@ -446,7 +441,7 @@ mod tests {
             .map(|i| {
                 let mut body = String::new();
                 for _ in 0..(next() % 400) {
-                    if next() % 30 == 0 {
+                    if next().is_multiple_of(30) {
                         body.push(SECTION_BREAK);
                     }
                     body.push_str(words[next() as usize % words.len()]);

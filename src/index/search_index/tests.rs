@@ -113,13 +113,7 @@ fn excerpts_pick_the_snippet_generator_fragment() {
         "한국어",
     ];
     let long = "z".repeat(70);
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
     let weights: BTreeMap<String, f32> = [("renew", 0.25f32), ("notic", 0.5), ("续费", 0.125)]
         .into_iter()
         .map(|(t, w)| (t.to_string(), w))
@@ -131,7 +125,7 @@ fn excerpts_pick_the_snippet_generator_fragment() {
         for _ in 0..words {
             let w = next() as usize % (vocabulary.len() + 1);
             text.push_str(vocabulary.get(w).copied().unwrap_or(long.as_str()));
-            if next() % 3 > 0 {
+            if !next().is_multiple_of(3) {
                 text.push(' ');
             }
         }
