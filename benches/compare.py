@@ -122,6 +122,26 @@ def rg_pattern(q):
     return "|".join(re.sub(r"([\\.+*?()|\[\]{}^$#&\-~])", r"\\\1", t) for t in terms)
 
 
+def bench_queries(bundle, given, pages, count, title_of):
+    """The benchmark's queries for `bundle` and where they come from: the BEIR queries file
+    `given`, else BUNDLE/.bench-queries.jsonl, else SciFact's corpus queries for the scifact
+    bundle, else `count` page titles (`title_of` of pages taken evenly)."""
+    qfile = given
+    if not qfile:
+        for cand in [os.path.join(bundle, ".bench-queries.jsonl"),
+                     os.path.join(SHARED, "corpora", "scifact", "queries.jsonl")
+                     if os.path.basename(bundle.rstrip("/")) == "scifact" else None]:
+            if cand and os.path.isfile(cand):
+                qfile = cand
+                break
+    if not qfile:
+        step = max(1, len(pages) // count)
+        return [title_of(p) for p in pages[::step]], "page titles"
+    with open(qfile, encoding="utf-8") as f:
+        queries = [json.loads(line)["text"] for line in f if line.strip()]
+    return queries, os.path.relpath(os.path.abspath(qfile), ROOT)
+
+
 def p90(values):
     s = sorted(values)
     return s[max(1, -(-9 * len(s) // 10)) - 1]
@@ -221,25 +241,7 @@ def main():
     pages_bytes = sum(os.path.getsize(p) for p in pages)
 
     # queries
-    qfile = args.queries
-    if not qfile:
-        for cand in [os.path.join(bundle, ".bench-queries.jsonl"),
-                     os.path.join(SHARED, "corpora", "scifact", "queries.jsonl")
-                     if os.path.basename(bundle.rstrip("/")) == "scifact" else None]:
-            if cand and os.path.isfile(cand):
-                qfile = cand
-                break
-    if qfile:
-        queries = []
-        with open(qfile, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    queries.append(json.loads(line)["text"])
-        source = os.path.relpath(os.path.abspath(qfile), ROOT)
-    else:
-        step = max(1, len(pages) // args.queries_count)
-        queries = [title_of(p) for p in pages[::step]]
-        source = "page titles"
+    queries, source = bench_queries(bundle, args.queries, pages, args.queries_count, title_of)
     clean = lambda q: re.sub(r"[\x00-\x1f\x7f]", " ", q).strip()[:500]
     queries = [q for q in map(clean, queries) if tokens(q)][: args.queries_count]
     if not queries:

@@ -270,7 +270,7 @@ def rotated(tools, r):
     return tools[r % len(tools):] + tools[:r % len(tools)]
 
 
-from compare import page_files, tree_bytes  # noqa: E402  (the same pages, the same sizes)
+from compare import bench_queries, page_files, tree_bytes  # noqa: E402  (the same pages, sizes, queries)
 
 
 _here = {}
@@ -417,22 +417,7 @@ def main():
     if not pages:
         fail(f"no pages/**/*.md under {bundle}")
 
-    qfile = args.queries
-    if not qfile:
-        for cand in [os.path.join(bundle, ".bench-queries.jsonl"),
-                     os.path.join(SHARED, "corpora", "scifact", "queries.jsonl")
-                     if os.path.basename(bundle.rstrip("/")) == "scifact" else None]:
-            if cand and os.path.isfile(cand):
-                qfile = cand
-                break
-    if qfile:
-        with open(qfile, encoding="utf-8") as f:
-            queries = [json.loads(line)["text"] for line in f if line.strip()]
-        source = os.path.relpath(os.path.abspath(qfile), ROOT)
-    else:
-        step = max(1, len(pages) // args.queries_count)
-        queries = [title_of(p) for p in pages[::step]]
-        source = "page titles"
+    queries, source = bench_queries(bundle, args.queries, pages, args.queries_count, title_of)
     clean = (re.sub(r"[\x00-\x1f\x7f]", " ", q).strip()[:500] for q in queries)
     queries = [q for q in clean if _here["words"](q)][: args.queries_count]
     if not queries:
