@@ -236,8 +236,12 @@ fn walk_dir(root: &Arc<Path>, dir: &Path, relative: Option<&str>, depth: usize) 
     let mut failed = None;
     for entry in listing {
         match entry {
-            Ok(entry) if !is_hidden(&entry.file_name()) => entries.push((entry.file_name(), entry)),
-            Ok(_) => {}
+            Ok(entry) => {
+                let name = entry.file_name();
+                if !is_hidden(&name) {
+                    entries.push((name, entry));
+                }
+            }
             // As walkdir reports it: no path, before the directory's entries.
             Err(error) => {
                 failed = Some(Item::Diagnostic(Diagnostic::new(
