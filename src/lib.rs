@@ -33,6 +33,7 @@ pub mod live;
 pub mod markdown;
 #[cfg(feature = "server")]
 pub mod mcp;
+pub mod memory;
 pub mod okf;
 pub mod relation;
 pub mod render;

@@ -191,6 +191,13 @@ impl Writer {
             .delete_term(Term::from_field_u64(self.fields[0], key));
     }
 
+    /// Writes the pages added so far as segments (a tantivy commit of the unpublished index),
+    /// which frees the arenas of the writer's threads; the session goes on.
+    pub fn flush(&mut self) -> Result<(), IndexError> {
+        self.pages.writer.commit()?;
+        Ok(())
+    }
+
     /// Commits the session ([`Session::finish`]).
     pub fn finish(self) -> Result<(), IndexError> {
         self.pages.finish()
