@@ -170,7 +170,12 @@ impl Writer {
         d.add_text(path_f, &path_words);
         d.add_text(meta, &page.text.metadata);
         d.add_text(body, &page.text.body);
-        d.add_text(body_w, &page.text.body);
+        // The words analyzer makes no token of a text without CJK: the field left out indexes
+        // the same (no terms, a zero field norm) without a second copy of the body in the
+        // document, which waits in the writer's queue (up to 10,000 documents) with the first.
+        if analysis::has_cjk(&page.text.body) {
+            d.add_text(body_w, &page.text.body);
+        }
         for k in exact_path_keys(page.path) {
             d.add_u64(exact_path, exact_term(&k));
         }
