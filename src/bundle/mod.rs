@@ -202,7 +202,8 @@ pub struct Detail {
     pub parsed: bool,
     /// The links of a page (kept for a plain folder only, where they make the relations).
     pub links: Vec<Link>,
-    pub record: Option<ParsedRecord>,
+    /// Boxed: most files are pages, which have none, and a build holds every file's detail.
+    pub record: Option<Box<ParsedRecord>>,
 }
 
 /// One file read: its identity and stat, checksum, problems and [`Detail`].

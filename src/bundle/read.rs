@@ -165,7 +165,7 @@ fn read_parsed(
             let graph = out.class == PathClass::PerFileGraph;
             records::parse_record(&text, graph).map(|mut parts| {
                 out.detail.own_title = parts.title.take();
-                out.detail.record = Some(ParsedRecord::of(parts, out.class));
+                out.detail.record = Some(Box::new(ParsedRecord::of(parts, out.class)));
             })
         } else {
             records::parse_title(&text).map(|title| out.detail.own_title = title)
