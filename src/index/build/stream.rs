@@ -76,7 +76,7 @@ pub(super) struct Added {
 
 /// The pages' bytes above which a full build writes their segments before it reads the other
 /// files (at SciFact's 8 MB the flush and the lost overlap cost a tenth of the build's time;
-/// at 30,000 generated pages' 125 MB it took 140 MiB off the peak).
+/// at 30,000 generated pages' 99 MB it took 140 MiB off the peak).
 const FLUSH_PAGE_BYTES: u64 = 32 << 20;
 
 /// Reads the files of `jobs` (a full build's), indexing each page with `writer` as soon as it
