@@ -644,7 +644,10 @@ impl Tokenizer for WholeTokenizer {
 /// spans (CJK characters and bigrams, mostly) are too many and too varied to be worth it.
 pub struct SpanAnalyzer {
     analyzer: TextAnalyzer,
-    words: rustc_hash::FxHashMap<Box<str>, Option<Box<str>>>,
+    /// hashbrown's for `entry_ref`: a remembered word is found with one lookup, and a new one
+    /// stored without a second (std's map needs `contains_key`, then `get`: two hashes and two
+    /// comparisons of each word of each excerpt).
+    words: hashbrown::HashMap<Box<str>, Option<Box<str>>, rustc_hash::FxBuildHasher>,
 }
 
 /// ASCII words a [`SpanAnalyzer`] remembers at most.
@@ -656,7 +659,7 @@ impl Default for SpanAnalyzer {
     fn default() -> Self {
         SpanAnalyzer {
             analyzer: with_text_filters(WholeTokenizer),
-            words: rustc_hash::FxHashMap::default(),
+            words: hashbrown::HashMap::default(),
         }
     }
 }
@@ -669,19 +672,19 @@ impl SpanAnalyzer {
                 .advance()
                 .then(|| Cow::Owned(std::mem::take(&mut stream.token_mut().text)));
         }
-        if !self.words.contains_key(span) {
-            if self.words.len() >= WORD_CACHE_ENTRIES {
-                self.words.clear();
-            }
-            let mut stream = self.analyzer.token_stream(span);
-            let term = stream
-                .advance()
-                .then(|| stream.token().text.as_str().into());
-            self.words.insert(span.into(), term);
+        let SpanAnalyzer { analyzer, words } = self;
+        if words.len() >= WORD_CACHE_ENTRIES {
+            words.clear();
         }
-        self.words
-            .get(span)
-            .and_then(|term| term.as_deref())
+        words
+            .entry_ref(span)
+            .or_insert_with(|| {
+                let mut stream = analyzer.token_stream(span);
+                stream
+                    .advance()
+                    .then(|| stream.token().text.as_str().into())
+            })
+            .as_deref()
             .map(Cow::Borrowed)
     }
 }
