@@ -142,6 +142,8 @@ fn encoder_agrees_with_the_engine() {
 
 /// A short text alone runs the one-query products ([`super::encoder`]'s `linear_q4`), the same
 /// texts together one batch of GEMMs: the embeddings agree to rounding.
+/// One query alone takes the few-rows products in an optimized build (`cargo test --release`;
+/// a test build takes the GEMM for both, see `small_products`).
 #[test]
 fn one_query_alone_embeds_as_in_a_batch() {
     let Some(model) = test_model() else { return };
