@@ -424,14 +424,7 @@ fn a_changed_page_is_reindexed_with_a_new_revision() {
     assert_eq!(revision(&before.json()), 1);
 
     // Append text to a page: the next call rebuilds on its own and the revision moves on.
-    let page = Path::new(bundle).join(PAGE);
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&page)
-        .unwrap();
-    file.write_all(b"\n\nA paragraph added after the export.\n")
-        .unwrap();
-    drop(file);
+    append_to_page(bundle, "\n\nA paragraph added after the export.\n");
     let after = call(bundle, &dir, "read_file", &read).expect(0);
     assert!(after.built(), "no rebuild after a change: {}", after.stderr);
     let out = after.json();
@@ -439,7 +432,9 @@ fn a_changed_page_is_reindexed_with_a_new_revision() {
     assert_eq!(revision(&out), 2);
     assert_eq!(
         out["content"].as_str().unwrap().as_bytes(),
-        std::fs::read(&page).unwrap().as_slice()
+        std::fs::read(Path::new(bundle).join(PAGE))
+            .unwrap()
+            .as_slice()
     );
     // The changed page has the new resource revision, an unchanged one keeps the old.
     assert_eq!(
@@ -486,14 +481,7 @@ fn no_refresh_answers_from_the_index_as_built() {
     assert_eq!(revision(&first.json()), 1);
 
     // A changed page is not noticed with --no-refresh (the index answers as built, revision 1)…
-    let page = Path::new(bundle).join(PAGE);
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&page)
-        .unwrap();
-    file.write_all(b"\n\nA paragraph added after the export.\n")
-        .unwrap();
-    drop(file);
+    append_to_page(bundle, "\n\nA paragraph added after the export.\n");
     let stale = no_refresh(&dir).expect(0);
     assert!(!stale.built(), "{}", stale.stderr);
     assert_eq!(revision(&stale.json()), 1);
@@ -501,6 +489,15 @@ fn no_refresh_answers_from_the_index_as_built() {
     let fresh = call(bundle, &dir, "read_file", &read).expect(0);
     assert!(fresh.built(), "{}", fresh.stderr);
     assert_eq!(revision(&fresh.json()), 2);
+}
+
+/// Appends `text` to the fixture's page `PAGE` in the bundle copy at `bundle`.
+fn append_to_page(bundle: &str, text: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(Path::new(bundle).join(PAGE))
+        .unwrap();
+    file.write_all(text.as_bytes()).unwrap();
 }
 
 /// A call answers while the bundle is checked (`KnowledgeBase::open_or_build_ahead`); when the
@@ -517,14 +514,10 @@ fn a_search_after_an_edit_finds_the_new_word() {
     assert!(!before.built(), "{}", before.stderr);
     assert!(!before.stdout.contains(PAGE), "{}", before.stdout);
 
-    let page = Path::new(bundle).join(PAGE);
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&page)
-        .unwrap();
-    file.write_all(b"\n\nThe quokkaquartz paragraph, added after the export.\n")
-        .unwrap();
-    drop(file);
+    append_to_page(
+        bundle,
+        "\n\nThe quokkaquartz paragraph, added after the export.\n",
+    );
     let after = call(bundle, &dir, "search_files", &input).expect(0);
     assert!(after.built(), "{}", after.stderr);
     let out = after.json();
