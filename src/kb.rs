@@ -229,7 +229,13 @@ impl KnowledgeBase {
                 let check = scope.spawn(|| {
                     let exclude = crate::index::exclusions(build_options, Some(m));
                     let walk = || bundle::walk::walk_excluding(bundle_root, &exclude);
-                    let walked = match rayon::ThreadPoolBuilder::new().build() {
+                    // One thread more than the cores: the walk is the longer of the two, and
+                    // its share of the cores while `ahead` runs beside it grows with its threads
+                    // (SciFact's one-shot call, interleaved runs: 5–6% faster than one thread a
+                    // core; twice the cores was no better).
+                    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads + 1);
+                    let walked = match pool.build() {
                         Ok(pool) => pool.install(walk),
                         Err(_) => walk(),
                     };

@@ -10,5 +10,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     kbtools::no_transparent_huge_pages();
-    std::process::exit(cli::main());
+    let code = cli::main();
+    kbtools::memory::keep_freed_memory();
+    std::process::exit(code);
 }
