@@ -70,13 +70,13 @@ fn bench_encoder(c: &mut Criterion) {
     group.sampling_mode(SamplingMode::Flat).sample_size(10);
     group.throughput(Throughput::Elements(tokens as u64));
     group.bench_function("passages_320_tokens_2_threads", |b| {
-        b.iter(|| model.embed_windows(&windows, 2, &|_| {}))
+        b.iter(|| model.embed_windows(&windows, 2, &|_| {}));
     });
     group.throughput(Throughput::Elements(1));
     group.sample_size(50);
     let query = "how do I install the model offline";
     group.bench_function("short_query_2_threads", |b| {
-        b.iter(|| model.embed_query(query, 2))
+        b.iter(|| model.embed_query(query, 2));
     });
     group.finish();
     let q = model.embed(&[query], Kind::Query, 1);

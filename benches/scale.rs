@@ -272,7 +272,7 @@ fn bench_ingest_and_full_build(c: &mut Criterion, scale: &Scale) {
             assert_eq!(ingested.assembly.relations.len(), 2 * scale.relations);
             assert!(ingested.diagnostics.is_empty());
             ingested
-        })
+        });
     });
     group.finish();
 
@@ -294,7 +294,7 @@ fn bench_ingest_and_full_build(c: &mut Criterion, scale: &Scale) {
                 dir
             },
             BatchSize::PerIteration,
-        )
+        );
     });
     group.finish();
 }
@@ -331,7 +331,7 @@ fn bench_cycle(
             let out = tools::call(kb, tool, input).unwrap();
             assert!(check(&out, *expected), "{tool} {input}");
             out
-        })
+        });
     });
     group.finish();
 }
@@ -423,7 +423,7 @@ fn bench_search(c: &mut Criterion, scale: &Scale, kb: &KnowledgeBase) {
                 let out = tools::call(kb, "search_files", input).unwrap();
                 assert!(items(&out, "items") >= 1, "no result for {input}");
                 out
-            })
+            });
         });
         group.finish();
 
@@ -636,7 +636,7 @@ fn bench_rebuilds(c: &mut Criterion, scale: &Scale) {
             let report = scale.build(&scale.index_dir);
             check_unchanged(&report);
             report
-        })
+        });
     });
     group.finish();
 
@@ -692,7 +692,7 @@ fn bench_rebuilds(c: &mut Criterion, scale: &Scale) {
                 incremental_build(&mut timed);
             }
             timed
-        })
+        });
     });
     group.finish();
     drop(edited);

@@ -95,7 +95,7 @@ fn bench_scifact(c: &mut Criterion) {
             let input = &inputs[next % inputs.len()];
             next += 1;
             run(input)
-        })
+        });
     });
     group.finish();
 

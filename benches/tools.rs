@@ -83,7 +83,7 @@ fn bench_tools(c: &mut Criterion) {
             > 1000
     );
     c.bench_function("read_file", |b| {
-        b.iter(|| tools::call(&kb, "read_file", &read).unwrap())
+        b.iter(|| tools::call(&kb, "read_file", &read).unwrap());
     });
 }
 
@@ -101,7 +101,7 @@ fn bench_build(c: &mut Criterion) {
             )
             .unwrap();
             assert_eq!(report.manifest.counts.source_pages, 36);
-        })
+        });
     });
     group.finish();
 }

@@ -26,7 +26,7 @@ use crate::bundle::paths::{self, PathClass};
 use crate::bundle::{self, records, BundleKind, Code, Diagnostic, ReadFile, Severity};
 use crate::error::IndexError;
 
-/// The files the generator always writes (bundle-format §1.2). `_graph/catalog.json` and
+/// The files the generator always writes. `_graph/catalog.json` and
 /// `_index/terms/index.json` are left out: the generator may omit them in a knowledge base
 /// that never had a relationship or a term.
 const REQUIRED: [&str; 6] = [
@@ -167,8 +167,8 @@ fn check_bundle(root: &Path, ingested: &bundle::Ingested) -> Vec<Diagnostic> {
         })
         .collect();
 
-    // A link that names a file in other case still resolves (bundle-format §4.1: the
-    // generator's link validation compares lowercased paths).
+    // A link that names a file in other case still resolves (the generator's link
+    // validation compares lowercased paths).
     let folded: HashMap<String, &str> = read
         .iter()
         .map(|r| (r.path.to_lowercase(), r.path.as_str()))

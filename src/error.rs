@@ -58,7 +58,7 @@ impl ErrorCode {
     }
 }
 
-/// Messages the online API uses verbatim (openapi-contract.md §2.3 and the tool sections).
+/// Messages the online API uses verbatim (docs/contracts.md#contracts).
 pub mod messages {
     pub const NOT_FOUND: &str = "Resource was not found.";
     pub const RELATED_CONFLICT: &str =

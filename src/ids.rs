@@ -49,7 +49,7 @@ pub fn generated_directory_id(kb_id: &str, path: &str) -> String {
     format!("generated-directory-{}", md5_hex(kb_id, path))
 }
 
-/// The six `readActions` links of a file (openapi-contract.md §2.6).
+/// The six `readActions` links of a file (docs/rules.md#read-actions).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadActions {

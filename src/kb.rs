@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod content;
+
 use crate::bundle::{self, Diagnostic};
 use crate::error::IndexError;
 use crate::index::catalog::Catalog;
@@ -72,7 +74,7 @@ pub struct KnowledgeBase {
 /// its lane unavailable.
 struct LazyVectors {
     path: Option<PathBuf>,
-    read: std::sync::OnceLock<Option<crate::index::vectors::Vectors>>,
+    read: std::sync::OnceLock<Option<index::vectors::Vectors>>,
 }
 
 impl LazyVectors {
@@ -80,15 +82,15 @@ impl LazyVectors {
     fn open(path: Option<PathBuf>, now: bool) -> Result<Self, IndexError> {
         let read = std::sync::OnceLock::new();
         if let (Some(path), true) = (&path, now) {
-            let _ = read.set(Some(crate::index::vectors::Vectors::read(path)?));
+            let _ = read.set(Some(index::vectors::Vectors::read(path)?));
         }
         Ok(LazyVectors { path, read })
     }
 
-    fn get(&self) -> Option<&crate::index::vectors::Vectors> {
+    fn get(&self) -> Option<&index::vectors::Vectors> {
         let path = self.path.as_ref()?;
         self.read
-            .get_or_init(|| crate::index::vectors::Vectors::read(path).ok())
+            .get_or_init(|| index::vectors::Vectors::read(path).ok())
             .as_ref()
     }
 
@@ -105,13 +107,13 @@ impl KnowledgeBase {
     }
 
     /// The semantic lane's vectors, when the generation has them (read at the first call).
-    pub fn vectors(&self) -> Option<&crate::index::vectors::Vectors> {
+    pub fn vectors(&self) -> Option<&index::vectors::Vectors> {
         self.vectors.get()
     }
 
     /// The cross-language lane's vectors, when the generation has them (read at the first
     /// call).
-    pub fn cross_vectors(&self) -> Option<&crate::index::vectors::Vectors> {
+    pub fn cross_vectors(&self) -> Option<&index::vectors::Vectors> {
         self.cross_vectors.get()
     }
 
@@ -162,13 +164,10 @@ impl KnowledgeBase {
         let vectors_of = |recorded: bool, file: &str| {
             LazyVectors::open(recorded.then(|| generation.join(file)), now)
         };
-        let vectors = vectors_of(
-            manifest.semantic.is_some(),
-            crate::index::vectors::VECTORS_FILE,
-        )?;
+        let vectors = vectors_of(manifest.semantic.is_some(), index::vectors::VECTORS_FILE)?;
         let cross_vectors = vectors_of(
             manifest.cross_language.is_some(),
-            crate::index::vectors::CROSS_VECTORS_FILE,
+            index::vectors::CROSS_VECTORS_FILE,
         )?;
         Ok(KnowledgeBase {
             vectors,
@@ -227,7 +226,7 @@ impl KnowledgeBase {
         let (fresh, opened) = match &manifest {
             Some(m) => std::thread::scope(|scope| {
                 let check = scope.spawn(|| {
-                    let exclude = crate::index::exclusions(build_options, Some(m));
+                    let exclude = index::exclusions(build_options, Some(m));
                     let walk = || bundle::walk::walk_excluding(bundle_root, &exclude);
                     // One thread more than the cores: the walk is the longer of the two, and
                     // its share of the cores while `ahead` runs beside it grows with its threads
@@ -255,7 +254,7 @@ impl KnowledgeBase {
         match opened {
             Some(Ok((kb, early))) if fresh => return Ok((kb, None, Some(early))),
             Some(Err(e @ IndexError::Corrupt { .. })) if fresh => {
-                progress(&format!("{}; rebuilding it", damage_line(&e)))
+                progress(&format!("{}; rebuilding it", damage_line(&e)));
             }
             Some(Err(e)) if fresh => return Err(e),
             _ => {}

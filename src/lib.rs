@@ -19,25 +19,22 @@ pub mod cursor;
 pub mod embed;
 pub mod error;
 pub mod eval;
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod fuzz_entry;
 pub mod graph;
-#[cfg(feature = "server")]
-pub mod http;
 pub mod ids;
 pub mod index;
 pub mod json_text;
 pub mod kb;
-#[cfg(feature = "server")]
-pub mod live;
 pub mod markdown;
-#[cfg(feature = "server")]
-pub mod mcp;
 pub mod memory;
 pub mod okf;
 pub mod relation;
 pub mod render;
 pub mod search;
+#[cfg(feature = "server")]
+pub mod serve;
 pub mod skill;
 #[cfg(test)]
 mod test_rng;

@@ -162,7 +162,7 @@ pub fn summarize(body: &str) -> MarkdownSummary {
                 text.push('\n');
             }
             Event::Code(_) | Event::Html(_) | Event::InlineHtml(_) => {
-                code_ranges.push(range.clone())
+                code_ranges.push(range.clone());
             }
             _ => {}
         }
@@ -173,7 +173,7 @@ pub fn summarize(body: &str) -> MarkdownSummary {
                 if level <= HeadingLevel::H3 && !text.is_empty() {
                     text.push(SECTION_BREAK);
                 }
-                heading = Some((level, String::new()))
+                heading = Some((level, String::new()));
             }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some((level, content)) = heading.take() {
@@ -249,11 +249,26 @@ pub fn summarize(body: &str) -> MarkdownSummary {
             _ => {}
         }
     }
+    let code = [code_ranges.as_slice(), in_code_shortcodes.as_slice()];
+    add_ref_shortcodes(body, &code, &mut lines, &mut summary.links);
+    summary.plain_text = clean_outside(&text, &text_code);
+    summary
+}
+
+/// The pages Hugo's `ref`/`relref` shortcodes of `body` name, outside the `code` ranges, added
+/// to `links` (up to [`MAX_LINKS`]).
+fn add_ref_shortcodes(
+    body: &str,
+    code: &[&[std::ops::Range<usize>]],
+    lines: &mut Lines<'_>,
+    links: &mut Vec<Link>,
+) {
     for (at, target) in ref_shortcodes(body) {
-        let inside = |ranges: &[std::ops::Range<usize>]| ranges.iter().any(|r| r.contains(&at));
-        if summary.links.len() < MAX_LINKS && !inside(&code_ranges) && !inside(&in_code_shortcodes)
-        {
-            summary.links.push(Link {
+        let inside = code
+            .iter()
+            .any(|ranges| ranges.iter().any(|r| r.contains(&at)));
+        if links.len() < MAX_LINKS && !inside {
+            links.push(Link {
                 destination: target,
                 wiki: false,
                 shortcode: true,
@@ -261,8 +276,6 @@ pub fn summarize(body: &str) -> MarkdownSummary {
             });
         }
     }
-    summary.plain_text = clean_outside(&text, &text_code);
-    summary
 }
 
 /// `text` with [`clean_generator_syntax`] applied between the `code` ranges (sorted, apart).

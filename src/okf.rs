@@ -1,4 +1,4 @@
-//! OKF signals (openapi-contract.md §8.3): lifecycle status, trust tier, staleness, generation
+//! OKF signals (docs/rules.md#okf): lifecycle status, trust tier, staleness, generation
 //! and verification instants, and source count, computed from a page's frontmatter. "Today" is
 //! passed in, so a test can pin it.
 

@@ -8,7 +8,7 @@ use unicode_normalization::UnicodeNormalization;
 /// NFKC, trimmed, every whitespace run collapsed to one space (the API's query normalization).
 pub fn normalize_query_text(raw: &str) -> String {
     // Text already in NFKC (ASCII always, almost every title and path) is left as it is.
-    let nfkc: std::borrow::Cow<'_, str> = if is_nfkc(raw) {
+    let nfkc: Cow<'_, str> = if is_nfkc(raw) {
         raw.into()
     } else {
         raw.nfkc().collect::<String>().into()
@@ -93,7 +93,7 @@ pub fn percent_decode_once(s: &str) -> Option<String> {
     percent_encoding::percent_decode_str(s)
         .decode_utf8()
         .ok()
-        .map(std::borrow::Cow::into_owned)
+        .map(Cow::into_owned)
 }
 
 /// `text` as XML character data or an attribute value: markup characters escaped, and the
@@ -179,7 +179,7 @@ pub fn is_normal_ideograph(c: char) -> bool {
     matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}')
 }
 
-/// True for a CJK ideograph (the `han` bucket of the bundle format, §7.4).
+/// True for a CJK ideograph (the `han` bucket of the bundle format's term routes).
 pub fn is_han(c: char) -> bool {
     matches!(c as u32,
         0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x323AF)

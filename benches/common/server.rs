@@ -1,5 +1,5 @@
 //! What the benches share with the `kbtools` command and its servers, so that their figures are
-//! the command's: the allocator of src/main.rs, and the index opened as `serve` and `mcp` open it.
+//! the command's: the allocator of src/bin/kbtools/main.rs, and the index opened as `serve` and `mcp` open it.
 //! (Each bench also turns huge pages off first thing, as the command does.)
 
 use std::path::Path;

@@ -1,4 +1,17 @@
+use std::sync::Arc;
+
+use tantivy::tokenizer::{RemoveLongFilter, TextAnalyzer};
+use unicode_normalization::UnicodeNormalization;
+
+use super::analyzers::{words_analyzer_with, Analysis};
+use super::dictionary::{
+    dictionary_lines, dictionary_within, jieba, FILLER_WORD, JIEBA_DICT, JIEBA_DICT_TOTAL,
+};
+use super::query::{NON_CJK_TERM_WEIGHT, QUESTION_FRAME_WEIGHT};
+use super::runs::next_run;
+use super::spans::text_tokens;
 use super::*;
+use crate::text::is_cjk;
 
 /// A question's own words (question words, pronouns, auxiliaries) are no query terms; a
 /// question of nothing else keeps them, and a word that only contains one stays.

@@ -490,7 +490,7 @@ pub struct RelationView<'a> {
 }
 
 /// The per-file graph record kbtools renders for a source page without one on disk, in the
-/// bundle format (bundle-format.md §1.15). Ingest hashes it; the catalog renders it again when
+/// bundle format. Ingest hashes it; the catalog renders it again when
 /// it is read. `indexPath` and `directoryGraphPath` are null where `exists` says the bundle has
 /// no such file (a plain folder has neither): a record never points at a file that does not
 /// open.

@@ -218,11 +218,7 @@ mod tests {
         symlink(outside_dir.join("x.md"), root.join("pages/out.md")).unwrap();
         symlink("../../outside/x.md", root.join("pages/up.md")).unwrap();
         let bundle = BundleRoot::open(&root).unwrap();
-        let read = |p: &str| {
-            bundle
-                .open_file(p)
-                .map(|f| std::io::read_to_string(f).unwrap())
-        };
+        let read = |p: &str| bundle.open_file(p).map(|f| io::read_to_string(f).unwrap());
         assert_eq!(read("pages/a/x.md").unwrap(), "inside");
         assert_eq!(read("pages/rel.md").unwrap(), "inside");
         // An absolute link inside the root: refused by openat2, opened by the fallback check.
@@ -246,6 +242,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let fifo = tmp.path().join("pipe.md");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path, alive until the end of the test.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         let bundle = BundleRoot::open(tmp.path()).unwrap();
         assert!(bundle.open_file("pipe.md").is_err());

@@ -233,7 +233,7 @@ fn flow_depth_exceeds(yaml: &str, max: usize) -> bool {
             None => match b {
                 // A quote opens a quoted scalar only where a token starts (not `it's`).
                 b'"' | b'\'' if previous.is_ascii_whitespace() || b"[{,:-?".contains(&previous) => {
-                    quote = Some(b)
+                    quote = Some(b);
                 }
                 b'#' if previous.is_ascii_whitespace() => comment = true,
                 b'[' | b'{' => {

@@ -99,7 +99,7 @@ impl Serialize for Word {
 
 impl<'de> Deserialize<'de> for Word {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        let text = <Cow<'de, str>>::deserialize(deserializer)?;
         Ok(Word::new(&text))
     }
 }

@@ -1,5 +1,5 @@
 //! Bundle-logical paths: the canonical-form checks that make paths a security boundary, and the
-//! classification of every path a bundle may hold (bundle-format.md §1.3, openapi-contract.md §5.1).
+//! classification of every path a bundle may hold (docs/contracts.md#bad-input).
 
 use crate::text::{is_forbidden_path_char, is_nfc, percent_decode_once};
 
@@ -111,7 +111,7 @@ pub fn check_canonical(path: &str) -> Result<(), PathProblem> {
     Ok(())
 }
 
-/// What a bundle path is (bundle-format.md §1.3).
+/// What a bundle path is: which of the bundle's kinds of file it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PathClass {

@@ -98,6 +98,28 @@ pub(super) fn read_one(
     out
 }
 
+/// A bundle JSON file's text parsed into `out`: a record ingest reads is kept (as what ingest
+/// takes from it); of the others (term postings can be megabytes) only the syntax is checked
+/// and the title taken.
+fn parse_json_file(out: &mut ReadFile, text: &str) {
+    let parsed = if is_record_class(out.class) {
+        let graph = out.class == PathClass::PerFileGraph;
+        records::parse_record(text, graph).map(|mut parts| {
+            out.detail.own_title = parts.title.take();
+            out.detail.record = Some(Box::new(ParsedRecord::of(parts, out.class)));
+        })
+    } else {
+        records::parse_title(text).map(|title| out.detail.own_title = title)
+    };
+    if let Err(e) = parsed {
+        out.problems.push(Problem::new(
+            Code::InvalidJson,
+            None,
+            format!("invalid JSON: {e}"),
+        ));
+    }
+}
+
 /// [`read_one`] of the file, read into `bytes`.
 fn read_parsed(
     file: &WalkedFile,
@@ -159,24 +181,7 @@ fn read_parsed(
         ));
     }
     if out.path.ends_with(".json") {
-        // Only the records ingest reads are kept (as what ingest takes from them); of the others
-        // (term postings can be megabytes) only the syntax is checked and the title taken.
-        let parsed = if is_record_class(out.class) {
-            let graph = out.class == PathClass::PerFileGraph;
-            records::parse_record(&text, graph).map(|mut parts| {
-                out.detail.own_title = parts.title.take();
-                out.detail.record = Some(Box::new(ParsedRecord::of(parts, out.class)));
-            })
-        } else {
-            records::parse_title(&text).map(|title| out.detail.own_title = title)
-        };
-        if let Err(e) = parsed {
-            out.problems.push(Problem::new(
-                Code::InvalidJson,
-                None,
-                format!("invalid JSON: {e}"),
-            ));
-        }
+        parse_json_file(&mut out, &text);
         return out;
     }
     let SplitPage {

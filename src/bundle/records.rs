@@ -133,7 +133,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for Titled {
 impl<'de> serde::de::Visitor<'de> for Titled {
     type Value = Option<String>;
 
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
     fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
@@ -238,7 +238,7 @@ pub fn parse_record(text: &str, with_relationships: bool) -> Result<RecordParts,
         .trim_start_matches([' ', '\t', '\n', '\r'])
         .starts_with('{');
     if let Some(parts) = is_object
-        .then(|| serde_json::from_str::<RawRecord>(&text).ok())
+        .then(|| serde_json::from_str::<RawRecord<'_>>(&text).ok())
         .flatten()
         .and_then(|raw| raw.parts(with_relationships))
     {
@@ -378,7 +378,7 @@ pub fn format_version(value: &Value) -> Option<u64> {
     value.get("formatVersion").and_then(Value::as_u64)
 }
 
-/// One `documents[]` record of a `_index/pages/**` document packet (bundle-format.md §1.8).
+/// One `documents[]` record of a `_index/pages/**` document packet.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct DocumentRecord {
@@ -403,7 +403,7 @@ pub struct DocumentRecord {
     pub graph_path: Option<String>,
 }
 
-/// One relationship of a `_graph/by-file/**` per-file graph (bundle-format.md §1.15).
+/// One relationship of a `_graph/by-file/**` per-file graph.
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct LocalRelationship {
@@ -555,7 +555,7 @@ mod tests {
         }
         // The straight reading is what read the packet and the graph above (not the tree).
         let straight = |text: &str, graph: bool| {
-            serde_json::from_str::<RawRecord>(text)
+            serde_json::from_str::<RawRecord<'_>>(text)
                 .ok()
                 .and_then(|raw| raw.parts(graph))
         };

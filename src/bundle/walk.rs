@@ -105,7 +105,7 @@ pub fn walk(root: &Path) -> Walk {
 
 /// [`walk`], leaving out the files `exclude` matches (gitignore patterns, relative to the
 /// root: `drafts/`, `*.tmp.md`, `/CHANGELOG.md`) besides those of the folder's own ignore
-/// files ([`ignore_rules`]).
+/// files (`ignore_rules`).
 pub fn walk_excluding(root: &Path, exclude: &[String]) -> Walk {
     let mut out = Walk::default();
     let canonical_root = match root.canonicalize() {

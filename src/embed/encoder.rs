@@ -448,16 +448,22 @@ unsafe fn avx2_dots<const R: usize, const T: usize>(
     while k < n {
         let mut x = [[_mm256_setzero_ps(); 2]; T];
         for i in 0..T {
-            x[i] = [
-                _mm256_loadu_ps(xs[i].as_ptr().add(k)),
-                _mm256_loadu_ps(xs[i].as_ptr().add(k + 8)),
-            ];
+            // SAFETY: `k + LANES <= n`, and every slice is `n` long (the caller's contract).
+            x[i] = unsafe {
+                [
+                    _mm256_loadu_ps(xs[i].as_ptr().add(k)),
+                    _mm256_loadu_ps(xs[i].as_ptr().add(k + 8)),
+                ]
+            };
         }
         for r in 0..R {
-            let w = [
-                _mm256_loadu_ps(rows[r].as_ptr().add(k)),
-                _mm256_loadu_ps(rows[r].as_ptr().add(k + 8)),
-            ];
+            // SAFETY: as above.
+            let w = unsafe {
+                [
+                    _mm256_loadu_ps(rows[r].as_ptr().add(k)),
+                    _mm256_loadu_ps(rows[r].as_ptr().add(k + 8)),
+                ]
+            };
             for i in 0..T {
                 for half in 0..2 {
                     sums[r][i][half] = _mm256_fmadd_ps(w[half], x[i][half], sums[r][i][half]);
@@ -470,8 +476,11 @@ unsafe fn avx2_dots<const R: usize, const T: usize>(
     for r in 0..R {
         for i in 0..T {
             let mut lanes = [0.0f32; LANES];
-            _mm256_storeu_ps(lanes.as_mut_ptr(), sums[r][i][0]);
-            _mm256_storeu_ps(lanes.as_mut_ptr().add(8), sums[r][i][1]);
+            // SAFETY: `lanes` holds `LANES` (16) floats: two stores of 8.
+            unsafe {
+                _mm256_storeu_ps(lanes.as_mut_ptr(), sums[r][i][0]);
+                _mm256_storeu_ps(lanes.as_mut_ptr().add(8), sums[r][i][1]);
+            }
             out[r][i] = lanes.iter().sum();
         }
     }
@@ -536,7 +545,7 @@ fn layer_norm(x: &mut [f32], y: Option<&[f32]>, (w, b): &(Vec<f32>, Vec<f32>), h
                 *r = (*r - mean) * inv * w + b;
             }
         }
-    })
+    });
 }
 
 #[inline(always)]
@@ -636,19 +645,19 @@ mod tests {
     fn fold8_folds_every_value_once_and_joins_the_lanes() {
         for n in [0usize, 1, 7, 8, 9, 19, 384] {
             let xs: Vec<f32> = (1..=n).map(|i| i as f32).collect();
-            let sum = super::fold8(&xs, 0.0, |a, v| a + v, |a, b| a + b);
+            let sum = fold8(&xs, 0.0, |a, v| a + v, |a, b| a + b);
             assert_eq!(sum, (n * (n + 1) / 2) as f32, "sum of 1..={n}");
-            let squares = super::fold8(&xs, 0.0, |a, v| a + v * v, |a, b| a + b);
+            let squares = fold8(&xs, 0.0, |a, v| a + v * v, |a, b| a + b);
             assert_eq!(
                 squares,
                 (n * (n + 1) * (2 * n + 1) / 6) as f32,
                 "squares to {n}"
             );
-            let max = super::fold8(&xs, f32::NEG_INFINITY, f32::max, f32::max);
+            let max = fold8(&xs, f32::NEG_INFINITY, f32::max, f32::max);
             assert_eq!(max, if n == 0 { f32::NEG_INFINITY } else { n as f32 });
         }
         let mut row = [1.0f32, 2.0, 3.0];
-        super::softmax(&mut row);
+        softmax(&mut row);
         let e: Vec<f64> = [1.0f64, 2.0, 3.0].iter().map(|x| x.exp()).collect();
         let total: f64 = e.iter().sum();
         for (got, want) in row.iter().zip(&e) {
@@ -660,20 +669,17 @@ mod tests {
     fn exp_and_gelu_are_close_to_the_exact_ones() {
         for i in 0..2000 {
             let x = -40.0 + i as f32 * 0.02;
-            let (got, want) = (super::exp(x), (x as f64).exp());
+            let (got, want) = (exp(x), (x as f64).exp());
             assert!(
                 ((got as f64 - want) / want).abs() < 2e-7 * (1.0 + x.abs() as f64),
                 "exp({x}) = {got}, not {want}"
             );
         }
-        assert_eq!(
-            super::exp(-200.0),
-            super::exp(-126.0 / std::f32::consts::LOG2_E)
-        );
+        assert_eq!(exp(-200.0), exp(-126.0 / std::f32::consts::LOG2_E));
         for i in 0..2000 {
             let x = -10.0 + i as f32 * 0.01;
             let want = 0.5 * x as f64 * (1.0 + libm::erf(x as f64 / std::f64::consts::SQRT_2));
-            let got = super::gelu(x) as f64;
+            let got = gelu(x) as f64;
             assert!((got - want).abs() < 1e-5, "gelu({x}) = {got}, not {want}");
         }
     }

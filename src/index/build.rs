@@ -37,7 +37,7 @@ use super::cache::{self, Cache, Entry, Sha};
 use super::manifest::{manifest_bytes, record_files};
 use super::search_index;
 use super::{
-    damage_line, erased, last_revision, load_previous, lock_for_writing, read_json, read_manifest,
+    damage_line, erased, last_revision, load_previous, lock_for_writing, read_manifest,
     remove_leftovers, sync_dir, write_file, BuildOptions, BuildReport, BuildWork, Counts, Manifest,
     Previous, Verify, BUILD_LOCK, CATALOG_FILE, INDEX_FORMAT_VERSION, INGEST_CACHE_FILE,
 };
@@ -48,11 +48,15 @@ use crate::ids;
 
 mod assemble;
 mod patch;
+mod prepare;
+mod publish;
 mod semantic;
 mod stream;
 
 use assemble::{assemble, create_generation};
 use patch::{patch, patch_plan};
+use prepare::{index_inside_bundle, split_by_cache, unchanged};
+use publish::{crash_point, publish};
 use stream::{finish_streamed, incremental_search, index_pages, pages_of_catalog, read_and_index};
 
 /// Modification times this close before the cache was made are not trusted (ns).
@@ -189,6 +193,18 @@ struct Written {
     crcs: Vec<(&'static str, u32)>,
 }
 
+/// What a generation records beside its files, whichever way they are written (assembled or
+/// patched): the scan's diagnostics, the content fingerprint, the revision and whether it
+/// changed, when the build started reading, and the folder being written.
+struct Stamp<'a> {
+    scan_diagnostics: Vec<Diagnostic>,
+    content_fingerprint: String,
+    revision: u64,
+    revision_changed: bool,
+    made_ns: i128,
+    tmp: &'a Path,
+}
+
 /// What the revision and the generation folder depend on.
 struct Naming<'a> {
     index_dir: &'a Path,
@@ -220,56 +236,6 @@ const UNINDEXED_FILE: &str = "unindexed.json";
 
 /// A page that could not be read again for indexing: its key and its file.
 type Unread = (u64, String);
-
-/// A test hook for the crash tests (`tests/slow/crash_safety.rs`): with `KBTOOLS_CRASH_AT=<point>`
-/// in the environment, the process aborts at that point of the publish step, as a crash there
-/// would stop it.
-fn crash_point(point: &str) {
-    if std::env::var_os("KBTOOLS_CRASH_AT").is_some_and(|at| at == point) {
-        std::process::abort();
-    }
-}
-
-/// Why `index_dir` cannot hold the index of the bundle at `canonical_root`: it is the bundle's
-/// folder, or a folder inside it that the walk reads (not hidden), so builds would write their
-/// files into the bundle.
-fn index_inside_bundle(canonical_root: &Path, index_dir: &Path) -> Option<String> {
-    // The index folder's absolute path: its longest existing ancestor canonical, the rest as is.
-    let absolute = std::path::absolute(index_dir).ok()?;
-    let mut existing = absolute.as_path();
-    let mut rest = Vec::new();
-    let canonical = loop {
-        match existing.canonicalize() {
-            Ok(c) => break c,
-            Err(_) => {
-                rest.push(existing.file_name()?.to_os_string());
-                existing = existing.parent()?;
-            }
-        }
-    };
-    let full = rest
-        .iter()
-        .rev()
-        .fold(canonical, |path, part| path.join(part));
-    let inside = full.strip_prefix(canonical_root).ok()?;
-    let hidden = inside
-        .components()
-        .next()
-        .is_some_and(|c| c.as_os_str().to_string_lossy().starts_with('.'));
-    if hidden {
-        return None;
-    }
-    let what = if inside.as_os_str().is_empty() {
-        "is the bundle's own folder"
-    } else {
-        "lies inside the bundle"
-    };
-    Some(format!(
-        "the index folder {} {what} ({}): kbtools would write its files into the bundle; pass an --index folder outside it (or a hidden one inside it, such as .kbtools-index), or leave --index out for the default under the cache directory",
-        index_dir.display(),
-        canonical_root.display()
-    ))
-}
 
 pub(crate) use semantic::fits as semantic_fits;
 
@@ -305,7 +271,7 @@ pub(crate) fn build(
         progress(&format!(
             "waiting for another build of {} to finish",
             index_dir.display()
-        ))
+        ));
     });
 
     // The live generation, its files checked (module docs of `index`, "Checking what is
@@ -317,27 +283,10 @@ pub(crate) fn build(
         }
     }
 
-    // Unchanged (same files, sizes and modification times): the live generation stays, and
-    // nothing but its manifest is read (and its files' sizes and times checked).
-    if let Some(p) = previous
-        .as_ref()
-        .filter(|p| p.damage.is_none() && !options.full)
-    {
-        let manifest = &p.manifest;
-        if manifest.bundle_root == canonical_root.to_string_lossy()
-            && super::up_to_date(options, manifest, &bundle::walk::stat_fingerprint(&walked))
-        {
-            progress("unchanged since the last build");
-            return Ok(BuildReport {
-                manifest: manifest.clone(),
-                diagnostics: read_json(&p.generation.join("diagnostics.json")).unwrap_or_default(),
-                revision_changed: false,
-                work: BuildWork {
-                    unchanged: true,
-                    ..BuildWork::default()
-                },
-            });
-        }
+    // Unchanged (same files, sizes and modification times): the live generation stays.
+    if let Some(report) = unchanged(previous.as_ref(), options, &canonical_root, &walked) {
+        progress("unchanged since the last build");
+        return Ok(report);
     }
     // A damaged live generation gives its revision numbers (its manifest is intact) and nothing
     // else: everything is read and indexed again.
@@ -393,49 +342,14 @@ pub(crate) fn build(
         std::thread::spawn(crate::analysis::load_dictionary);
     }
 
-    // A file is taken from the cache when its path, class, size and modification time match an
-    // entry made long enough before the cache; the others are read, in parallel.
+    // Files the ingest cache answers, and the others, read in parallel.
     let bundle::Scan {
         jobs,
         diagnostics: scan_diagnostics,
         stat_fingerprint,
         ..
     } = scan;
-    let mut got = Vec::with_capacity(jobs.len());
-    let mut to_read = Vec::new();
-    {
-        // Both in logical path order: a merge.
-        let trusted_before = reuse.map_or(0, |c| c.made_ns() - RACY_WINDOW_NS);
-        let entries = reuse.map_or(0, |c| c.len());
-        let mut next = 0;
-        for job in &jobs {
-            let mut hit = None;
-            if let Some(cache) = reuse {
-                while next < entries && cache.entry(next).path() < job.path() {
-                    next += 1;
-                }
-                if next < entries {
-                    let entry = cache.entry(next);
-                    if entry.path() == job.path()
-                        && entry.disk == job.file.relative
-                        && entry.size == job.file.size
-                        && entry.mtime_ns == job.file.mtime_ns
-                        && entry.mtime_ns < trusted_before
-                        && entry.class == job.class
-                    {
-                        hit = Some(next as u32);
-                    }
-                }
-            }
-            match hit {
-                Some(e) => got.push(Got::Cached(e)),
-                None => {
-                    got.push(Got::Fresh(to_read.len()));
-                    to_read.push(job);
-                }
-            }
-        }
-    }
+    let (got, to_read) = split_by_cache(&jobs, reuse);
     let threads = if options.threads == 0 {
         std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -514,19 +428,18 @@ pub(crate) fn build(
             let tmp = index_dir.join(format!("{name}.tmp"));
             lock = Some(create_generation(&tmp)?);
             let search_dir = tmp.join("search");
-            let (written, outcome) = patch(
-                &files,
-                plan,
+            let stamp = Stamp {
                 scan_diagnostics,
                 content_fingerprint,
-                (revision, revision_changed),
+                revision,
+                revision_changed,
                 made_ns,
-                &tmp,
-                |written| {
-                    progress(&read_summary(kind, files_read, written));
-                    update_search(written, &search_dir, progress)
-                },
-            )?;
+                tmp: &tmp,
+            };
+            let (written, outcome) = patch(&files, plan, stamp, |written| {
+                progress(&read_summary(kind, files_read, written));
+                update_search(written, &search_dir, progress)
+            })?;
             searched = Some(outcome);
             // Every file's stat and path: freed meanwhile, not waited for.
             let Files {
@@ -556,6 +469,14 @@ pub(crate) fn build(
                     tmp
                 }
             };
+            let stamp = Stamp {
+                scan_diagnostics,
+                content_fingerprint,
+                revision,
+                revision_changed,
+                made_ns,
+                tmp: &tmp,
+            };
             let written = assemble(
                 read,
                 kind,
@@ -563,11 +484,7 @@ pub(crate) fn build(
                 &naming.kb_id,
                 (cache.as_ref(), reuse),
                 previous.as_ref(),
-                scan_diagnostics,
-                content_fingerprint,
-                (revision, revision_changed),
-                made_ns,
-                &tmp,
+                stamp,
             )?;
             // The parse of every file is gone: its memory goes back before indexing.
             crate::memory::release_free();
@@ -708,31 +625,7 @@ pub(crate) fn build(
     sync_dir(&search_dir);
     sync_dir(&tmp);
     crash_point("written");
-    // The publish: the generation under its name, then `CURRENT` naming it (the one moment the
-    // index changes), each flushed before the next step.
-    let live = index_dir.join(&live_name);
-    std::fs::rename(&tmp, &live).map_err(|e| IndexError::io(&live, e))?;
-    if let Some(lock) = lock.as_mut() {
-        lock.moved_to(&live);
-    }
-    sync_dir(index_dir);
-    crash_point("renamed");
-    let current_tmp = index_dir.join(format!("CURRENT.{live_name}.tmp"));
-    let published = write_file(&current_tmp, live_name.as_bytes()).and_then(|()| {
-        crash_point("current-written");
-        std::fs::rename(&current_tmp, index_dir.join("CURRENT"))
-            .map_err(|e| IndexError::io(index_dir.join("CURRENT"), e))
-    });
-    if let Err(e) = published {
-        // The generation folder goes with `lock`; this file too (a full disk stays full else).
-        let _ = std::fs::remove_file(&current_tmp);
-        return Err(e);
-    }
-    if let Some(lock) = lock.as_mut() {
-        lock.published();
-    }
-    sync_dir(index_dir);
-    crash_point("published");
+    let live = publish(index_dir, &tmp, &live_name, &mut lock)?;
     let _ = std::fs::remove_file(live.join(BUILD_LOCK));
     drop(lock);
     let _ = cleanup.join();

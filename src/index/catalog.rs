@@ -50,7 +50,7 @@ fn title_label(title: &str) -> Option<&str> {
         .then_some(first)
 }
 
-/// What a title says beside its identifier label ([`title_label`]): `Line length` of
+/// What a title says beside its identifier label (`title_label`): `Line length` of
 /// `MD013 - Line length`, `line too long` of `E501: line too long`; the whole title when it
 /// has no such label or nothing beside it.
 pub fn title_words(title: &str) -> &str {
@@ -297,6 +297,32 @@ impl Tree {
 }
 
 impl Catalog {
+    /// The translations of source page `page`: the source pages with its path under a sibling
+    /// language root, and in a plain folder also its `translation` relations (which hold the
+    /// translations its frontmatter names).
+    pub fn translations(&self, page: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        for other in paths::translation_paths(&self.file(page).path) {
+            if let Some(p) = self.by_exact_path(&other) {
+                if self.is_source(p) && !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        if self.kind() == BundleKind::PlainFolder {
+            for r in self.relation_range(page).unwrap_or_default() {
+                let rel = self.relation(r);
+                if rel.relation_type == "translation"
+                    && self.is_source(rel.to)
+                    && !out.contains(&rel.to)
+                {
+                    out.push(rel.to);
+                }
+            }
+        }
+        out
+    }
+
     /// The catalog of `data` (sorted and checked as [`store::encode`] does), kept in memory.
     pub fn new(data: CatalogData) -> Self {
         let bytes = store::encode(data);

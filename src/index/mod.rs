@@ -53,14 +53,14 @@
 //!   `CURRENT` names an existing generation; the manifest's own CRC-32; every recorded file
 //!   exists with its recorded size, and a file whose modification time changed has its CRC-32
 //!   computed (a copied index is checked in full once per open, never refused); the catalog's
-//!   CRC-32 ([`catalog::store`]), the ingest cache's section CRC-32s when read ([`cache`]), and
+//!   CRC-32 ([`catalog::store`]), the ingest cache's section CRC-32s when read (`cache`), and
 //!   tantivy's own footer checks when a segment file is opened. This costs a `stat` per file,
 //!   so a cold `kbtools --no-refresh call` stays a few milliseconds and `kbtools index` on an
 //!   unchanged 100,000-page bundle does not read its 300 MB of index.
 //! - **in full** ([`Verify::Full`]: every file's CRC-32): when a build records a file it wrote
 //!   (files hard-linked from the previous generation keep the previous record, so a damaged
 //!   one is never blessed), and when a long-running server (`kbtools serve`, `kbtools mcp`,
-//!   [`crate::live`]) opens a generation, where the time is spent once per generation.
+//!   `crate::serve::live`) opens a generation, where the time is spent once per generation.
 //!
 //! What the always-on checks cannot see is a byte changed in place with the file's size and
 //! modification time restored (bit rot under a file system that does not notice it): a server
@@ -71,13 +71,11 @@
 //! call` without `--no-refresh`) finds the damage and rebuilds from scratch, keeping the revision
 //! numbers when the manifest is intact.
 
-pub mod bm25;
 mod build;
 mod cache;
 pub mod catalog;
 mod generations;
 mod manifest;
-mod passages;
 pub mod search_index;
 pub mod vectors;
 

@@ -432,7 +432,7 @@ pub fn build(
         for (section, key, windows) in sections {
             match windows {
                 Ok(kept) => {
-                    layout.extend(kept.into_iter().map(|w| (section, key, Window::Kept(w))))
+                    layout.extend(kept.into_iter().map(|w| (section, key, Window::Kept(w))));
                 }
                 Err(new) => {
                     for w in new {
@@ -617,7 +617,7 @@ mod tests {
                 .map(|i| if i % 2 == 0 { 1.0 } else { -2.0 })
                 .collect();
             let want: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-            assert_eq!(super::dot(&a, &b), want, "length {n}");
+            assert_eq!(dot(&a, &b), want, "length {n}");
         }
     }
 

@@ -12,12 +12,17 @@ fn assert_within(text: &str, budget: usize) {
 #[test]
 fn read_file_renders_the_content_alone() {
     let output = json!({"file": {"path": "pages/a.md", "title": "A"}, "content": "# A\n\nBody.\n"});
-    let text = render_output("read_file", &json!({"path": "pages/a.md"}), &output, 1000);
+    let text = render_output(
+        ToolName::ReadFile,
+        &json!({"path": "pages/a.md"}),
+        &output,
+        1000,
+    );
     assert_eq!(text, "# A\n\nBody.\n");
     let snippets = json!({"file": {"path": "pages/a.md"}, "content": "[match_1] L1-1 hits:1\n# A"});
     let input = json!({"path": "pages/a.md", "type": "search", "query": "A"});
     assert_eq!(
-        render_output("read_file", &input, &snippets, 1000),
+        render_output(ToolName::ReadFile, &input, &snippets, 1000),
         "[match_1] L1-1 hits:1\n# A"
     );
 }
@@ -26,7 +31,7 @@ fn read_file_renders_the_content_alone() {
 fn long_read_is_cut_at_a_line_with_an_extract_continuation() {
     let content: String = (1..=200).map(|i| format!("line {i} 知识库\n")).collect();
     let output = json!({"file": {"path": "pages/long.md"}, "content": content});
-    let text = render_output("read_file", &json!({"fileId": "x"}), &output, 600);
+    let text = render_output(ToolName::ReadFile, &json!({"fileId": "x"}), &output, 600);
     assert_within(&text, 600);
     let (shown, note) = text.rsplit_once('\n').unwrap();
     assert!(
@@ -50,7 +55,7 @@ fn cuts_never_split_a_character() {
     let content = "知".repeat(5_000);
     let output = json!({"file": {"path": "pages/zh.md"}, "content": content});
     for budget in [400, 401, 402, 999, 1_000, 1_001] {
-        let text = render_output("read_file", &json!({}), &output, budget);
+        let text = render_output(ToolName::ReadFile, &json!({}), &output, budget);
         assert_within(&text, budget);
         let (part, note) = text.split_once('\n').unwrap();
         assert!(part.chars().all(|c| c == '知'));
@@ -65,7 +70,7 @@ fn cuts_never_split_a_character() {
 fn a_long_first_line_continues_from_line_two() {
     let content = format!("{}\nshort\n", "x".repeat(3_000));
     let output = json!({"file": {"path": "_graph/by-file/a.json"}, "content": content});
-    let text = render_output("read_file", &json!({}), &output, 500);
+    let text = render_output(ToolName::ReadFile, &json!({}), &output, 500);
     assert_within(&text, 500);
     assert!(
         text.contains("\"segments\": [{\"start\": 2, \"end\": 2}]"),
@@ -80,7 +85,7 @@ fn snippet_reads_are_cut_without_a_line_continuation() {
         .collect();
     let output = json!({"file": {"path": "pages/a.md"}, "content": content});
     let input = json!({"path": "pages/a.md", "type": "search", "query": "matching"});
-    let text = render_output("read_file", &input, &output, 800);
+    let text = render_output(ToolName::ReadFile, &input, &output, 800);
     assert_within(&text, 800);
     assert!(text.ends_with("ask for a narrower query or a smaller maxMatches or contextLines]"));
     assert!(!text.contains("\"extract\""));
@@ -95,7 +100,12 @@ fn lists_are_cut_at_a_whole_item_and_point_to_a_smaller_limit() {
         })
         .collect();
     let output = json!({"activeContentRevision": 3, "items": items, "nextCursor": "CUR"});
-    let text = render_output("list_tree", &json!({"parentPath": "pages"}), &output, 600);
+    let text = render_output(
+        ToolName::ListTree,
+        &json!({"parentPath": "pages"}),
+        &output,
+        600,
+    );
     assert_within(&text, 600);
     let shown = text.lines().filter(|l| l.starts_with("file ")).count();
     assert!(shown > 5 && shown < 40, "{shown}\n{text}");
@@ -108,7 +118,7 @@ fn lists_are_cut_at_a_whole_item_and_point_to_a_smaller_limit() {
     );
 
     let paged = render_output(
-        "list_tree",
+        ToolName::ListTree,
         &json!({"parentPath": "pages", "cursor": "OLD"}),
         &output,
         600,
@@ -122,7 +132,7 @@ fn whole_lists_keep_the_cursor() {
         {"entryType": "directory", "path": "pages/en", "directEntryCount": 7},
         {"entryType": "file", "path": "index.md", "fileId": "generated-1", "fileKind": "index"}
     ], "nextCursor": "abc"});
-    let text = render_output("list_tree", &json!({}), &output, DEFAULT_TEXT_BUDGET);
+    let text = render_output(ToolName::ListTree, &json!({}), &output, DEFAULT_TEXT_BUDGET);
     assert_eq!(
         text,
         "list_tree (root): 2 entries (revision 1)\n\
@@ -147,8 +157,7 @@ fn odd_json_renders_without_panicking() {
         json!({"searchStatus": 1, "semanticStatus": "ready", "rerankerStatus": {"state": 2},
                "evidenceStatus": {"degradedFamilies": "lexical"}, "nextActions": [null]}),
     ];
-    let names = crate::tools::ToolName::ALL.map(|t| t.as_str());
-    for tool in names.iter().chain(["no_such_tool"].iter()) {
+    for tool in ToolName::ALL {
         for output in &odd {
             for input in [json!(null), json!({"type": 5}), json!({"cursor": null})] {
                 for budget in [0, 400, DEFAULT_TEXT_BUDGET] {
@@ -159,7 +168,7 @@ fn odd_json_renders_without_panicking() {
         }
     }
     let text = render_output(
-        "search_files",
+        ToolName::SearchFiles,
         &json!({}),
         &json!({"items": [{"title": "a\nb\u{202e}c", "path": "p.md"}]}),
         1000,

@@ -14,7 +14,8 @@
 //! over the dev sets that came to nothing either way (nDCG@10 within ±0.006) but put a rule
 //! reference's default mode below its `file` mode (docs/ranking.md).
 
-use super::fusion::{Scored, WEIGHTS};
+use super::fusion::Scored;
+use super::weights::WEIGHTS;
 use super::Lane;
 use crate::graph::Step;
 use crate::kb::KnowledgeBase;

@@ -9,8 +9,8 @@ use tantivy::Searcher;
 
 use super::{Lane, Mode, Query, Scope};
 use crate::error::IndexError;
-use crate::index::search_index::QueryTerms;
 use crate::kb::KnowledgeBase;
+use crate::search::page_lanes::QueryTerms;
 
 /// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
 const LANE_DEPTH: usize = 1000;
@@ -22,7 +22,7 @@ pub struct Hit {
     /// Its rank in the lane (0 = best).
     pub rank: u32,
     /// The page's best section (passage lane only).
-    pub section: Option<crate::index::search_index::Section>,
+    pub section: Option<crate::search::passages::Section>,
     /// The window's cosine in the vector lanes (their fusion reads how far below the best it
     /// falls); 0 in the others.
     pub cosine: f32,
@@ -38,7 +38,7 @@ pub struct LaneHits {
 
 /// The passage lane's hits: the scored pages in their order, then the page lane's hits whose
 /// page is one section, each its own passage at its page-lane rank.
-fn passage_hits(passages: crate::index::search_index::Passages) -> Vec<Hit> {
+fn passage_hits(passages: crate::search::passages::Passages) -> Vec<Hit> {
     let mut hits: Vec<Hit> = passages
         .hits
         .into_iter()
@@ -67,7 +67,7 @@ fn vector_hits(vectors: &crate::index::vectors::Vectors, query: &[f32], opening:
         .search(
             query,
             LANE_DEPTH,
-            super::fusion::WEIGHTS.min_cosine,
+            super::weights::WEIGHTS.min_cosine,
             opening,
         )
         .into_iter()
@@ -75,7 +75,7 @@ fn vector_hits(vectors: &crate::index::vectors::Vectors, query: &[f32], opening:
         .map(|(rank, h)| Hit {
             position: h.position,
             rank: rank as u32,
-            section: Some(crate::index::search_index::Section(h.section)),
+            section: Some(crate::search::passages::Section(h.section)),
             cosine: h.score,
         })
         .collect()
@@ -106,7 +106,7 @@ pub fn run(
 ) -> Result<Vec<LaneHits>, IndexError> {
     let text = query.text;
     let exact_key = crate::text::exact_key(text);
-    let page_hits = |hits: Vec<crate::index::search_index::LaneHit>| {
+    let page_hits = |hits: Vec<crate::search::page_lanes::LaneHit>| {
         hits.into_iter()
             .enumerate()
             .map(|(rank, h)| Hit {
@@ -170,7 +170,7 @@ pub fn run(
                 Lane::Jieba => page_hits(kb.search.words(searcher, text, terms, LANE_DEPTH)?),
                 Lane::ContentVector => match (query_vector, kb.vectors()) {
                     (Some(query), Some(vectors)) => {
-                        vector_hits(vectors, query, super::fusion::WEIGHTS.opening)
+                        vector_hits(vectors, query, super::weights::WEIGHTS.opening)
                     }
                     _ => Vec::new(),
                 },

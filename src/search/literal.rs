@@ -100,7 +100,7 @@ pub fn pages(
                 texts
                     .entry(page)
                     .or_insert_with(|| {
-                        crate::tools::read_indexed_content(kb, kb.catalog.file(page))
+                        kb.indexed_content(kb.catalog.file(page))
                             .map(|text| text.to_ascii_lowercase())
                     })
                     .as_deref()

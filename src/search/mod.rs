@@ -16,22 +16,28 @@
 //! evidence for nothing in particular); a page's translation follows it at a fraction of its
 //! score. docs/ranking.md records the weights and the figures that chose them.
 
+pub mod bm25;
+pub mod excerpt;
 pub mod fusion;
 pub mod graph_lane;
 pub mod identifier;
+pub mod lane_hit;
 pub mod lexical;
 pub mod literal;
 pub mod nearest;
+pub mod page_lanes;
+pub mod passages;
 pub mod relationship;
 pub mod title;
 pub mod translation;
 #[cfg(feature = "semantic")]
 pub mod vector;
+pub mod weights;
 
 use crate::error::{messages, ErrorCode, IndexError, ToolError};
 use crate::graph::Step;
-use crate::index::search_index::QueryTerms;
 use crate::kb::KnowledgeBase;
+use crate::search::page_lanes::QueryTerms;
 
 /// A retrieval lane (an `evidenceStatus` family; the passage lane is lexical evidence).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,7 +56,7 @@ pub enum Lane {
     Passage,
     Jieba,
     ContentVector,
-    /// The cross-language vector lane ([`vector`]): reported as `content_vector` evidence.
+    /// The cross-language vector lane (`vector`): reported as `content_vector` evidence.
     CrossVector,
     FileGraph,
     FileRelationship,
@@ -96,7 +102,7 @@ impl Lane {
         matches!(self, Lane::FileGraph | Lane::FileRelationship)
     }
 
-    /// "File evidence" of §8.4 (`matchType`).
+    /// "File evidence" for `matchType` (docs/rules.md#fusion).
     pub fn is_file_evidence(self) -> bool {
         !self.is_graph()
     }
@@ -224,9 +230,9 @@ pub struct Candidate {
     pub lanes: LaneSet,
     /// Whether a content lane matched the page (it then has an excerpt).
     pub content: bool,
-    /// The page's best section ([`crate::index::search_index::PassageHit::section`]), when the
+    /// The page's best section ([`crate::search::passages::PassageHit::section`]), when the
     /// passage lane found one: the excerpt comes from it.
-    pub section: Option<crate::index::search_index::Section>,
+    pub section: Option<passages::Section>,
     /// Where the score comes from, when the query asked ([`Query::explain`]).
     pub explained: Option<Box<Explained>>,
 }
@@ -281,7 +287,7 @@ impl Ranking {
     }
 }
 
-/// Whether the semantic lane can run (`semanticStatus`, DECISIONS 24).
+/// Whether the semantic lane can run (`semanticStatus`, docs/rules.md#semantic-lane).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SemanticState {
     /// The index has vectors of the installed model.
@@ -314,7 +320,7 @@ pub fn semantic(kb: &KnowledgeBase) -> (SemanticState, SemanticModel) {
 /// Results a cursor can page through.
 pub const MAX_RESULTS: usize = 1000;
 
-/// The lanes a request runs (§8.4 lane plan; the vector lanes, `content_vector`, in `hybrid`
+/// The lanes a request runs (docs/rules.md#fusion; the vector lanes, `content_vector`, in `hybrid`
 /// only: the semantic lane when `semantic`, the cross-language lane beside it when `cross`).
 pub fn plan(scope: Scope, mode: Mode, query: &str, semantic: bool, cross: bool) -> Vec<Lane> {
     match scope {

@@ -20,8 +20,8 @@ use tantivy::Searcher;
 
 use super::{Candidate, Lane, LaneSet, Query};
 use crate::error::IndexError;
-use crate::index::search_index::QueryTerms;
 use crate::kb::KnowledgeBase;
+use crate::search::page_lanes::QueryTerms;
 
 /// Pages a fallback returns.
 pub const MOST: usize = 10;

@@ -9,8 +9,9 @@
 
 use rustc_hash::FxHashMap;
 
-use super::fusion::{Scored, WEIGHTS};
+use super::fusion::Scored;
 use super::graph_lane::hub_damping;
+use super::weights::WEIGHTS;
 use super::Lane;
 use crate::error::IndexError;
 use crate::graph::Step;
@@ -57,7 +58,7 @@ impl<'q, 'c> TermMatcher<'q, 'c> {
                                     found.push(i);
                                 }
                             }
-                        })
+                        });
                     });
                     e.insert(found)
                 }

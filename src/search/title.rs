@@ -21,8 +21,8 @@
 use tantivy::Searcher;
 
 use crate::error::IndexError;
-use crate::index::search_index::QueryTerms;
 use crate::kb::KnowledgeBase;
+use crate::search::page_lanes::QueryTerms;
 
 /// The least share of a title's weight the question must hold.
 pub const MIN_COVERAGE: f64 = 2.0 / 3.0;

@@ -2,7 +2,7 @@
 //! (`"query: "` + the text, cached per process), which [`super::lexical`] scores against every
 //! passage window of the index's vectors, a page counting at its best window. It runs in `hybrid` only (`file` stays lexical, as the issue that added the lane
 //! decided; `graph` ranks by relations), when the index has vectors made by the installed model
-//! (DECISIONS 24).
+//! (docs/rules.md#semantic-lane).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

@@ -11,6 +11,7 @@ pub mod list_tree;
 pub mod read_file;
 pub mod read_related;
 pub mod search_files;
+mod texts;
 
 use std::borrow::Cow;
 
@@ -18,7 +19,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::bundle::BundleKind;
-use crate::error::{messages, ErrorCode, ToolError};
+use crate::error::{ErrorCode, ToolError};
 use crate::ids::ReadActions;
 use crate::index::catalog::{CatalogFile, CatalogRelation};
 use crate::kb::KnowledgeBase;
@@ -124,7 +125,7 @@ pub fn call(kb: &KnowledgeBase, name: &str, input: &Value) -> Result<Value, Tool
 }
 
 /// Runs `tool` with its JSON input and returns its contract JSON output. A plain folder's path
-/// may be given as the user sees it ([`user_paths`]); an error carries what to do next in its
+/// may be given as the user sees it (`user_paths`); an error carries what to do next in its
 /// `details.hint` ([`hints`]), the same at every door.
 pub fn run(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Value, ToolError> {
     let input = user_paths(kb, tool, input);
@@ -436,82 +437,4 @@ impl RelatedFile {
 /// The revision for tools that answer 404 when the knowledge base has no readable content.
 pub fn require_revision(kb: &KnowledgeBase) -> Result<u64, ToolError> {
     kb.revision().ok_or_else(ToolError::not_found)
-}
-
-/// The text of a file, checked against the read limit; a path that resolves outside the bundle
-/// is not found.
-pub fn read_content(kb: &KnowledgeBase, file: &CatalogFile) -> Result<String, ToolError> {
-    if let Some(content) = kb.catalog.virtual_content(file) {
-        return Ok(content);
-    }
-    read_bytes(kb, file).map(lossy_text)
-}
-
-/// `bytes` as text, invalid UTF-8 replaced by U+FFFD (copied only when there is some).
-fn lossy_text(bytes: Vec<u8>) -> String {
-    match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    }
-}
-
-/// The text of a source file when it still is what the index was built from (same size and
-/// SHA-256), else `None`: an excerpt must come from the text that was searched, also when the
-/// bundle changed after the build (`--no-refresh`, a server without `--watch`).
-pub fn read_indexed_content(kb: &KnowledgeBase, file: &CatalogFile) -> Option<String> {
-    if let Some(content) = kb.catalog.virtual_content(file) {
-        return Some(content);
-    }
-    let bytes = read_bytes(kb, file).ok()?;
-    let hashed = &bytes[..bytes.len().min(crate::bundle::MAX_PARSE_BYTES as usize)];
-    if bytes.len() as u64 != file.size || crate::bundle::sha256_hex(hashed) != file.sha256 {
-        return None;
-    }
-    Some(lossy_text(bytes))
-}
-
-/// The bytes of a file on disk, checked against the read limit.
-fn read_bytes(kb: &KnowledgeBase, file: &CatalogFile) -> Result<Vec<u8>, ToolError> {
-    if file.size > kb.options.read_limit {
-        return Err(ToolError::new(
-            ErrorCode::PayloadTooLarge,
-            messages::PAYLOAD_TOO_LARGE,
-        ));
-    }
-    let Some(relative) = &file.disk else {
-        return Err(ToolError::not_found());
-    };
-    // Opened once, checked on what was opened (bundle::beneath): a directory swapped for a
-    // link out of the bundle meanwhile leads nowhere.
-    let opened = match &kb.bundle_dir {
-        Some(root) if root.still_named(&kb.bundle_root) => root.open_file(relative),
-        _ => crate::bundle::beneath::open_under(&kb.bundle_root, relative),
-    };
-    let handle = opened.map_err(|_| ToolError::not_found())?;
-    let metadata = handle.metadata().map_err(|_| ToolError::not_found())?;
-    if metadata.len() > kb.options.read_limit {
-        return Err(ToolError::new(
-            ErrorCode::PayloadTooLarge,
-            messages::PAYLOAD_TOO_LARGE,
-        ));
-    }
-    // At most one byte past the limit: a file growing meanwhile is refused, not read on.
-    let mut bytes = Vec::with_capacity(metadata.len() as usize);
-    let read = std::io::Read::read_to_end(
-        &mut std::io::Read::take(handle, kb.options.read_limit + 1),
-        &mut bytes,
-    );
-    read.map_err(|_| {
-        ToolError::new(
-            ErrorCode::DatabaseRepositoryUnavailable,
-            messages::DATA_UNAVAILABLE,
-        )
-    })?;
-    if bytes.len() as u64 > kb.options.read_limit {
-        return Err(ToolError::new(
-            ErrorCode::PayloadTooLarge,
-            messages::PAYLOAD_TOO_LARGE,
-        ));
-    }
-    Ok(bytes)
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ToolName;
-use super::{read_content, require_revision, GeneratedFile, Input};
+use super::{require_revision, GeneratedFile, Input};
 use crate::bundle::paths::{self, PathClass};
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::catalog::CatalogFile;
@@ -165,7 +165,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     }
     .ok_or_else(ToolError::not_found)?;
     let file = kb.catalog.file(position);
-    let content = read_content(kb, file)?;
+    let content = kb.read_content(file)?;
     let file_size = content.len() as u64;
     let content = match part {
         Part::Whole => content,

@@ -213,10 +213,9 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 /// The index of `fixtures/focowiki-docs`, built once per test binary by the `kbtools` binary
 /// (for tests that start `kbtools mcp` / `kbtools serve` children over it).
-pub fn built_fixture_index() -> &'static std::path::PathBuf {
+pub fn built_fixture_index() -> &'static PathBuf {
     use std::process::{Command, Stdio};
-    static INDEX: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
-        std::sync::OnceLock::new();
+    static INDEX: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &INDEX
         .get_or_init(|| {
             let dir = tempfile::tempdir().unwrap();

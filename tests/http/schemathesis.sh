@@ -17,7 +17,7 @@
 #
 # Checks: all of schemathesis's but two. `unsupported_method` expects 405 for a method the
 # document does not list: the contract answers every unknown route or method with 404
-# `UNSUPPORTED_ROUTE` (openapi-contract.md §2.3), and kbtools does too.
+# `UNSUPPORTED_ROUTE` (docs/contracts.md#contracts), and kbtools does too.
 # `object_level_authorization` needs two users; the server has one key.
 # tests/http/hooks.py shapes positive cases by the rules a parameter schema cannot express
 # (cursor provenance, the rerank controls' dependency on `rerank=true`, NFC and

@@ -704,7 +704,7 @@ fn format_text_prints_the_rendering_with_the_same_exit_codes() {
     let input = json!({ "parentPath": "pages", "limit": 2 });
     let output = call(FIXTURE, &dir, "list_tree", &input).expect(0).json();
     let expected = kbtools::render::render_output(
-        "list_tree",
+        kbtools::tools::ToolName::ListTree,
         &input,
         &output,
         kbtools::render::DEFAULT_TEXT_BUDGET,

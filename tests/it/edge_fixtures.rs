@@ -476,7 +476,7 @@ fn virtual_graph_records_are_listed_and_hold_the_relations() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// OKF signals and filters (openapi-contract.md §8.3, TODAY = 2026-09-01)
+// OKF signals and filters (docs/rules.md#okf, TODAY = 2026-09-01)
 
 #[test]
 fn okf_signals_follow_the_frontmatter() {
@@ -1102,7 +1102,7 @@ fn virtual_graph_records_point_at_nothing_missing() {
                 assert!(
                     checked_call(kb, "read_file", json!({ "path": path })).is_ok(),
                     "{path}"
-                )
+                );
             }
         }
     }

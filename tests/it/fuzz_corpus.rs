@@ -42,7 +42,7 @@ fn every_corpus_file_of_every_target_replays_cleanly() {
             // A panic here names the target and file (the test harness prints this context).
             let run = |bytes: &[u8]| {
                 std::panic::catch_unwind(|| entry(bytes))
-                    .unwrap_or_else(|_| panic!("fuzz target {target} fails on corpus file {name}"))
+                    .unwrap_or_else(|_| panic!("fuzz target {target} fails on corpus file {name}"));
             };
             run(data);
             run(&data[..data.len() / 2]);

@@ -1,4 +1,4 @@
-//! Hostile paths and ids against the security boundary (openapi-contract.md §3.1 and §5.1): every
+//! Hostile paths and ids against the security boundary (docs/contracts.md#bad-input): every
 //! input gets the contract's 422 `VALIDATION_ERROR` (with the right `details.field`) or 404
 //! `NOT_FOUND`, never a panic, and never the content of a file outside the bundle.
 //!
@@ -249,7 +249,7 @@ fn call(kb: &KnowledgeBase, tool: &str, input: Value) -> Result<Value, kbtools::
             // The query context echoes the query, which may be the marker itself.
             let mut v = v.clone();
             v.as_object_mut().unwrap().remove("query");
-            assert_clean(&v, &what)
+            assert_clean(&v, &what);
         }
         Ok(v) => assert_clean(v, &what),
         Err(e) => assert_clean(&envelope(e), &what),

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kbtools::http::HttpOptions;
+use kbtools::serve::http::HttpOptions;
 use serde_json::Value;
 
 /// A running server over some fixtures; stops (gracefully) when dropped.
@@ -67,7 +67,7 @@ impl Server {
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
                 };
-                kbtools::http::serve(listener, kbs, options, shutdown)
+                kbtools::serve::http::serve(listener, kbs, options, shutdown)
                     .await
                     .unwrap();
             });

@@ -21,11 +21,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use kbtools::http::HttpOptions;
 use kbtools::index::{self, BuildOptions};
 use kbtools::kb::KnowledgeBase;
-use kbtools::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchOptions};
-use kbtools::mcp::{Format, KbServer, McpOptions};
+use kbtools::serve::http::HttpOptions;
+use kbtools::serve::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchOptions};
+use kbtools::serve::mcp::{Format, KbServer, McpOptions};
 use serde_json::{json, Value};
 
 /// The page every edit appends to.
@@ -293,7 +293,7 @@ fn client_loop(client: Client, expect: Arc<Expect>, stats: Arc<Stats>, stop: Arc
                         .lock()
                         .unwrap()
                         .entry(revision)
-                        .or_default() += 1
+                        .or_default() += 1;
                 }
                 Err(e) => stats.failures.lock().unwrap().push(e),
             }
@@ -399,7 +399,7 @@ fn the_library_switches_between_calls_and_never_mixes_revisions() {
 #[test]
 fn the_mcp_server_switches_between_calls_and_never_mixes_revisions() {
     let fixture = Fixture::new();
-    let live = fixture.live(kbtools::live::silent());
+    let live = fixture.live(kbtools::serve::live::silent());
     let expect = Expect::of(&live.get());
     let options = McpOptions {
         format: Format::Json,
@@ -432,7 +432,7 @@ fn the_mcp_server_switches_between_calls_and_never_mixes_revisions() {
 #[test]
 fn the_http_server_switches_between_requests_and_never_mixes_revisions() {
     let fixture = Fixture::new();
-    let live = fixture.live(kbtools::live::silent());
+    let live = fixture.live(kbtools::serve::live::silent());
     let expect = Expect::of(&live.get());
     let base = format!("/openapi/v2/knowledge-bases/{}", live.kb_id());
     let server = HttpServer::start(vec![live]);
@@ -541,7 +541,7 @@ fn a_rebuild_under_another_knowledge_base_id_is_not_switched_to() {
 #[test]
 fn a_snapshot_keeps_answering_after_its_generation_folder_is_removed() {
     let fixture = Fixture::new();
-    let live = fixture.live(kbtools::live::silent());
+    let live = fixture.live(kbtools::serve::live::silent());
     let old = live.get();
     let old_generation = index::current_generation(fixture.index_dir()).unwrap();
     for word in WORDS {
@@ -600,7 +600,7 @@ fn watcher_picks_up_an_edit(force_polling: bool) {
     )
     .unwrap();
     if force_polling {
-        assert_eq!(watcher.mode(), kbtools::live::WatchMode::Polling);
+        assert_eq!(watcher.mode(), kbtools::serve::live::WatchMode::Polling);
     }
     // Let the first check (nothing changed) pass, so the edit is a change of its own.
     std::thread::sleep(Duration::from_millis(400));
@@ -679,7 +679,7 @@ fn a_watch_refuses_an_index_folder_inside_the_bundle_it_watches() {
         BuildOptions::default(),
         None,
         watch_options(true),
-        kbtools::live::silent(),
+        kbtools::serve::live::silent(),
     );
     let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(
@@ -695,7 +695,7 @@ fn a_watch_refuses_an_index_folder_inside_the_bundle_it_watches() {
         BuildOptions::default(),
         None,
         watch_options(true),
-        kbtools::live::silent(),
+        kbtools::serve::live::silent(),
     )
     .unwrap();
     watcher.shutdown();
@@ -966,7 +966,7 @@ impl HttpServer {
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
                 };
-                kbtools::http::serve_live(listener, kbs, HttpOptions::default(), shutdown)
+                kbtools::serve::http::serve_live(listener, kbs, HttpOptions::default(), shutdown)
                     .await
                     .unwrap();
             });

@@ -7,6 +7,7 @@ mod common;
 // The modules that run a server, or the binary as a whole, need the `server` feature (on by
 // default).
 
+mod architecture;
 #[cfg(feature = "server")]
 mod attack_faults;
 #[cfg(feature = "gen-bundle")]

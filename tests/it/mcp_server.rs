@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::{open_fixture, operation_of, schema_for, violations};
-use kbtools::mcp::{tool_definitions, Format, KbServer, McpOptions};
+use kbtools::serve::mcp::{tool_definitions, Format, KbServer, McpOptions};
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{json, Value};
 
@@ -88,14 +88,14 @@ fn tool_schemas_are_plain_json_schema_titled_for_a_model() {
                     match key.as_str() {
                         "$ref" | "$defs" | "anyOf" | "oneOf" => problems.push(here.clone()),
                         "format" if v != "date-time" && v != "uri" => {
-                            problems.push(format!("{here} = {v}"))
+                            problems.push(format!("{here} = {v}"));
                         }
                         "type" if v.is_array() => problems.push(format!("{here} = {v}")),
                         "enum" if v.as_array().unwrap().iter().any(Value::is_null) => {
-                            problems.push(format!("{here} = {v}"))
+                            problems.push(format!("{here} = {v}"));
                         }
                         "description" if v.as_str().unwrap_or("").contains("Rust") => {
-                            problems.push(format!("{here} = {v}"))
+                            problems.push(format!("{here} = {v}"));
                         }
                         _ => {}
                     }

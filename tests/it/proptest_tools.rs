@@ -817,7 +817,7 @@ fn args(value: &Value) -> Option<Map<String, Value>> {
 /// error; the JSON format is the contract JSON.
 #[test]
 fn the_mcp_handler_answers_generated_calls() {
-    use kbtools::mcp::{KbServer, McpOptions};
+    use kbtools::serve::mcp::{KbServer, McpOptions};
     let Opened { kb, index_dir, .. } = open_fixture("focowiki-docs");
     let real = real(&kb);
     let server = KbServer::new(kb, McpOptions::default()).unwrap();
@@ -874,7 +874,7 @@ fn the_mcp_handler_answers_generated_calls() {
             );
             let format_ok = match &format {
                 None | Some(Value::Null) => true,
-                Some(Value::String(s)) => kbtools::mcp::Format::parse(s.trim()).is_some(),
+                Some(Value::String(s)) => kbtools::serve::mcp::Format::parse(s.trim()).is_some(),
                 Some(_) => false,
             };
             if format_ok {
@@ -929,7 +929,9 @@ fn the_http_routes_answer_generated_requests() {
     let Opened { kb, index_dir, .. } = open_fixture("focowiki-docs");
     let real = real(&kb);
     let kb_id = kb.manifest.knowledge_base_id.clone();
-    let router = kbtools::http::router(vec![kb], &kbtools::http::HttpOptions::default()).unwrap();
+    let router =
+        kbtools::serve::http::router(vec![kb], &kbtools::serve::http::HttpOptions::default())
+            .unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

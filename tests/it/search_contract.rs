@@ -84,7 +84,7 @@ fn search_error(kb: &KnowledgeBase, input: Value) -> ToolError {
 }
 
 /// The error's contract details, less the `hint` every door adds (a sentence when present).
-fn without_hint(error: &kbtools::ToolError) -> Option<Value> {
+fn without_hint(error: &ToolError) -> Option<Value> {
     let mut details = error.details.clone()?;
     if let Some(hint) = details.remove("hint") {
         assert!(hint.as_str().is_some_and(|h| !h.is_empty()), "{hint}");
@@ -154,7 +154,7 @@ fn strings(v: &Value) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The 14 validation detail codes (§8.1), one test each
+// The 14 validation detail codes (docs/rules.md#tool-inputs), one test each
 
 #[test]
 fn query_required() {
@@ -565,7 +565,7 @@ fn invalid_rerank_controls() {
     }
 }
 
-/// One invalid value per field, in §8.1's table order.
+/// One invalid value per field, in the order the API validates them.
 fn bad_fields() -> Vec<(&'static str, Value, &'static str)> {
     vec![
         ("query", json!("a"), "FILE_SEARCH_QUERY_TOO_SHORT"),
@@ -666,7 +666,7 @@ fn the_first_invalid_field_in_table_order_wins() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Query context echo and statuses (§8.2, rules#statuses, #no-candidates)
+// Query context echo and statuses (docs/rules.md#statuses, #no-candidates)
 
 #[test]
 fn the_query_context_echoes_the_normalized_request() {
@@ -843,7 +843,7 @@ fn no_candidates_and_successful_responses() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Paging (§8.6, rules#cursors, #order)
+// Paging (docs/rules.md#cursors, #order)
 
 /// Pages through a search with `nextCursor` until it is null; checks each page's summary.
 fn page_through(kb: &KnowledgeBase, input: &Value) -> Vec<Value> {
@@ -1005,7 +1005,7 @@ fn a_cursor_is_bound_to_its_request() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Order: scores, exact-path and exact-title priority (§8.4, rules#fusion, #order, #excerpts)
+// Order: scores, exact-path and exact-title priority (docs/rules.md#fusion, #order, #excerpts)
 
 /// 0 for an exact-path hit, 1 for an exact-title hit, 2 otherwise.
 fn priority_class(item: &Value) -> u8 {
@@ -1092,7 +1092,7 @@ fn scores_never_increase_and_exact_hits_come_first() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// OKF filters (§8.3, rules#okf), over plain-notes with TODAY = 2026-09-01
+// OKF filters (docs/rules.md#okf), over plain-notes with TODAY = 2026-09-01
 
 const GS: &str = "pages/getting-started.md";
 const INSTALL: &str = "pages/guides/install.md";
@@ -1282,7 +1282,7 @@ fn okf_filters_keep_exactly_the_matching_pages() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// fileKind and scope (§8.1, §8.4)
+// fileKind and scope (docs/rules.md#tool-inputs, #fusion)
 
 #[test]
 fn file_kind_all_and_page_give_the_same_items() {

@@ -1,4 +1,4 @@
-//! The graph side of `search_files` (§8.2 `graphContext`, §8.4 lanes, fusion and `matchType`):
+//! The graph side of `search_files` (`graphContext`, the lanes, fusion and `matchType`: docs/rules.md#fusion):
 //! which lanes run per mode and scope, what the `file_relationship` and `file_graph` lanes add,
 //! and the invariants of every result's `graphContext`. Every call is schema-checked.
 
@@ -367,7 +367,7 @@ impl Seen {
     }
 }
 
-/// Checks one result's `graphContext` (§8.2) against `expand_graph` and the graph records.
+/// Checks one result's `graphContext` against `expand_graph` and the graph records.
 fn check_graph_context(
     kb: &KnowledgeBase,
     seen: &mut Seen,

@@ -463,7 +463,8 @@ fn the_mcp_door_reports_the_lane_as_the_library_does() {
     };
     let model = model_dir().unwrap();
     let kb = KnowledgeBase::open(index_dir, Some(bundle), serve(&model)).unwrap();
-    let server = kbtools::mcp::KbServer::new(kb, kbtools::mcp::McpOptions::default()).unwrap();
+    let server =
+        kbtools::serve::mcp::KbServer::new(kb, kbtools::serve::mcp::McpOptions::default()).unwrap();
     let input = json!({"query": "webhook signature retries", "format": "json"});
     let Value::Object(args) = input else {
         unreachable!()
@@ -485,7 +486,7 @@ fn the_http_door_reports_the_lane_as_the_library_does() {
     let server = crate::http_server::Server::serving(
         vec![kb],
         Vec::new(),
-        kbtools::http::HttpOptions::default(),
+        kbtools::serve::http::HttpOptions::default(),
     );
     let query = crate::http_server::encode("webhook signature retries");
     let reply = server.get(&server.long(&format!("/files/search?query={query}&mode=hybrid")));

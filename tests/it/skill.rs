@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use kbtools::mcp::{KbServer, McpOptions};
+use kbtools::serve::mcp::{KbServer, McpOptions};
 use serde_json::Value;
 
 const SKILL_FILES: [&str; 4] = [

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use kbtools::error::ErrorCode;
-use kbtools::http::spec::{RouteFields, KB_ROUTES};
+use kbtools::serve::http::spec::{RouteFields, KB_ROUTES};
 use kbtools::tools::ToolName;
 use serde_json::{json, Map, Value};
 
@@ -37,7 +37,7 @@ fn the_parser_accepts_every_field_and_refuses_any_other() {
 
 #[test]
 fn mcp_schemas_list_the_fields() {
-    for definition in kbtools::mcp::tool_definitions() {
+    for definition in kbtools::serve::mcp::tool_definitions() {
         let tool: ToolName = definition.name.parse().unwrap();
         let properties = definition.input_schema["properties"].as_object().unwrap();
         let mut expected = set(tool.fields().iter().copied());

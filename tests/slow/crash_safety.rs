@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use kbtools::index::{self, BuildOptions, Verify};
 use kbtools::kb::{KnowledgeBase, ServeOptions};
-use kbtools::live::LiveKnowledgeBase;
+use kbtools::serve::live::LiveKnowledgeBase;
 use serde_json::{json, Value};
 
 /// Pages of the generated bundle: enough for a debug build to last long enough to be
@@ -902,7 +902,7 @@ fn a_server_answers_from_a_while_builds_are_killed_then_switches_to_b() {
             &dir,
             Some(&scenario.bundle),
             serve_options(Verify::Full),
-            kbtools::live::silent(),
+            kbtools::serve::live::silent(),
         )
         .unwrap(),
     );
@@ -1013,7 +1013,7 @@ fn a_server_does_not_switch_to_a_generation_with_a_rotten_file() {
     let dir = tmp.path().join("index");
     index::build(&bundle, &dir, &BuildOptions::default(), &mut |_| {}).unwrap();
     let warnings = Arc::new(Mutex::new(Vec::<String>::new()));
-    let log: kbtools::live::Log = {
+    let log: kbtools::serve::live::Log = {
         let warnings = warnings.clone();
         Arc::new(move |_, line: &str| warnings.lock().unwrap().push(line.to_string()))
     };

@@ -203,7 +203,7 @@ fn document_records(root: &Path, disk: &BTreeSet<String>) -> BTreeMap<String, Do
     records
 }
 
-/// `pages/a/b.md` → `_graph/by-file/a/b.json` (bundle-format.md §1.15).
+/// `pages/a/b.md` → `_graph/by-file/a/b.json`.
 fn per_file_graph_path(page: &str) -> String {
     let rest = page.strip_prefix("pages/").unwrap();
     assert!(rest.to_ascii_lowercase().ends_with(".md"), "{page}");

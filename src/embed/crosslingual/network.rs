@@ -10,7 +10,7 @@
 //! token), divided by √tokens; then a small feed-forward net with two skip projections and a
 //! `tanh`; L2-normalized.
 //!
-//! A long text is run in chunks of [`CHUNK`] tokens, each with [`HALO`] tokens of context on
+//! A long text is run in chunks of `CHUNK` tokens, each with `HALO` tokens of context on
 //! both sides (two convolutions of reach 2), so its rows are exact and memory stays bounded.
 
 use std::collections::HashMap;

@@ -8,7 +8,7 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{assembly_key, index_fingerprint, Page, Written};
+use super::{assembly_key, index_fingerprint, Page, Stamp, Written};
 use crate::bundle::paths::PathClass;
 use crate::bundle::{self, BundleKind, Code, Diagnostic, ReadFile};
 use crate::error::IndexError;
@@ -124,7 +124,6 @@ pub(super) fn write_unsynced<'p>(
 
 /// The assembly way: every file's parse through the bundle-wide steps, the catalog written
 /// from them, and the ingest cache with every chunk (those of unchanged files copied).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn assemble(
     read: Vec<ReadFile>,
     kind: BundleKind,
@@ -132,20 +131,16 @@ pub(super) fn assemble(
     kb_id: &str,
     (cache, reuse): (Option<&Cache>, Option<&Cache>),
     previous: Option<&Previous>,
-    scan_diagnostics: Vec<Diagnostic>,
-    content_fingerprint: String,
-    (revision, revision_changed): (u64, bool),
-    made_ns: i128,
-    tmp: &Path,
+    stamp: Stamp<'_>,
 ) -> Result<Written, IndexError> {
     // The ingest cache's chunks first (the entries follow the catalog).
-    let cache_path = tmp.join(INGEST_CACHE_FILE);
+    let cache_path = stamp.tmp.join(INGEST_CACHE_FILE);
     let mut writer =
         cache::Writer::create(&cache_path).map_err(|e| IndexError::io(&cache_path, e))?;
     write_chunks(&read, reuse, &mut writer).map_err(|e| IndexError::io(&cache_path, e))?;
 
     let assembly = bundle::assemble(kind, &read);
-    let mut diagnostics = scan_diagnostics;
+    let mut diagnostics = stamp.scan_diagnostics;
     diagnostics.extend(bundle::problem_diagnostics(
         read.iter()
             .map(|r| (r.disk.as_str(), r.problems.as_slice())),
@@ -198,7 +193,7 @@ pub(super) fn assemble(
         revisions.push(assembly.source_backed[i].then(
             || match previous_pages.get(r.path.as_str()) {
                 Some((sha, Some(rev))) if *sha == Sha::of(&r.sha256) => *rev,
-                _ => revision,
+                _ => stamp.revision,
             },
         ));
     }
@@ -372,7 +367,7 @@ pub(super) fn assemble(
     // The catalog now, and its encoded blocks freed before the ingest cache's entries and the
     // pages to index are made (at 100,000 pages they were held together, 70 MiB); synced
     // beside the ingest cache.
-    let catalog_path = tmp.join(CATALOG_FILE);
+    let catalog_path = stamp.tmp.join(CATALOG_FILE);
     let catalog = write_unsynced(&catalog_path, |out| store::write(&parts, out))?;
     drop(parts);
 
@@ -437,7 +432,12 @@ pub(super) fn assemble(
         || catalog.sync(),
         || {
             writer
-                .finish(kind, made_ns, || entries.iter().copied(), Some(derived))
+                .finish(
+                    kind,
+                    stamp.made_ns,
+                    || entries.iter().copied(),
+                    Some(derived),
+                )
                 .map_err(|e| IndexError::io(&cache_path, e))
         },
     );
@@ -450,9 +450,9 @@ pub(super) fn assemble(
     Ok(Written {
         total_files,
         name,
-        content_fingerprint,
-        revision,
-        revision_changed,
+        content_fingerprint: stamp.content_fingerprint,
+        revision: stamp.revision,
+        revision_changed: stamp.revision_changed,
         diagnostics,
         counts,
         indexed: indexed_pages,

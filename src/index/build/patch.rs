@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::assemble::write_with;
-use super::{index_fingerprint, Files, Got, Page, Written};
+use super::{index_fingerprint, Files, Got, Page, Stamp, Written};
 use crate::bundle::paths::PathClass;
-use crate::bundle::{BundleKind, Diagnostic};
+use crate::bundle::BundleKind;
 use crate::error::IndexError;
 use crate::index::cache::{Cache, Entry, Sha};
 use crate::index::catalog::{store, Catalog, CatalogFile};
@@ -116,15 +116,10 @@ pub(super) fn patch_plan<'a>(
 
 /// The patch way: the previous catalog and ingest cache copied, block by block, with the
 /// changed files updated; `meanwhile` runs on this thread while they are written.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn patch<T>(
     files: &Files<'_>,
     plan: PatchPlan<'_>,
-    scan_diagnostics: Vec<Diagnostic>,
-    content_fingerprint: String,
-    (revision, revision_changed): (u64, bool),
-    made_ns: i128,
-    tmp: &Path,
+    stamp: Stamp<'_>,
     meanwhile: impl FnOnce(&Written) -> T,
 ) -> Result<(Written, T), IndexError> {
     let cache = files.cache.expect("a patch has a cache");
@@ -154,7 +149,7 @@ pub(super) fn patch<T>(
     }
     let mut pages = Vec::new();
     let mut by_block: HashMap<usize, Vec<(u32, CatalogFile)>> = HashMap::new();
-    for (i, f, old) in changed.iter() {
+    for (i, f, old) in &changed {
         let r = &files.fresh[*f];
         let entry = updated.get_mut(i).expect("a changed file was read");
         let mut file = old.clone();
@@ -163,7 +158,7 @@ pub(super) fn patch<T>(
         if file.source_backed {
             file.frontmatter =
                 crate::json_text::LazyObject::from_text(r.detail.frontmatter.clone());
-            file.resource_revision = Some(revision);
+            file.resource_revision = Some(stamp.revision);
         }
         entry.sha256 = Sha::of(&r.sha256);
         entry.resource_revision = file.resource_revision;
@@ -222,7 +217,7 @@ pub(super) fn patch<T>(
     }
     let entries =
         || (0..cache.len()).map(|i| updated.get(&i).copied().unwrap_or_else(|| cache.entry(i)));
-    let mut diagnostics = scan_diagnostics;
+    let mut diagnostics = stamp.scan_diagnostics;
     diagnostics.extend(bundle::problem_diagnostics(
         entries()
             .filter(|e| !e.problems.is_empty())
@@ -233,7 +228,7 @@ pub(super) fn patch<T>(
     // The catalog, and meanwhile the ingest cache: every chunk as stored but those of changed
     // files.
     let write_cache = || -> Result<u32, IndexError> {
-        let cache_path = tmp.join(INGEST_CACHE_FILE);
+        let cache_path = stamp.tmp.join(INGEST_CACHE_FILE);
         let io = |e| IndexError::io(&cache_path, e);
         let mut writer = cache::Writer::create(&cache_path).map_err(io)?;
         // Runs of unchanged chunks copied, the others encoded.
@@ -260,7 +255,7 @@ pub(super) fn patch<T>(
         writer
             .finish(
                 BundleKind::Focowiki,
-                made_ns,
+                stamp.made_ns,
                 entries,
                 Some(derived.clone()),
             )
@@ -274,9 +269,9 @@ pub(super) fn patch<T>(
     let mut written = Written {
         total_files: store.header().file_count as u64,
         name: previous.manifest.knowledge_base_name.clone(),
-        content_fingerprint,
-        revision,
-        revision_changed,
+        content_fingerprint: stamp.content_fingerprint,
+        revision: stamp.revision,
+        revision_changed: stamp.revision_changed,
         diagnostics,
         counts,
         indexed,
@@ -289,7 +284,11 @@ pub(super) fn patch<T>(
     let (outcome, (catalog_written, cache_written)) = std::thread::scope(|scope| {
         let writes = scope.spawn(|| {
             rayon::join(
-                || write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out)),
+                || {
+                    write_with(&stamp.tmp.join(CATALOG_FILE), |out| {
+                        store::write(&parts, out)
+                    })
+                },
                 write_cache,
             )
         });

@@ -101,7 +101,7 @@ fn cross_installed(_: &BuildOptions) -> bool {
 
 /// Whether a generation's vectors are what this build wants (so an unchanged bundle needs no
 /// build).
-pub(crate) fn fits(options: &BuildOptions, manifest: &crate::index::Manifest) -> bool {
+pub(crate) fn fits(options: &BuildOptions, manifest: &Manifest) -> bool {
     let has = manifest.semantic.as_ref();
     let complete = |s: &SemanticManifest, sha: &str| s.sha256 == sha && s.pages_without == 0;
     let with_vectors = || {

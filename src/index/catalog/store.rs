@@ -690,7 +690,7 @@ mod tests {
         CatalogData {
             knowledge_base_id: "kb".into(),
             knowledge_base_name: "KB".into(),
-            kind: crate::bundle::BundleKind::Focowiki,
+            kind: BundleKind::Focowiki,
             files,
             relations,
             distinct_relations: None,

@@ -1,5 +1,4 @@
 use super::*;
-use tantivy::snippet::SnippetGenerator;
 
 /// The segments `meta.json` of the index in `dir` lists, and the segment ids of its
 /// files on disk (each file is `<segment id>.<extension>`).
@@ -88,66 +87,4 @@ fn merges_leave_no_files_of_the_merged_segments() {
     );
     let (pages_index, _) = Part::open(&dir).unwrap();
     assert_eq!(pages_index.reader.searcher().num_docs(), 251);
-}
-
-#[test]
-fn excerpts_pick_the_snippet_generator_fragment() {
-    let vocabulary = [
-        "renewal",
-        "renewals",
-        "Renewing",
-        "notice",
-        "the",
-        "of",
-        "知识库",
-        "续费",
-        "通知",
-        "续",
-        "API",
-        "ＡＰＩ",
-        "v2",
-        "—",
-        ",",
-        "\n\n",
-        "ﬁne",
-        "한국어",
-    ];
-    let long = "z".repeat(70);
-    let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
-    let weights: BTreeMap<String, f32> = [("renew", 0.25f32), ("notic", 0.5), ("续费", 0.125)]
-        .into_iter()
-        .map(|(t, w)| (t.to_string(), w))
-        .collect();
-    let mut found = 0;
-    for case in 0..300 {
-        let words = (next() % 400) as usize;
-        let mut text = String::new();
-        for _ in 0..words {
-            let w = next() as usize % (vocabulary.len() + 1);
-            text.push_str(vocabulary.get(w).copied().unwrap_or(long.as_str()));
-            if !next().is_multiple_of(3) {
-                text.push(' ');
-            }
-        }
-        let max_num_chars = [900, 40, 7][case % 3];
-        let excerpter = Excerpter {
-            terms: weights.clone(),
-            max_num_chars,
-        };
-        let mut generator = SnippetGenerator::new(
-            weights.clone(),
-            analysis::text_analyzer(),
-            Field::from_field_id(0),
-            max_num_chars,
-        );
-        generator.set_max_num_chars(max_num_chars);
-        let fragment = excerpter.best_fragment(&text);
-        assert_eq!(
-            fragment,
-            generator.snippet(&text).fragment(),
-            "case {case}: {text}"
-        );
-        found += usize::from(!fragment.is_empty());
-    }
-    assert!(found > 200, "{found}");
 }

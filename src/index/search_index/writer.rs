@@ -203,7 +203,7 @@ impl Writer {
         Ok(())
     }
 
-    /// Commits the session ([`Session::finish`]).
+    /// Commits the session (`Session::finish`).
     pub fn finish(self) -> Result<(), IndexError> {
         self.pages.finish()
     }

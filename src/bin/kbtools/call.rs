@@ -1,0 +1,120 @@
+//! `kbtools call` and the tool commands (`search`, `read`, `tree`, `file`, `related`,
+//! `expand`): one tool run on the knowledge base, its output as contract JSON or compact text.
+
+use std::io::Read;
+
+use anyhow::{anyhow, Context, Result};
+use serde_json::Value;
+
+use kbtools::error::new_request_id;
+use kbtools::tools::{self, ToolName};
+
+use crate::open;
+use crate::output::{print_json, print_text};
+use crate::tool_flags::{ToolCommand, ToolFlags};
+use crate::{RenderArgs, Source};
+
+/// `kbtools call TOOL [INPUT | -]`: the input as an agent sends it (`{}` when none, stdin
+/// for `-`).
+pub(crate) fn call(
+    source: &Source,
+    tool: &str,
+    input: Option<&str>,
+    render: &RenderArgs,
+) -> Result<i32> {
+    let text = match input {
+        None => "{}".to_string(),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("reading the tool input from stdin")?;
+            s
+        }
+        Some(s) => s.to_string(),
+    };
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow!("the tool input is not valid JSON: {e}"))?;
+    let Ok(tool) = tool.parse::<ToolName>() else {
+        let names: Vec<&str> = ToolName::ALL.iter().map(|t| t.as_str()).collect();
+        return Err(anyhow!(
+            "unknown tool {tool:?}; the tools are {}",
+            names.join(", ")
+        ));
+    };
+    answer(source, render, tool, &value)
+}
+
+/// Whether `target` (of `kbtools read`) is a file id rather than a path.
+pub(crate) fn looks_like_id(target: &str) -> bool {
+    target.starts_with("source-file-") || target.starts_with("generated-")
+}
+
+/// `kbtools search --explain`: each result's score by lane, as JSON or as text.
+pub(crate) fn explain_search(source: &Source, render: &RenderArgs, input: &Value) -> Result<i32> {
+    let kb = open::open(source)?;
+    let explained = match tools::search_files::explain(&kb, input) {
+        Ok(explained) => explained,
+        Err(error) => {
+            print_json(&error.envelope(&new_request_id()), source.pretty)?;
+            return Ok(1);
+        }
+    };
+    if render.text() {
+        print_text(kbtools::render::render_explained(&explained))?;
+    } else {
+        print_json(
+            &serde_json::json!({ "query": input["query"], "items": explained }),
+            source.pretty,
+        )?;
+    }
+    Ok(0)
+}
+
+/// Runs `tool` on `input` and prints its answer; 1 when the tool answered with an error.
+pub(crate) fn answer(
+    source: &Source,
+    render: &RenderArgs,
+    tool: ToolName,
+    input: &Value,
+) -> Result<i32> {
+    // The tool answers while the bundle is checked; again only if the index was rebuilt.
+    let (kb, early) = open::open_ahead(source, |kb| tools::run(kb, tool, input))?;
+    let result = early.unwrap_or_else(|| tools::run(&kb, tool, input));
+    if let Some(hint) = tools::hints::hint(&kb, tool, input, &result) {
+        eprintln!("kbtools: hint: {hint}");
+    }
+    // A one-shot process: the OS frees the knowledge base faster than its destructors would
+    // (hundreds of thousands of small allocations on a large bundle).
+    std::mem::forget(kb);
+    if render.text() {
+        let text = match &result {
+            Ok(output) => kbtools::render::render_output(tool, input, output, render.text_budget),
+            Err(error) => kbtools::render::render_error(error),
+        };
+        print_text(text)?;
+        return Ok(if result.is_ok() { 0 } else { 1 });
+    }
+    match result {
+        Ok(output) => {
+            print_json(&output, source.pretty)?;
+            Ok(0)
+        }
+        Err(error) => {
+            print_json(&error.envelope(&new_request_id()), source.pretty)?;
+            Ok(1)
+        }
+    }
+}
+
+/// A tool command that takes a source page (`file`, `related`, `expand`): `target` as its
+/// `fileId` (a path is accepted there too), the rest from its options.
+pub(crate) fn on_file<C: ToolCommand>(
+    source: &Source,
+    render: &RenderArgs,
+    target: String,
+    input: ToolFlags<C>,
+) -> Result<i32> {
+    let (tool, input) = input.with("fileId", Some(target));
+    answer(source, render, tool, &input)
+}

@@ -1,0 +1,303 @@
+//! `search_files` → `searchGeneratedFiles`: candidate source pages for a question. This folder
+//! holds the tool's contract: input validation (`request.rs`, docs/rules.md#tool-inputs), the
+//! cursor, and the output (`output.rs`: each result's fields, its excerpt — the best section's
+//! passage — and its graph context). The
+//! ranking itself is [`crate::search`]. Results are candidates to read, never answer evidence.
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::ToolName;
+use crate::cursor;
+use crate::error::ToolError;
+use crate::kb::KnowledgeBase;
+use crate::okf::OkfSignals;
+use crate::search::nearest::Nearest;
+pub use crate::search::{Candidate, Lane, LaneSet, Mode, Ranking, Scope, SemanticState};
+
+pub const NAME: &str = ToolName::SearchFiles.as_str();
+pub const DEFAULT_LIMIT: i64 = 10;
+pub const MAX_LIMIT: i64 = 50;
+const MAX_GRAPHEMES: usize = 512;
+const MAX_QUERY_BYTES: usize = 2048;
+
+const NO_MATCH_MESSAGE: &str = "No generated files matched this query. The knowledge base may still contain relevant data through different titles, paths, or metadata terms.";
+/// The message of a search whose items are its nearest pages ([`crate::search::nearest`]).
+const NEAREST_TITLES_MESSAGE: &str = "No page holds the query's words. These are the pages whose titles or paths are closest to them: weak candidates, to be read before they are used.";
+const NEAREST_ENTRIES_MESSAGE: &str = "No page holds the query's words. These are the knowledge base's entry pages (its index and most connected pages), where exploration can start; they are not matches.";
+const NEAREST_MEANING: &str =
+    "No current readable files matched the search; the results are the nearest pages.";
+const NO_MATCH_ACTIONS: [&str; 5] = [
+    "Split the user question into shorter terms and search again.",
+    "Read index.md through the file content endpoint.",
+    "List the file tree and continue exploration from visible directories.",
+    "Try title, path, subject, product name, workflow, identifier, or shorter terms from the question.",
+    "Use graph or hybrid search mode when a direct file search does not find enough evidence.",
+];
+mod output;
+mod request;
+
+use output::{
+    context, cursor_scope, graph_summary, lane_statuses, mode_name, no_content_output,
+    reranker_status, result,
+};
+pub use output::{
+    EvidenceStatus, GraphContext, GraphSummary, Output, QueryContext, ResultSummary, SearchResult,
+    Status,
+};
+use request::SORT;
+pub use request::{normalize_query, validate, Request};
+
+fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool {
+    if request.okf_status.is_none()
+        && request.okf_trust_tier.is_none()
+        && request.okf_freshness.is_none()
+    {
+        return true;
+    }
+    let signals = OkfSignals::compute(&kb.catalog.file(position).frontmatter, kb.options.today);
+    if let Some(status) = &request.okf_status {
+        if signals.effective_status.as_ref() != Some(status) {
+            return false;
+        }
+    }
+    if let Some(tier) = &request.okf_trust_tier {
+        if signals.trust_tier.as_ref() != Some(tier) {
+            return false;
+        }
+    }
+    match request.okf_freshness.as_deref() {
+        Some("stale") => signals.is_stale == Some(true),
+        Some("fresh") => signals.is_stale == Some(false),
+        _ => true,
+    }
+}
+
+/// The tool input, for Rust callers and schemas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Params {
+    /// The user's whole question (or key words), 2–512 characters: send the question as asked.
+    #[schemars(length(min = 2, max = 512))]
+    pub query: String,
+    /// The lanes that rank: `file` (the lexical and exact lanes), `graph` (relations of the best
+    /// lexical hits) or `hybrid` (all of them) (default hybrid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["file", "graph", "hybrid"]))]
+    pub mode: Option<String>,
+    /// How many relation steps the graph lanes walk, 0–2 (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2))]
+    pub graph_depth: Option<u8>,
+    /// Relations the graph lanes follow per page, 0–25 (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 25))]
+    pub graph_fanout: Option<u64>,
+    /// Ask for a reranker; none runs offline, and `rerankerStatus` says so (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<bool>,
+    /// The `nextCursor` of the previous page of the same search (default the first page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Results per page, 1–50 (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<u64>,
+    /// Where to match: `all` (content and metadata), `path` or `metadata` (default all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["all", "path", "metadata"]))]
+    pub scope: Option<String>,
+    /// `page` (the knowledge base's pages) or `all` (navigation pages and records too)
+    /// (default page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["page", "all"]))]
+    pub file_kind: Option<String>,
+    /// Only pages whose OKF status is `draft`, `stable` or `deprecated` (default any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["draft", "stable", "deprecated"]))]
+    pub okf_status: Option<String>,
+    /// Only pages whose OKF trust tier is `unverified`, `machine-confirmed` or `human-reviewed`
+    /// (default any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["unverified", "machine-confirmed", "human-reviewed"]))]
+    pub okf_trust_tier: Option<String>,
+    /// Only `fresh` or only `stale` pages (OKF `stale_after`) (default any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["fresh", "stale"]))]
+    pub okf_freshness: Option<String>,
+    /// With `rerank`: candidates the reranker would see, 1–50 and at least `limit`
+    /// (default the larger of `limit` and 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 50))]
+    pub rerank_top_k: Option<u64>,
+    /// With `rerank`: the lowest reranker score kept, 0–1 (default 0.35).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank_score_threshold: Option<f64>,
+}
+
+/// Runs the tool with typed parameters (the same validation as JSON input).
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
+}
+
+/// The fused, ordered candidates of a validated request (at most 1,000), and the lanes that ran.
+pub fn ranked(
+    kb: &KnowledgeBase,
+    request: &Request,
+) -> Result<(Vec<Candidate>, Vec<Lane>), ToolError> {
+    let ranking = rank(kb, request)?;
+    Ok((ranking.candidates, ranking.lanes))
+}
+
+/// The engine's ranking for a validated request.
+fn rank(kb: &KnowledgeBase, request: &Request) -> Result<Ranking, ToolError> {
+    rank_with(kb, request, false)
+}
+
+fn rank_with(kb: &KnowledgeBase, request: &Request, explain: bool) -> Result<Ranking, ToolError> {
+    let keep = |position: u32| passes_filters(kb, request, position);
+    crate::search::rank(
+        kb,
+        &crate::search::Query {
+            text: &request.query,
+            scope: request.scope,
+            mode: request.mode,
+            graph_depth: request.graph_depth,
+            graph_fanout: request.graph_fanout as usize,
+            keep: &keep,
+            explain,
+        },
+    )
+}
+
+/// One result of [`explain`]: the page, its place, and its score by lane.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplainedResult {
+    pub rank: usize,
+    pub path: String,
+    pub score: f64,
+    /// `path` (an exact path or a page the query names), `title` (an exact title) or `score`:
+    /// the class that orders results before their score.
+    pub class: &'static str,
+    #[serde(flatten)]
+    pub explained: crate::search::Explained,
+}
+
+/// Where the scores of a search's first `limit` results come from (`kbtools search --explain`,
+/// `kbtools eval --explain`): the same ranking as [`run`], lane by lane.
+pub fn explain(kb: &KnowledgeBase, input: &Value) -> Result<Vec<ExplainedResult>, ToolError> {
+    let request = validate(input)?;
+    if kb.revision().is_none() {
+        return Ok(Vec::new());
+    }
+    let ranking = rank_with(kb, &request, true)?;
+    Ok(ranking
+        .candidates
+        .into_iter()
+        .take(request.limit as usize)
+        .enumerate()
+        .map(|(i, c)| ExplainedResult {
+            rank: i + 1,
+            path: kb.catalog.file(c.position).path.clone(),
+            score: c.score,
+            class: ["path", "title", "score"][usize::from(c.lanes.priority_class())],
+            explained: c.explained.map(|e| *e).unwrap_or_default(),
+        })
+        .collect())
+}
+
+pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
+    let request = validate(input)?;
+    let Some(revision) = kb.revision() else {
+        return Ok(no_content_output(&request));
+    };
+    let scope = cursor_scope(&request);
+    let offset = cursor::start(request.cursor.as_deref(), NAME, &scope, revision)?;
+    let ranking = rank(kb, &request)?;
+    let (candidates, lanes) = (&ranking.candidates, &ranking.lanes);
+    let searcher = kb.search.searcher();
+    let (range, next_cursor) = cursor::page(
+        NAME,
+        &scope,
+        revision,
+        offset,
+        request.limit,
+        candidates.len(),
+    );
+    let (start, end) = (range.start, range.end);
+    // Scores never increase down the list (rules#order): exact-priority hits are ranked first,
+    // and a later candidate shows at most the score of the one before it.
+    let mut ceiling = f64::INFINITY;
+    let mut shown_scores = Vec::with_capacity(end);
+    for c in &candidates[..end] {
+        ceiling = ceiling.min(c.score);
+        shown_scores.push(ceiling);
+    }
+    let excerpter = kb.search.excerpter(&searcher, &request.query);
+    // Results in parallel: each reads its page for the excerpt (order is kept).
+    let items: Vec<SearchResult> = candidates[start..end]
+        .par_iter()
+        .zip(&shown_scores[start..end])
+        .map(|(c, &score)| {
+            result(
+                kb,
+                &request,
+                revision,
+                c,
+                score,
+                excerpter.as_ref(),
+                &ranking,
+            )
+        })
+        .collect();
+
+    let (semantic_status, evidence_status) = lane_statuses(lanes, ranking.semantic);
+    let graph_available = request.mode != Mode::File;
+    let empty = items.is_empty();
+    // No lane matched: the items are the nearest pages, and the output says so.
+    let nearest_message = ranking.nearest.map(|kind| match kind {
+        Nearest::Titles => NEAREST_TITLES_MESSAGE,
+        Nearest::Entries => NEAREST_ENTRIES_MESSAGE,
+    });
+    Ok(Output {
+        active_content_revision: Some(revision),
+        query: context(&request),
+        next_cursor: next_cursor.clone(),
+        search_status: if empty { "no_candidates" } else { "ok" },
+        search_mode: mode_name(request.mode),
+        semantic_status,
+        evidence_status,
+        reranker_status: reranker_status(&request),
+        graph_status: if graph_available {
+            "available"
+        } else {
+            "disabled_for_file_mode"
+        },
+        graph_summary: graph_summary(kb, &request),
+        result_summary: ResultSummary {
+            result_count: items.len() as u64,
+            has_more: next_cursor.is_some(),
+            sort: SORT,
+            meaning: if empty {
+                "No current readable files matched the search."
+            } else if nearest_message.is_some() {
+                NEAREST_MEANING
+            } else {
+                "Results match the current readable knowledge base."
+            },
+        },
+        message: Some(if empty {
+            Some(NO_MATCH_MESSAGE)
+        } else {
+            nearest_message
+        }),
+        next_actions: Some(if empty || nearest_message.is_some() {
+            NO_MATCH_ACTIONS.to_vec()
+        } else {
+            Vec::new()
+        }),
+        items,
+    })
+}

@@ -1,0 +1,421 @@
+//! `search_files`' output: the query context, the statuses, and each result's fields (its
+//! excerpt, read actions and graph context), as the contract names them.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::bundle::paths;
+use crate::ids::ReadActions;
+use crate::kb::KnowledgeBase;
+use crate::okf::OkfSignals;
+pub use crate::search::{Candidate, Lane, LaneSet, Mode, Ranking, Scope};
+use crate::tools::{read_actions, tags_of, RelatedFile};
+
+use super::request::{Request, SORT};
+use super::SemanticState;
+
+/// `FileSearchQueryContext`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryContext {
+    pub query: String,
+    pub normalized_query: String,
+    pub scope: &'static str,
+    pub file_kind: &'static str,
+    pub mode: &'static str,
+    pub graph_depth: u8,
+    pub graph_fanout: u64,
+    pub okf_status: Option<String>,
+    pub okf_trust_tier: Option<String>,
+    pub okf_freshness: Option<String>,
+    pub rerank: bool,
+    pub rerank_top_k: Option<u64>,
+    pub rerank_score_threshold: Option<f64>,
+    pub limit: u64,
+    pub cursor_provided: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub state: &'static str,
+    pub safe_code: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceStatus {
+    pub completed_families: Vec<&'static str>,
+    pub degraded_families: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphSummary {
+    pub available: bool,
+    pub indexed_document_count: u64,
+    pub indexed_relationship_count: u64,
+    pub depth: u8,
+    pub fanout: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultSummary {
+    pub result_count: u64,
+    pub has_more: bool,
+    pub sort: [&'static str; 3],
+    pub meaning: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphContext {
+    pub graph_ref: String,
+    pub depth: u8,
+    pub seed_source_file_id: String,
+    pub relationships: Vec<RelatedFile>,
+    pub graph_paths: Vec<String>,
+}
+
+/// `FileSearchResult`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResult {
+    pub active_content_revision: u64,
+    pub file_id: String,
+    pub knowledge_base_id: String,
+    pub source_file_id: Option<String>,
+    pub path: String,
+    pub file_kind: &'static str,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub tags: Vec<String>,
+    pub frontmatter: serde_json::Map<String, Value>,
+    pub okf_signals: OkfSignals,
+    pub matched_fields: Vec<&'static str>,
+    pub evidence_types: Vec<&'static str>,
+    pub source_excerpt: Option<String>,
+    pub score: f64,
+    pub content_available: bool,
+    pub read_actions: ReadActions,
+    pub match_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_context: Option<GraphContext>,
+}
+
+/// `FileSearchResponse`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Output {
+    pub active_content_revision: Option<u64>,
+    pub query: QueryContext,
+    pub items: Vec<SearchResult>,
+    pub next_cursor: Option<String>,
+    pub search_status: &'static str,
+    pub search_mode: &'static str,
+    pub semantic_status: Status,
+    pub evidence_status: EvidenceStatus,
+    pub reranker_status: Status,
+    pub graph_status: &'static str,
+    pub graph_summary: GraphSummary,
+    pub result_summary: ResultSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<Option<&'static str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_actions: Option<Vec<&'static str>>,
+}
+
+pub(super) fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::File => "file",
+        Mode::Graph => "graph",
+        Mode::Hybrid => "hybrid",
+    }
+}
+
+pub(super) fn context(request: &Request) -> QueryContext {
+    QueryContext {
+        query: request.query.clone(),
+        normalized_query: request.query.clone(),
+        scope: match request.scope {
+            Scope::All => "all",
+            Scope::Path => "path",
+            Scope::Metadata => "metadata",
+        },
+        file_kind: if request.file_kind_all { "all" } else { "page" },
+        mode: mode_name(request.mode),
+        graph_depth: request.graph_depth,
+        graph_fanout: request.graph_fanout,
+        okf_status: request.okf_status.clone(),
+        okf_trust_tier: request.okf_trust_tier.clone(),
+        okf_freshness: request.okf_freshness.clone(),
+        rerank: request.rerank,
+        rerank_top_k: request.rerank_top_k,
+        rerank_score_threshold: request.rerank_score_threshold,
+        limit: request.limit,
+        cursor_provided: request.cursor.is_some(),
+    }
+}
+
+pub(super) fn reranker_status(request: &Request) -> Status {
+    if request.rerank {
+        Status {
+            state: "not_configured",
+            safe_code: Some("RERANKER_NOT_CONFIGURED"),
+        }
+    } else {
+        Status {
+            state: "skipped",
+            safe_code: Some("RERANKER_DISABLED"),
+        }
+    }
+}
+
+/// The cursor scope: every input that shapes the result set, limit included (rules#cursors).
+pub(super) fn cursor_scope(request: &Request) -> Value {
+    json!({
+        "query": request.query,
+        "scope": context(request).scope,
+        "fileKind": request.file_kind_all,
+        "mode": mode_name(request.mode),
+        "graphDepth": request.graph_depth,
+        "graphFanout": request.graph_fanout,
+        "okfStatus": request.okf_status,
+        "okfTrustTier": request.okf_trust_tier,
+        "okfFreshness": request.okf_freshness,
+        "limit": request.limit,
+        "rerank": request.rerank,
+        "rerankTopK": request.rerank_top_k,
+        "rerankScoreThreshold": request.rerank_score_threshold,
+    })
+}
+
+pub(super) fn no_content_output(request: &Request) -> Output {
+    Output {
+        active_content_revision: None,
+        query: context(request),
+        items: Vec::new(),
+        next_cursor: None,
+        search_status: "no_candidates",
+        search_mode: mode_name(request.mode),
+        semantic_status: Status {
+            state: "unavailable",
+            safe_code: Some("SEMANTIC_ADOPTION_REQUIRED"),
+        },
+        evidence_status: EvidenceStatus {
+            completed_families: Vec::new(),
+            degraded_families: Vec::new(),
+        },
+        reranker_status: Status {
+            state: "skipped",
+            safe_code: Some(if request.rerank {
+                "RERANKER_RETRIEVAL_UNAVAILABLE"
+            } else {
+                "RERANKER_DISABLED"
+            }),
+        },
+        graph_status: if request.mode == Mode::File {
+            "disabled_for_file_mode"
+        } else {
+            "index_unavailable"
+        },
+        graph_summary: GraphSummary {
+            available: false,
+            indexed_document_count: 0,
+            indexed_relationship_count: 0,
+            depth: request.graph_depth,
+            fanout: request.graph_fanout,
+        },
+        result_summary: ResultSummary {
+            result_count: 0,
+            has_more: false,
+            sort: SORT,
+            meaning: "No current readable files matched the search.",
+        },
+        message: None,
+        next_actions: None,
+    }
+}
+
+/// `matchType` (docs/rules.md#fusion): file and graph evidence → `hybrid`; else `file_relationship` →
+/// `graph_edge`; else `file_graph` → `graph_neighbor`; else `file_direct`.
+fn match_type(lanes: &LaneSet) -> &'static str {
+    let file = lanes.iter().any(|l| l.is_file_evidence());
+    let graph = lanes.iter().any(|l| l.is_graph());
+    if file && graph {
+        "hybrid"
+    } else if lanes.contains(&Lane::FileRelationship) {
+        "graph_edge"
+    } else if lanes.contains(&Lane::FileGraph) {
+        "graph_neighbor"
+    } else {
+        "file_direct"
+    }
+}
+
+pub(super) fn result(
+    kb: &KnowledgeBase,
+    request: &Request,
+    revision: u64,
+    candidate: &Candidate,
+    score: f64,
+    excerpter: Option<&crate::search::excerpt::Excerpter>,
+    ranking: &Ranking,
+) -> SearchResult {
+    let file = kb.catalog.file(candidate.position);
+    let (matched_fields, evidence_types): (Vec<&'static str>, Vec<&'static str>) =
+        if request.scope == Scope::Metadata {
+            (vec!["metadata"], vec!["metadata"])
+        } else {
+            let mut fields: Vec<&'static str> =
+                candidate.lanes.iter().map(|l| l.matched_field()).collect();
+            fields.sort_unstable();
+            fields.dedup();
+            (fields.clone(), fields)
+        };
+    let source_excerpt = match (candidate.content, excerpter) {
+        (true, Some(excerpter)) => kb.indexed_content(file).and_then(|content| {
+            let body = crate::bundle::indexed_body_text(&content);
+            // The best section's passage, else the best passage of the page.
+            candidate
+                .section
+                .and_then(|section| section.text(&body))
+                .and_then(|text| excerpter.excerpt_matching(text))
+                .or_else(|| excerpter.excerpt(&body))
+        }),
+        _ => None,
+    };
+    // Present only when the mode is not `file`, and only with a `graphRef` that opens
+    // (rules#graph-refs-open; ingest gives every source page a record, so this always holds in
+    // practice).
+    let graph_ref = paths::per_file_graph_path(&file.path);
+    let graph_ref_opens = kb.catalog.by_path(&graph_ref).is_some();
+    let graph_context = (request.mode != Mode::File && graph_ref_opens).then(|| {
+        // Per-node fanout = graphFanout and at most graphFanout in all: breadth first, so depth 2
+        // appears only when depth 1 did not use the fanout up.
+        // A seed's walk is known already.
+        let fanout = request.graph_fanout as usize;
+        let walked;
+        let steps = match ranking.walk(candidate.position, fanout) {
+            Some(steps) => steps,
+            None => {
+                walked = crate::graph::walk(
+                    kb.graph(),
+                    candidate.position,
+                    request.graph_depth,
+                    fanout,
+                    fanout,
+                );
+                &walked[..]
+            }
+        };
+        let relationships: Vec<RelatedFile> = steps
+            .iter()
+            .map(|s| {
+                let rel = kb.catalog.relation(s.relation);
+                RelatedFile::new(kb, revision, rel, rel.direction, s.depth)
+            })
+            .collect();
+        // The distinct [own record, related pages' records], each one that opens.
+        let graph_paths = crate::tools::expand_graph::graph_paths(
+            kb,
+            std::iter::once(file.path.as_str())
+                .chain(relationships.iter().map(|r| r.path.as_str())),
+        );
+        GraphContext {
+            graph_ref,
+            depth: request.graph_depth,
+            seed_source_file_id: file.file_id.clone(),
+            relationships,
+            graph_paths,
+        }
+    });
+    SearchResult {
+        active_content_revision: revision,
+        file_id: file.file_id.clone(),
+        knowledge_base_id: kb.kb_id().to_string(),
+        source_file_id: Some(file.file_id.clone()),
+        path: file.path.clone(),
+        file_kind: "page",
+        title: file.title.clone(),
+        description: file
+            .frontmatter
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tags: tags_of(&file.frontmatter),
+        frontmatter: file.frontmatter.map().clone(),
+        okf_signals: OkfSignals::compute(&file.frontmatter, kb.options.today),
+        matched_fields,
+        evidence_types,
+        source_excerpt,
+        score: (score * 1e9).round() / 1e9,
+        content_available: true,
+        read_actions: read_actions(kb, file),
+        match_type: match_type(&candidate.lanes),
+        graph_context,
+    }
+}
+
+/// `semanticStatus` and `evidenceStatus` of the lanes that ran (`lanes`), the semantic lane's
+/// state being `semantic`.
+pub(super) fn lane_statuses(lanes: &[Lane], semantic: SemanticState) -> (Status, EvidenceStatus) {
+    // docs/rules.md#semantic-lane: the semantic lane is `ready` when it ran over vectors of every page,
+    // `degraded` (and its family degraded) when some pages have none.
+    let vector_ran = lanes.contains(&Lane::ContentVector);
+    let degraded_vectors = vector_ran && semantic == SemanticState::Degraded;
+    let completed: Vec<&'static str> = {
+        let mut families: Vec<&'static str> = lanes
+            .iter()
+            .filter(|l| !(degraded_vectors && **l == Lane::ContentVector))
+            .map(|l| l.family())
+            .collect();
+        families.sort_unstable();
+        families.dedup();
+        families
+    };
+    let semantic_status = match (vector_ran, semantic) {
+        (true, SemanticState::Ready) => Status {
+            state: "ready",
+            safe_code: None,
+        },
+        (true, _) => Status {
+            state: "degraded",
+            safe_code: Some("SEMANTIC_LANE_PARTIAL_FAILURE"),
+        },
+        (false, _) => Status {
+            state: "unavailable",
+            safe_code: Some("SEMANTIC_SEARCH_UNAVAILABLE"),
+        },
+    };
+    let evidence = EvidenceStatus {
+        completed_families: completed,
+        degraded_families: if degraded_vectors {
+            vec![Lane::ContentVector.family()]
+        } else {
+            Vec::new()
+        },
+    };
+    (semantic_status, evidence)
+}
+
+/// `graphSummary`: the graph's size when the mode reads it, with the request's walk bounds.
+pub(super) fn graph_summary(kb: &KnowledgeBase, request: &Request) -> GraphSummary {
+    let available = request.mode != Mode::File;
+    GraphSummary {
+        available,
+        indexed_document_count: if available {
+            kb.catalog.source_page_count()
+        } else {
+            0
+        },
+        indexed_relationship_count: if available {
+            kb.catalog.distinct_relation_count()
+        } else {
+            0
+        },
+        depth: request.graph_depth,
+        fanout: request.graph_fanout,
+    }
+}
