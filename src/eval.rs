@@ -7,10 +7,10 @@ use std::path::Path;
 
 use rayon::prelude::*;
 use serde::Serialize;
-use serde_json::json;
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::kb::KnowledgeBase;
+use crate::search::Mode;
 use crate::tools::search_files;
 
 /// Relevance judgments: query id → document id → grade.
@@ -321,15 +321,51 @@ pub fn fit_query(text: &str) -> String {
     out
 }
 
+crate::wire::wire_enum! {
+    /// A search mode `kbtools eval` evaluates (`--mode`, and a threshold's `MODE:`).
+    pub enum EvalMode {
+        File = "file",
+        Graph = "graph",
+        Hybrid = "hybrid",
+        /// `hybrid` with the semantic lanes off.
+        HybridLexical = "hybrid-lexical",
+    }
+}
+
+impl EvalMode {
+    /// The search mode it runs.
+    pub fn search_mode(self) -> Mode {
+        match self {
+            EvalMode::File => Mode::File,
+            EvalMode::Graph => Mode::Graph,
+            EvalMode::Hybrid | EvalMode::HybridLexical => Mode::Hybrid,
+        }
+    }
+
+    /// Whether it may use the semantic lanes (when the index has them).
+    pub fn semantic_lanes(self) -> bool {
+        self != EvalMode::HybridLexical
+    }
+}
+
+/// The search a judged query runs: the query (fitted to the tool's limits) in `mode`.
+pub fn search_params(query: &str, mode: Mode) -> search_files::Params {
+    search_files::Params {
+        query: fit_query(query),
+        mode: Some(mode),
+        ..search_files::Params::default()
+    }
+}
+
 /// The document ids (page path without `pages/` and `.md`) a query retrieves, best first.
 pub fn retrieve(
     kb: &KnowledgeBase,
     query: &str,
-    mode: &str,
+    mode: Mode,
     depth: usize,
 ) -> Result<Vec<String>, String> {
-    let request = search_files::validate(&json!({ "query": fit_query(query), "mode": mode }))
-        .map_err(|e| e.to_string())?;
+    let request =
+        search_files::validate_params(&search_params(query, mode)).map_err(|e| e.to_string())?;
     let (candidates, _) = search_files::ranked(kb, &request).map_err(|e| e.to_string())?;
     Ok(candidates
         .iter()
@@ -455,7 +491,7 @@ pub fn run(
     kb: &KnowledgeBase,
     queries: &[(String, String)],
     qrels: &Qrels,
-    mode: &str,
+    mode: Mode,
 ) -> Vec<QueryResult> {
     let judged: Vec<(&String, &String, &BTreeMap<String, i64>)> = queries
         .iter()
@@ -529,7 +565,7 @@ pub fn evaluate(
     kb: &KnowledgeBase,
     queries: &[(String, String)],
     qrels: &Qrels,
-    mode: &str,
+    mode: Mode,
 ) -> Metrics {
     metrics(&run(kb, queries, qrels, mode))
 }
@@ -562,14 +598,11 @@ impl Metric {
 pub struct Threshold {
     pub metric: Metric,
     /// `None`: every mode evaluated.
-    pub mode: Option<String>,
+    pub mode: Option<EvalMode>,
     /// `None`: all questions; else a group (`lang=zh`).
     pub group: Option<String>,
     pub min: f64,
 }
-
-/// The modes a threshold may name.
-pub const MODES: [&str; 4] = ["file", "graph", "hybrid", "hybrid-lexical"];
 
 impl Threshold {
     /// Parses `VALUE`, `MODE:VALUE`, `GROUP:VALUE` or `MODE:GROUP:VALUE` (a group has an `=`:
@@ -583,7 +616,7 @@ impl Threshold {
             format!(
                 "{flag} {spec:?}: expected VALUE, MODE:VALUE, GROUP:VALUE or MODE:GROUP:VALUE \
                  (MODE one of {}; GROUP such as lang=zh; VALUE between 0 and 1)",
-                MODES.join(", ")
+                EvalMode::NAMES.join(", ")
             )
         };
         let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
@@ -596,8 +629,8 @@ impl Threshold {
         for part in scope {
             if part.contains('=') && group.is_none() {
                 group = Some(part.to_string());
-            } else if MODES.contains(part) && mode.is_none() && group.is_none() {
-                mode = Some(part.to_string());
+            } else if let (Some(named), None, None) = (EvalMode::parse(part), mode, &group) {
+                mode = Some(named);
             } else {
                 return Err(usage());
             }
@@ -611,7 +644,7 @@ impl Threshold {
     }
 
     /// How it reads in a report: `nDCG@10 hybrid lang=zh >= 0.7`.
-    pub fn label(&self, mode: &str) -> String {
+    pub fn label(&self, mode: impl std::fmt::Display) -> String {
         let group = self
             .group
             .as_deref()
@@ -676,15 +709,18 @@ mod tests {
         assert_eq!((t.mode, t.group, t.min), (None, None, 0.8));
         let t = Threshold::parse(Metric::Ndcg, "hybrid:lang=zh:0.7").unwrap();
         assert_eq!(
-            (t.mode.as_deref(), t.group.as_deref(), t.min),
-            (Some("hybrid"), Some("lang=zh"), 0.7)
+            (t.mode, t.group.as_deref(), t.min),
+            (Some(EvalMode::Hybrid), Some("lang=zh"), 0.7)
         );
         let t = Threshold::parse(Metric::Recall, "difficulty=hard:0.5").unwrap();
         assert_eq!(
-            (t.mode.as_deref(), t.group.as_deref()),
+            (t.mode, t.group.as_deref()),
             (None, Some("difficulty=hard"))
         );
-        assert_eq!(t.label("file"), "Recall@10 file difficulty=hard >= 0.5");
+        assert_eq!(
+            t.label(EvalMode::File),
+            "Recall@10 file difficulty=hard >= 0.5"
+        );
         for bad in [
             "",
             "x",

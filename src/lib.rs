@@ -40,6 +40,7 @@ pub mod skill;
 mod test_rng;
 pub mod text;
 pub mod tools;
+pub mod wire;
 
 pub use error::{ErrorCode, IndexError, ToolError};
 pub use index::BuildOptions;

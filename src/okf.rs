@@ -7,12 +7,38 @@ use serde_json::{Map, Value};
 use time::format_description::well_known::Rfc3339;
 use time::{Date, OffsetDateTime, UtcOffset};
 
+crate::wire::wire_enum! {
+    /// A page's lifecycle status (frontmatter `status`; the `okfStatus` filter).
+    pub enum OkfStatus {
+        Draft = "draft",
+        Stable = "stable",
+        Deprecated = "deprecated",
+    }
+}
+
+crate::wire::wire_enum! {
+    /// How a page was verified (frontmatter `verified`; the `okfTrustTier` filter).
+    pub enum TrustTier {
+        Unverified = "unverified",
+        MachineConfirmed = "machine-confirmed",
+        HumanReviewed = "human-reviewed",
+    }
+}
+
+crate::wire::wire_enum! {
+    /// Whether a page is past its `stale_after` date (the `okfFreshness` filter).
+    pub enum Freshness {
+        Fresh = "fresh",
+        Stale = "stale",
+    }
+}
+
 /// `OkfSignals` of the contract: eight required, nullable fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OkfSignals {
-    pub effective_status: Option<String>,
-    pub trust_tier: Option<String>,
+    pub effective_status: Option<OkfStatus>,
+    pub trust_tier: Option<TrustTier>,
     pub is_stale: Option<bool>,
     pub stale_after: Option<String>,
     pub generated_at: Option<String>,
@@ -58,15 +84,15 @@ fn non_empty_str(value: Option<&Value>) -> Option<&str> {
         .filter(|s| !s.trim().is_empty())
 }
 
-fn trust(frontmatter: &Map<String, Value>) -> (Option<String>, Option<String>) {
+fn trust(frontmatter: &Map<String, Value>) -> (Option<TrustTier>, Option<String>) {
     let entries: Vec<&Value> = match frontmatter.get("verified") {
-        None => return (Some("unverified".into()), None),
+        None => return (Some(TrustTier::Unverified), None),
         Some(Value::Array(items)) => items.iter().collect(),
         Some(v @ Value::Object(_)) => vec![v],
         Some(_) => return (None, None),
     };
     if entries.is_empty() {
-        return (Some("unverified".into()), None);
+        return (Some(TrustTier::Unverified), None);
     }
     let mut human = false;
     let mut latest: Option<(OffsetDateTime, String)> = None;
@@ -83,11 +109,11 @@ fn trust(frontmatter: &Map<String, Value>) -> (Option<String>, Option<String>) {
         }
     }
     let tier = if human {
-        "human-reviewed"
+        TrustTier::HumanReviewed
     } else {
-        "machine-confirmed"
+        TrustTier::MachineConfirmed
     };
-    (Some(tier.into()), latest.map(|(_, s)| s))
+    (Some(tier), latest.map(|(_, s)| s))
 }
 
 fn source_count(frontmatter: &Map<String, Value>) -> Option<u64> {
@@ -117,13 +143,22 @@ fn source_count(frontmatter: &Map<String, Value>) -> Option<u64> {
 }
 
 impl OkfSignals {
+    /// The page's freshness, when it has a `stale_after` date.
+    pub fn freshness(&self) -> Option<Freshness> {
+        self.is_stale.map(|stale| {
+            if stale {
+                Freshness::Stale
+            } else {
+                Freshness::Fresh
+            }
+        })
+    }
+
     /// Computes the signals of `frontmatter` as of `today` (UTC date).
     pub fn compute(frontmatter: &Map<String, Value>, today: Date) -> Self {
         let effective_status = match frontmatter.get("status") {
-            None => Some("stable".to_string()),
-            Some(Value::String(s)) if matches!(s.as_str(), "draft" | "stable" | "deprecated") => {
-                Some(s.clone())
-            }
+            None => Some(OkfStatus::Stable),
+            Some(Value::String(s)) => OkfStatus::parse(s),
             Some(_) => None,
         };
         let (trust_tier, latest_verified_at) = trust(frontmatter);
@@ -173,8 +208,8 @@ mod tests {
     #[test]
     fn defaults_for_empty_frontmatter() {
         let s = signals(json!({}));
-        assert_eq!(s.effective_status.as_deref(), Some("stable"));
-        assert_eq!(s.trust_tier.as_deref(), Some("unverified"));
+        assert_eq!(s.effective_status, Some(OkfStatus::Stable));
+        assert_eq!(s.trust_tier, Some(TrustTier::Unverified));
         assert_eq!(s.is_stale, None);
         assert_eq!(s.source_count, Some(0));
     }
@@ -188,8 +223,8 @@ mod tests {
             "generated": {"by": "x", "at": "2026-07-13T00:00:00Z"},
             "sources": [{"id": "a", "resource": "r"}]
         }));
-        assert_eq!(s.effective_status.as_deref(), Some("draft"));
-        assert_eq!(s.trust_tier.as_deref(), Some("human-reviewed"));
+        assert_eq!(s.effective_status, Some(OkfStatus::Draft));
+        assert_eq!(s.trust_tier, Some(TrustTier::HumanReviewed));
         assert_eq!(
             s.latest_verified_at.as_deref(),
             Some("2026-01-02T02:04:05.000Z")

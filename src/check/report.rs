@@ -10,28 +10,14 @@ use super::Report;
 use crate::bundle::{Code, Diagnostic, Severity};
 use crate::text::{terminal_safe, xml_escape};
 
-/// A report's form (`--format`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Text,
-    Json,
-    Junit,
-    Github,
-    Sarif,
-}
-
-impl Format {
-    pub const NAMES: [&'static str; 5] = ["text", "json", "junit", "github", "sarif"];
-
-    pub fn parse(name: &str) -> Option<Format> {
-        Some(match name {
-            "text" => Format::Text,
-            "json" => Format::Json,
-            "junit" => Format::Junit,
-            "github" => Format::Github,
-            "sarif" => Format::Sarif,
-            _ => return None,
-        })
+crate::wire::wire_enum! {
+    /// A report's form (`--format`).
+    pub enum Format {
+        Text = "text",
+        Json = "json",
+        Junit = "junit",
+        Github = "github",
+        Sarif = "sarif",
     }
 }
 

@@ -193,18 +193,38 @@ impl LaneSet {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    All,
-    Path,
-    Metadata,
+crate::wire::wire_enum! {
+    /// Where a search matches (`scope`).
+    pub enum Scope {
+        /// Content and metadata.
+        All = "all",
+        /// Paths and titles, exactly.
+        Path = "path",
+        /// Metadata only.
+        Metadata = "metadata",
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    File,
-    Graph,
-    Hybrid,
+crate::wire::wire_enum! {
+    /// The lanes that rank (`mode`).
+    pub enum Mode {
+        /// The lexical and exact lanes.
+        File = "file",
+        /// Relations of the best lexical hits.
+        Graph = "graph",
+        /// All of them.
+        Hybrid = "hybrid",
+    }
+}
+
+crate::wire::wire_enum! {
+    /// Which files a search returns (`fileKind`).
+    pub enum FileKind {
+        /// The knowledge base's pages.
+        Page = "page",
+        /// Navigation pages and records too.
+        All = "all",
+    }
 }
 
 /// What the engine needs of a validated request.

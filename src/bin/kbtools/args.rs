@@ -166,12 +166,11 @@ impl From<CallRenderArgs> for RenderArgs {
     }
 }
 
-/// `kbtools mcp --format`: what a call that names no format gets.
-#[cfg(feature = "server")]
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum McpFormat {
-    Text,
-    Json,
+/// A parser of the values of one of the library's closed sets ([`kbtools::wire`]): the help
+/// lists them, and a value outside them is a usage error that names them.
+fn wire<T: kbtools::wire::WireName>() -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(T::NAMES).try_map(|name| name.parse::<T>())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -282,8 +281,8 @@ pub(crate) enum Command {
         #[arg(value_name = "BUNDLE", required_unless_present = "codes")]
         bundle_path: Option<PathBuf>,
         /// How to write the findings.
-        #[arg(long, default_value = "text", value_parser = kbtools::check::report::Format::NAMES)]
-        format: String,
+        #[arg(long, default_value = "text", value_parser = wire::<kbtools::check::report::Format>())]
+        format: kbtools::check::report::Format,
         /// Fail on warnings too (exit 1), not only on errors.
         #[arg(long)]
         strict: bool,
@@ -314,8 +313,8 @@ pub(crate) enum Command {
         bundle_path: Option<PathBuf>,
         /// The result format of a call that does not name one: text (compact, for models) or
         /// json (the contract JSON).
-        #[arg(long = "format", value_enum, default_value_t = McpFormat::Text)]
-        result_format: McpFormat,
+        #[arg(long = "format", default_value = "text", value_parser = wire::<kbtools::serve::mcp::Format>())]
+        result_format: kbtools::serve::mcp::Format,
         /// Character budget of a text result.
         #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET, value_name = "CHARS")]
         text_budget: usize,
@@ -531,10 +530,10 @@ pub(crate) struct EvalArgs {
     /// --must-find).
     #[arg(long)]
     pub(crate) fail_on_miss: bool,
-    /// Modes to evaluate (repeatable): file, graph, hybrid, or hybrid-lexical (hybrid with
-    /// the semantic lanes off) [default: hybrid].
-    #[arg(long)]
-    pub(crate) mode: Vec<String>,
+    /// Modes to evaluate (repeatable; hybrid-lexical is hybrid with the semantic lanes off)
+    /// [default: hybrid].
+    #[arg(long, value_parser = wire::<kbtools::eval::EvalMode>())]
+    pub(crate) mode: Vec<kbtools::eval::EvalMode>,
     /// Print a JSON report instead of a table.
     #[arg(long)]
     pub(crate) json: bool,

@@ -15,7 +15,7 @@ use crate::Source;
 pub(super) fn check(
     bundle_path: Option<PathBuf>,
     source: &Source,
-    format: &str,
+    format: Format,
     strict: bool,
     allow: &[String],
     codes: bool,
@@ -37,12 +37,6 @@ pub(super) fn check(
     let root = one_bundle(bundle_path, source.bundle.clone())?.ok_or_else(|| {
         anyhow!(
             "say which bundle to check: kbtools check <BUNDLE> (or --bundle, or KBTOOLS_BUNDLE)"
-        )
-    })?;
-    let format = Format::parse(format).ok_or_else(|| {
-        anyhow!(
-            "--format {format:?}: expected one of {}",
-            Format::NAMES.join(", ")
         )
     })?;
     let allow = allow

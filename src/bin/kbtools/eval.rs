@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Map, Value};
 
-use kbtools::eval::{Judgments, Metric, Metrics, QueryResult, Threshold, Verdict};
+use kbtools::eval::{EvalMode, Judgments, Metric, Metrics, QueryResult, Threshold, Verdict};
 use kbtools::kb::KnowledgeBase;
 use kbtools::text::xml_escape;
 use kbtools::tools::search_files::ExplainedResult;
@@ -20,7 +20,7 @@ use crate::Source;
 
 /// What `kbtools eval` was asked for, besides the judgments.
 pub(super) struct EvalOptions {
-    pub modes: Vec<String>,
+    pub modes: Vec<EvalMode>,
     pub json: bool,
     pub thresholds: Vec<Threshold>,
     /// The top k each question's verdict looks at.
@@ -38,7 +38,7 @@ pub(super) struct EvalOptions {
 /// One mode's run: every question's result and verdict, the metrics over all questions and
 /// per group.
 struct ModeRun {
-    name: String,
+    mode: EvalMode,
     metrics: Metrics,
     groups: BTreeMap<String, Metrics>,
     verdicts: Vec<Verdict>,
@@ -48,7 +48,7 @@ struct ModeRun {
 
 /// A threshold held up against one mode's figure.
 struct Checked {
-    mode: String,
+    mode: EvalMode,
     label: String,
     value: f64,
     passed: bool,
@@ -57,7 +57,7 @@ struct Checked {
 pub(super) fn evaluate(source: &Source, judged: Judgments, options: EvalOptions) -> Result<i32> {
     // The default search alone unless modes are asked for: a threshold then means one thing.
     let modes = if options.modes.is_empty() {
-        vec!["hybrid".to_string()]
+        vec![EvalMode::Hybrid]
     } else {
         options.modes.clone()
     };
@@ -158,16 +158,17 @@ fn refuse_unknown_judgments(kb: &KnowledgeBase, judged: &Judgments, lenient: boo
 /// Every threshold names a mode that is evaluated and a group some question is in.
 fn check_threshold_names(
     thresholds: &[Threshold],
-    modes: &[String],
+    modes: &[EvalMode],
     judged: &Judgments,
 ) -> Result<()> {
     for t in thresholds {
-        if let Some(mode) = &t.mode {
-            if !modes.contains(mode) {
+        if let Some(mode) = t.mode {
+            if !modes.contains(&mode) {
+                let evaluated: Vec<&str> = modes.iter().map(|m| m.as_str()).collect();
                 return Err(anyhow!(
                     "{} names mode {mode}, which is not evaluated (modes: {})",
                     t.label(mode),
-                    modes.join(", ")
+                    evaluated.join(", ")
                 ));
             }
         }
@@ -176,7 +177,7 @@ fn check_threshold_names(
                 let known: Vec<&str> = judged.groups.keys().map(String::as_str).collect();
                 return Err(anyhow!(
                     "{} names group {group}, which no question is in (groups: {})",
-                    t.label(t.mode.as_deref().unwrap_or("*")),
+                    t.label(t.mode.map_or("*", EvalMode::as_str)),
                     if known.is_empty() {
                         "none; groups come from the `lang` and `difficulty` of --questions".into()
                     } else {
@@ -194,31 +195,23 @@ fn check_threshold_names(
 fn run_modes(
     kb: &mut KnowledgeBase,
     judged: &Judgments,
-    modes: &[String],
+    modes: &[EvalMode],
     options: &EvalOptions,
 ) -> Vec<ModeRun> {
     let mut runs = Vec::new();
     let semantic = kb.options.semantic;
-    for name in modes {
-        let mode = match name.as_str() {
-            "hybrid-lexical" => {
-                kb.options.semantic = false;
-                "hybrid"
-            }
-            other => {
-                kb.options.semantic = semantic;
-                other
-            }
-        };
+    for &eval_mode in modes {
+        kb.options.semantic = semantic && eval_mode.semantic_lanes();
+        let mode = eval_mode.search_mode();
         let results = kbtools::eval::run(kb, &judged.queries, &judged.qrels, mode);
-        let mut run = mode_run(name, &results, judged, options.top_k);
+        let mut run = mode_run(eval_mode, &results, judged, options.top_k);
         if options.explain {
             for (id, text) in &judged.queries {
-                let input = json!({
-                    "query": kbtools::eval::fit_query(text),
-                    "mode": mode,
-                    "limit": options.top_k,
-                });
+                let params = kbtools::tools::search_files::Params {
+                    limit: Some(options.top_k as u64),
+                    ..kbtools::eval::search_params(text, mode)
+                };
+                let input = serde_json::to_value(params).unwrap_or(Value::Null);
                 if let Ok(explained) = kbtools::tools::search_files::explain(kb, &input) {
                     run.explained.insert(id.clone(), explained);
                 }
@@ -229,7 +222,7 @@ fn run_modes(
     runs
 }
 
-fn mode_run(name: &str, results: &[QueryResult], judged: &Judgments, top_k: usize) -> ModeRun {
+fn mode_run(mode: EvalMode, results: &[QueryResult], judged: &Judgments, top_k: usize) -> ModeRun {
     let groups = judged
         .groups
         .iter()
@@ -244,7 +237,7 @@ fn mode_run(name: &str, results: &[QueryResult], judged: &Judgments, top_k: usiz
         .map(|r| r.verdict(&judged.qrels[&r.id], top_k))
         .collect();
     ModeRun {
-        name: name.to_string(),
+        mode,
         metrics: kbtools::eval::metrics(results),
         groups,
         verdicts,
@@ -256,7 +249,7 @@ fn check_thresholds(runs: &[ModeRun], thresholds: &[Threshold]) -> Vec<Checked> 
     let mut out = Vec::new();
     for t in thresholds {
         for run in runs {
-            if t.mode.as_ref().is_some_and(|m| m != &run.name) {
+            if t.mode.is_some_and(|m| m != run.mode) {
                 continue;
             }
             let metrics = match &t.group {
@@ -265,8 +258,8 @@ fn check_thresholds(runs: &[ModeRun], thresholds: &[Threshold]) -> Vec<Checked> 
             };
             let value = t.metric.of(metrics);
             out.push(Checked {
-                mode: run.name.clone(),
-                label: t.label(&run.name),
+                mode: run.mode,
+                label: t.label(run.mode),
                 value,
                 passed: value >= t.min,
             });
@@ -287,9 +280,9 @@ fn json_report(
     let mut groups = Map::new();
     let mut queries = Map::new();
     for run in runs {
-        modes.insert(run.name.clone(), json!(run.metrics));
+        modes.insert(run.mode.to_string(), json!(run.metrics));
         if !run.groups.is_empty() {
-            groups.insert(run.name.clone(), json!(run.groups));
+            groups.insert(run.mode.to_string(), json!(run.groups));
         }
         if options.per_query {
             let mut verdicts = json!(run.verdicts);
@@ -299,7 +292,7 @@ fn json_report(
                     verdict["explain"] = json!(explained);
                 }
             }
-            queries.insert(run.name.clone(), verdicts);
+            queries.insert(run.mode.to_string(), verdicts);
         }
     }
     let mut value = json!({
@@ -363,9 +356,9 @@ fn text_report(
         );
     };
     for run in runs {
-        line(&mut out, &run.name, "all", &run.metrics);
+        line(&mut out, run.mode.as_str(), "all", &run.metrics);
         for (group, m) in &run.groups {
-            line(&mut out, &run.name, group, m);
+            line(&mut out, run.mode.as_str(), group, m);
         }
     }
     for c in checked {
@@ -384,7 +377,7 @@ fn text_report(
                     out,
                     "{} {} {} nDCG@10 {:.4}",
                     if v.passed { "PASS" } else { "FAIL" },
-                    run.name,
+                    run.mode,
                     v.id,
                     v.ndcg_at_10
                 );
@@ -441,13 +434,13 @@ fn junit(runs: &[ModeRun], checked: &[Checked], k: usize) -> String {
     for run in runs {
         let mut cases = String::new();
         let mut failures = 0;
-        let thresholds: Vec<&Checked> = checked.iter().filter(|c| c.mode == run.name).collect();
+        let thresholds: Vec<&Checked> = checked.iter().filter(|c| c.mode == run.mode).collect();
         for c in &thresholds {
             let _ = write!(
                 cases,
                 "    <testcase name=\"{}\" classname=\"kbtools.eval.{}\" time=\"0\">",
                 xml_escape(&c.label),
-                run.name
+                run.mode
             );
             if !c.passed {
                 failures += 1;
@@ -466,7 +459,7 @@ fn junit(runs: &[ModeRun], checked: &[Checked], k: usize) -> String {
                 "    <testcase name=\"{}: {}\" classname=\"kbtools.eval.{}\" time=\"0\">",
                 xml_escape(&v.id),
                 xml_escape(&question),
-                run.name
+                run.mode
             );
             if !v.passed {
                 failures += 1;
@@ -485,7 +478,7 @@ fn junit(runs: &[ModeRun], checked: &[Checked], k: usize) -> String {
         let _ = write!(
             suites,
             "  <testsuite name=\"kbtools eval {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"0\">\n{cases}  </testsuite>\n",
-            run.name
+            run.mode
         );
     }
     format!(
@@ -533,16 +526,6 @@ pub(super) fn thresholds(min_ndcg: &[String], min_recall: &[String]) -> Result<V
 /// `kbtools eval`: the judgments loaded, every mode run, the report printed; 1 when a threshold
 /// or a must-find question fails.
 pub(crate) fn run(source: &Source, args: EvalArgs) -> Result<i32> {
-    if let Some(bad) = args
-        .mode
-        .iter()
-        .find(|m| !kbtools::eval::MODES.contains(&m.as_str()))
-    {
-        return Err(anyhow!(
-            "--mode {bad:?}: expected {}",
-            kbtools::eval::MODES.join(", ")
-        ));
-    }
     let thresholds = thresholds(&args.min_ndcg, &args.min_recall)?;
     let fail_on_miss = args.fail_on_miss || args.must_find.is_some();
     let judged = load(args.queries, args.qrels, args.questions, args.must_find)?;

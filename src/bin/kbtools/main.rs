@@ -63,7 +63,7 @@ fn run(cli: Cli) -> Result<i32> {
             strict,
             allow,
             codes,
-        } => check::check(bundle_path, &source, &format, strict, &allow, codes),
+        } => check::check(bundle_path, &source, format, strict, &allow, codes),
         #[cfg(feature = "semantic")]
         Command::Model(command) => model::run(command, &source),
         Command::Help { topic } => help::run(&topic),

@@ -9,7 +9,7 @@ use kbtools::index;
 use kbtools::serve::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchMode, WatchOptions};
 use kbtools::serve::mcp::{serve_stdio, Format, McpOptions};
 
-use crate::args::{McpFormat, ServeArgs};
+use crate::args::ServeArgs;
 use crate::open::{build_options, locate, one_bundle, open_at};
 use crate::Source;
 
@@ -290,14 +290,17 @@ pub(crate) fn serve_command(source: &Source, args: ServeArgs) -> Result<i32> {
 pub(crate) fn mcp_command(
     source: Source,
     bundle_path: Option<PathBuf>,
-    result_format: McpFormat,
+    result_format: Format,
     text_budget: usize,
     audit_log: Option<PathBuf>,
     watch: bool,
 ) -> Result<i32> {
-    let format = match result_format {
-        McpFormat::Text => Format::Text,
-        McpFormat::Json => Format::Json,
-    };
-    mcp_stdio(source, bundle_path, format, text_budget, audit_log, watch)
+    mcp_stdio(
+        source,
+        bundle_path,
+        result_format,
+        text_budget,
+        audit_log,
+        watch,
+    )
 }

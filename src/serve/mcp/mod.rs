@@ -31,24 +31,15 @@ pub(crate) use stdio::{parse_line, Parsed, INVALID_REQUEST, PARSE_ERROR};
 pub use stdio::{LineTransport, MAX_IN_FLIGHT, MAX_LINE_BYTES};
 pub use tool_list::{input_schema, tool_definitions};
 
-/// What a tool result is made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Format {
-    /// Compact text for models (`docs/text-format.md`).
-    #[default]
-    Text,
-    /// The exact contract JSON (also as `structuredContent`).
-    Json,
-}
-
-impl Format {
-    /// Parses `text` or `json`.
-    pub fn parse(value: &str) -> Option<Format> {
-        match value {
-            "text" => Some(Format::Text),
-            "json" => Some(Format::Json),
-            _ => None,
-        }
+crate::wire::wire_enum! {
+    /// What a tool result is made of.
+    #[derive(Default)]
+    pub enum Format {
+        /// Compact text for models (`docs/text-format.md`).
+        #[default]
+        Text = "text",
+        /// The exact contract JSON (also as `structuredContent`).
+        Json = "json",
     }
 }
 

@@ -12,9 +12,9 @@ use super::ToolName;
 use crate::cursor;
 use crate::error::ToolError;
 use crate::kb::KnowledgeBase;
-use crate::okf::OkfSignals;
+use crate::okf::{Freshness, OkfSignals, OkfStatus, TrustTier};
 use crate::search::nearest::Nearest;
-pub use crate::search::{Candidate, Lane, LaneSet, Mode, Ranking, Scope, SemanticState};
+pub use crate::search::{Candidate, FileKind, Lane, LaneSet, Mode, Ranking, Scope, SemanticState};
 
 pub const NAME: &str = ToolName::SearchFiles.as_str();
 pub const DEFAULT_LIMIT: i64 = 10;
@@ -39,8 +39,7 @@ mod output;
 mod request;
 
 use output::{
-    context, cursor_scope, graph_summary, lane_statuses, mode_name, no_content_output,
-    reranker_status, result,
+    context, cursor_scope, graph_summary, lane_statuses, no_content_output, reranker_status, result,
 };
 pub use output::{
     EvidenceStatus, GraphContext, GraphSummary, Output, QueryContext, ResultSummary, SearchResult,
@@ -57,21 +56,12 @@ fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool 
         return true;
     }
     let signals = OkfSignals::compute(&kb.catalog.file(position).frontmatter, kb.options.today);
-    if let Some(status) = &request.okf_status {
-        if signals.effective_status.as_ref() != Some(status) {
-            return false;
-        }
+    fn passes<T: PartialEq>(wanted: Option<T>, has: Option<T>) -> bool {
+        wanted.is_none() || wanted == has
     }
-    if let Some(tier) = &request.okf_trust_tier {
-        if signals.trust_tier.as_ref() != Some(tier) {
-            return false;
-        }
-    }
-    match request.okf_freshness.as_deref() {
-        Some("stale") => signals.is_stale == Some(true),
-        Some("fresh") => signals.is_stale == Some(false),
-        _ => true,
-    }
+    passes(request.okf_status, signals.effective_status)
+        && passes(request.okf_trust_tier, signals.trust_tier)
+        && passes(request.okf_freshness, signals.freshness())
 }
 
 /// The tool input, for Rust callers and schemas.
@@ -84,8 +74,7 @@ pub struct Params {
     /// The lanes that rank: `file` (the lexical and exact lanes), `graph` (relations of the best
     /// lexical hits) or `hybrid` (all of them) (default hybrid).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["file", "graph", "hybrid"]))]
-    pub mode: Option<String>,
+    pub mode: Option<Mode>,
     /// How many relation steps the graph lanes walk, 0–2 (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 2))]
@@ -106,26 +95,21 @@ pub struct Params {
     pub limit: Option<u64>,
     /// Where to match: `all` (content and metadata), `path` or `metadata` (default all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["all", "path", "metadata"]))]
-    pub scope: Option<String>,
+    pub scope: Option<Scope>,
     /// `page` (the knowledge base's pages) or `all` (navigation pages and records too)
     /// (default page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["page", "all"]))]
-    pub file_kind: Option<String>,
+    pub file_kind: Option<FileKind>,
     /// Only pages whose OKF status is `draft`, `stable` or `deprecated` (default any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["draft", "stable", "deprecated"]))]
-    pub okf_status: Option<String>,
+    pub okf_status: Option<OkfStatus>,
     /// Only pages whose OKF trust tier is `unverified`, `machine-confirmed` or `human-reviewed`
     /// (default any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["unverified", "machine-confirmed", "human-reviewed"]))]
-    pub okf_trust_tier: Option<String>,
+    pub okf_trust_tier: Option<TrustTier>,
     /// Only `fresh` or only `stale` pages (OKF `stale_after`) (default any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["fresh", "stale"]))]
-    pub okf_freshness: Option<String>,
+    pub okf_freshness: Option<Freshness>,
     /// With `rerank`: candidates the reranker would see, 1–50 and at least `limit`
     /// (default the larger of `limit` and 30).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,6 +123,11 @@ pub struct Params {
 /// Runs the tool with typed parameters (the same validation as JSON input).
 pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
     run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
+}
+
+/// Validates typed parameters as JSON input is validated.
+pub fn validate_params(params: &Params) -> Result<Request, ToolError> {
+    validate(&serde_json::to_value(params).unwrap_or(Value::Null))
 }
 
 /// The fused, ordered candidates of a validated request (at most 1,000), and the lanes that ran.
@@ -266,7 +255,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         query: context(&request),
         next_cursor: next_cursor.clone(),
         search_status: if empty { "no_candidates" } else { "ok" },
-        search_mode: mode_name(request.mode),
+        search_mode: request.mode,
         semantic_status,
         evidence_status,
         reranker_status: reranker_status(&request),

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use crate::bundle::paths;
 use crate::ids::ReadActions;
 use crate::kb::KnowledgeBase;
-use crate::okf::OkfSignals;
-pub use crate::search::{Candidate, Lane, LaneSet, Mode, Ranking, Scope};
+use crate::okf::{Freshness, OkfSignals, OkfStatus, TrustTier};
+pub use crate::search::{Candidate, FileKind, Lane, LaneSet, Mode, Ranking, Scope};
 use crate::tools::{read_actions, tags_of, RelatedFile};
 
 use super::request::{Request, SORT};
@@ -20,14 +20,14 @@ use super::SemanticState;
 pub struct QueryContext {
     pub query: String,
     pub normalized_query: String,
-    pub scope: &'static str,
-    pub file_kind: &'static str,
-    pub mode: &'static str,
+    pub scope: Scope,
+    pub file_kind: FileKind,
+    pub mode: Mode,
     pub graph_depth: u8,
     pub graph_fanout: u64,
-    pub okf_status: Option<String>,
-    pub okf_trust_tier: Option<String>,
-    pub okf_freshness: Option<String>,
+    pub okf_status: Option<OkfStatus>,
+    pub okf_trust_tier: Option<TrustTier>,
+    pub okf_freshness: Option<Freshness>,
     pub rerank: bool,
     pub rerank_top_k: Option<u64>,
     pub rerank_score_threshold: Option<f64>,
@@ -113,7 +113,7 @@ pub struct Output {
     pub items: Vec<SearchResult>,
     pub next_cursor: Option<String>,
     pub search_status: &'static str,
-    pub search_mode: &'static str,
+    pub search_mode: Mode,
     pub semantic_status: Status,
     pub evidence_status: EvidenceStatus,
     pub reranker_status: Status,
@@ -126,30 +126,18 @@ pub struct Output {
     pub next_actions: Option<Vec<&'static str>>,
 }
 
-pub(super) fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::File => "file",
-        Mode::Graph => "graph",
-        Mode::Hybrid => "hybrid",
-    }
-}
-
 pub(super) fn context(request: &Request) -> QueryContext {
     QueryContext {
         query: request.query.clone(),
         normalized_query: request.query.clone(),
-        scope: match request.scope {
-            Scope::All => "all",
-            Scope::Path => "path",
-            Scope::Metadata => "metadata",
-        },
-        file_kind: if request.file_kind_all { "all" } else { "page" },
-        mode: mode_name(request.mode),
+        scope: request.scope,
+        file_kind: request.file_kind,
+        mode: request.mode,
         graph_depth: request.graph_depth,
         graph_fanout: request.graph_fanout,
-        okf_status: request.okf_status.clone(),
-        okf_trust_tier: request.okf_trust_tier.clone(),
-        okf_freshness: request.okf_freshness.clone(),
+        okf_status: request.okf_status,
+        okf_trust_tier: request.okf_trust_tier,
+        okf_freshness: request.okf_freshness,
         rerank: request.rerank,
         rerank_top_k: request.rerank_top_k,
         rerank_score_threshold: request.rerank_score_threshold,
@@ -176,9 +164,10 @@ pub(super) fn reranker_status(request: &Request) -> Status {
 pub(super) fn cursor_scope(request: &Request) -> Value {
     json!({
         "query": request.query,
-        "scope": context(request).scope,
-        "fileKind": request.file_kind_all,
-        "mode": mode_name(request.mode),
+        "scope": request.scope,
+        // A boolean since the first cursors: their scopes must stay the same bytes.
+        "fileKind": request.file_kind == FileKind::All,
+        "mode": request.mode,
         "graphDepth": request.graph_depth,
         "graphFanout": request.graph_fanout,
         "okfStatus": request.okf_status,
@@ -198,7 +187,7 @@ pub(super) fn no_content_output(request: &Request) -> Output {
         items: Vec::new(),
         next_cursor: None,
         search_status: "no_candidates",
-        search_mode: mode_name(request.mode),
+        search_mode: request.mode,
         semantic_status: Status {
             state: "unavailable",
             safe_code: Some("SEMANTIC_ADOPTION_REQUIRED"),

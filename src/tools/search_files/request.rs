@@ -5,7 +5,8 @@ use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::error::{messages, ToolError};
-pub use crate::search::{Mode, Scope};
+use crate::okf::{Freshness, OkfStatus, TrustTier};
+pub use crate::search::{FileKind, Mode, Scope};
 use crate::tools::{Input, ToolName};
 
 use super::{DEFAULT_LIMIT, MAX_GRAPHEMES, MAX_LIMIT, MAX_QUERY_BYTES};
@@ -17,13 +18,13 @@ pub(super) const SORT: [&str; 3] = ["relevance_desc", "logical_path_asc", "sourc
 pub struct Request {
     pub query: String,
     pub scope: Scope,
-    pub file_kind_all: bool,
+    pub file_kind: FileKind,
     pub mode: Mode,
     pub graph_depth: u8,
     pub graph_fanout: u64,
-    pub okf_status: Option<String>,
-    pub okf_trust_tier: Option<String>,
-    pub okf_freshness: Option<String>,
+    pub okf_status: Option<OkfStatus>,
+    pub okf_trust_tier: Option<TrustTier>,
+    pub okf_freshness: Option<Freshness>,
     pub limit: u64,
     pub rerank: bool,
     pub rerank_top_k: Option<u64>,
@@ -64,20 +65,16 @@ pub fn normalize_query(raw: Option<&Value>) -> Result<String, ToolError> {
     Ok(normalized)
 }
 
-fn enum_field<'a>(
-    input: &Input<'a>,
+/// Field `key` as one of a closed set's values (absent or empty: `None`); any other value is
+/// `code`.
+fn enum_field<T: std::str::FromStr>(
+    input: &Input<'_>,
     key: &str,
-    allowed: &[&'a str],
     code: &str,
-) -> Result<Option<&'a str>, ToolError> {
+) -> Result<Option<T>, ToolError> {
     match input.trimmed(key) {
         Ok(None) => Ok(None),
-        Ok(Some(v)) => allowed
-            .iter()
-            .find(|a| **a == v)
-            .copied()
-            .map(Some)
-            .ok_or_else(|| invalid(code)),
+        Ok(Some(v)) => v.parse().map(Some).map_err(|_| invalid(code)),
         Err(_) => Err(invalid(code)),
     }
 }
@@ -101,32 +98,10 @@ fn int_field(
 pub fn validate(value: &Value) -> Result<Request, ToolError> {
     let input = Input::new(value, ToolName::SearchFiles.fields())?;
     let query = normalize_query(input.get("query"))?;
-    let scope = match enum_field(
-        &input,
-        "scope",
-        &["all", "path", "metadata"],
-        "INVALID_FILE_SEARCH_SCOPE",
-    )? {
-        Some("path") => Scope::Path,
-        Some("metadata") => Scope::Metadata,
-        _ => Scope::All,
-    };
-    let file_kind_all = enum_field(
-        &input,
-        "fileKind",
-        &["all", "page"],
-        "INVALID_FILE_SEARCH_KIND",
-    )? == Some("all");
-    let mode = match enum_field(
-        &input,
-        "mode",
-        &["file", "graph", "hybrid"],
-        "INVALID_FILE_SEARCH_MODE",
-    )? {
-        Some("file") => Mode::File,
-        Some("graph") => Mode::Graph,
-        _ => Mode::Hybrid,
-    };
+    let scope = enum_field(&input, "scope", "INVALID_FILE_SEARCH_SCOPE")?.unwrap_or(Scope::All);
+    let file_kind =
+        enum_field(&input, "fileKind", "INVALID_FILE_SEARCH_KIND")?.unwrap_or(FileKind::Page);
+    let mode = enum_field(&input, "mode", "INVALID_FILE_SEARCH_MODE")?.unwrap_or(Mode::Hybrid);
     let graph_depth = int_field(
         &input,
         "graphDepth",
@@ -143,24 +118,9 @@ pub fn validate(value: &Value) -> Result<Request, ToolError> {
         0,
         "INVALID_FILE_SEARCH_GRAPH_FANOUT",
     )? as u64;
-    let okf_status = enum_field(
-        &input,
-        "okfStatus",
-        &["draft", "stable", "deprecated"],
-        "INVALID_FILE_SEARCH_OKF_STATUS",
-    )?;
-    let okf_trust_tier = enum_field(
-        &input,
-        "okfTrustTier",
-        &["unverified", "machine-confirmed", "human-reviewed"],
-        "INVALID_FILE_SEARCH_OKF_TRUST_TIER",
-    )?;
-    let okf_freshness = enum_field(
-        &input,
-        "okfFreshness",
-        &["fresh", "stale"],
-        "INVALID_FILE_SEARCH_OKF_FRESHNESS",
-    )?;
+    let okf_status = enum_field(&input, "okfStatus", "INVALID_FILE_SEARCH_OKF_STATUS")?;
+    let okf_trust_tier = enum_field(&input, "okfTrustTier", "INVALID_FILE_SEARCH_OKF_TRUST_TIER")?;
+    let okf_freshness = enum_field(&input, "okfFreshness", "INVALID_FILE_SEARCH_OKF_FRESHNESS")?;
     let limit = int_field(
         &input,
         "limit",
@@ -204,13 +164,13 @@ pub fn validate(value: &Value) -> Result<Request, ToolError> {
     Ok(Request {
         query,
         scope,
-        file_kind_all,
+        file_kind,
         mode,
         graph_depth,
         graph_fanout,
-        okf_status: okf_status.map(str::to_string),
-        okf_trust_tier: okf_trust_tier.map(str::to_string),
-        okf_freshness: okf_freshness.map(str::to_string),
+        okf_status,
+        okf_trust_tier,
+        okf_freshness,
         limit,
         rerank,
         rerank_top_k,
