@@ -49,6 +49,15 @@ const TREE_LIMIT: usize = 50;
 const STAMP_FILE: &str = ".scale-stamp.json";
 const RESTORE_FILE: &str = ".scale-restore.json";
 
+/// A tool's answer as a door gives it: the contract JSON (what the benchmarks always timed).
+fn json_answer(
+    kb: &KnowledgeBase,
+    tool: &str,
+    input: &Value,
+) -> Result<Value, kbtools::error::ToolError> {
+    tools::call(kb, tool, input).and_then(|o| o.to_json())
+}
+
 fn env_number(name: &str, default: u64) -> u64 {
     match std::env::var(name) {
         Ok(v) => v
@@ -316,7 +325,7 @@ fn bench_cycle(
 ) {
     assert!(!inputs.is_empty(), "{group}/{name}: no inputs");
     for (input, expected) in inputs {
-        let out = tools::call(kb, tool, input).unwrap_or_else(|e| panic!("{tool} {input}: {e}"));
+        let out = json_answer(kb, tool, input).unwrap_or_else(|e| panic!("{tool} {input}: {e}"));
         assert!(
             check(&out, *expected),
             "{group}/{name}: {tool} {input} answered wrong (expected {expected}):\n{out:#}"
@@ -328,7 +337,7 @@ fn bench_cycle(
         b.iter(|| {
             let (input, expected) = &inputs[next % inputs.len()];
             next += 1;
-            let out = tools::call(kb, tool, input).unwrap();
+            let out = json_answer(kb, tool, input).unwrap();
             assert!(check(&out, *expected), "{tool} {input}");
             out
         });
@@ -387,7 +396,7 @@ fn bench_search(c: &mut Criterion, scale: &Scale, kb: &KnowledgeBase) {
         // page is mostly in the top 10.
         let mut found = 0;
         for ((id, _), input) in queries.iter().zip(&inputs) {
-            let out = tools::call(kb, "search_files", input).unwrap();
+            let out = json_answer(kb, "search_files", input).unwrap();
             assert!(items(&out, "items") >= 1, "no result for {input}");
             assert_eq!(out["searchStatus"], "ok", "{input}");
             let relevant = qrels[id].keys().next().unwrap();
@@ -420,7 +429,7 @@ fn bench_search(c: &mut Criterion, scale: &Scale, kb: &KnowledgeBase) {
             b.iter(|| {
                 let input = &inputs[next % inputs.len()];
                 next += 1;
-                let out = tools::call(kb, "search_files", input).unwrap();
+                let out = json_answer(kb, "search_files", input).unwrap();
                 assert!(items(&out, "items") >= 1, "no result for {input}");
                 out
             });
@@ -431,7 +440,7 @@ fn bench_search(c: &mut Criterion, scale: &Scale, kb: &KnowledgeBase) {
             continue;
         }
         let (per_query, _) = warm_latencies(&inputs, ROUNDS, |input| {
-            std::hint::black_box(tools::call(kb, "search_files", input).unwrap());
+            std::hint::black_box(json_answer(kb, "search_files", input).unwrap());
         });
         println!(
             "search_files/{mode}: warm latency per query (median of {ROUNDS} rounds, {} queries, \
@@ -527,7 +536,7 @@ fn bench_reads(c: &mut Criterion, scale: &Scale, kb: &KnowledgeBase) {
     let mut relationships = 0;
     for (input, direct) in &related {
         let input = json!({ "fileId": input["fileId"], "depth": 2, "limit": 200 });
-        let out = tools::call(kb, "expand_graph", &input).unwrap();
+        let out = json_answer(kb, "expand_graph", &input).unwrap();
         let walked = out["relationships"].as_array().unwrap();
         let first_level = (*direct).min(10);
         assert!(walked.len() >= first_level, "{input}: {out:#}");
@@ -665,7 +674,7 @@ fn bench_rebuilds(c: &mut Criterion, scale: &Scale) {
     // Once at setup: the edit is searchable in the new generation, and only there.
     let word = incremental_build(&mut Duration::default());
     let kb = scale.open();
-    let out = tools::call(
+    let out = json_answer(
         &kb,
         "search_files",
         &json!({ "query": word, "mode": "file" }),

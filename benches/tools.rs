@@ -66,24 +66,21 @@ fn bench_tools(c: &mut Criterion) {
         ),
     ];
     for (name, tool, input, key, expected) in cases {
-        let out = tools::call(&kb, tool, &input).unwrap();
+        // What a door does: the answer and its contract JSON.
+        let answer = || tools::call(&kb, tool, &input).and_then(|o| o.to_json());
+        let out = answer().unwrap();
         let count = out[key].as_array().map_or(0, Vec::len);
         assert!(
             count >= expected,
             "{name}: {count} {key}, expected at least {expected}"
         );
-        c.bench_function(name, |b| b.iter(|| tools::call(&kb, tool, &input).unwrap()));
+        c.bench_function(name, |b| b.iter(|| answer().unwrap()));
     }
     let read = json!({"path": "pages/en/README.md"});
-    assert!(
-        tools::call(&kb, "read_file", &read).unwrap()["content"]
-            .as_str()
-            .unwrap()
-            .len()
-            > 1000
-    );
+    let answer = || tools::call(&kb, "read_file", &read).and_then(|o| o.to_json());
+    assert!(answer().unwrap()["content"].as_str().unwrap().len() > 1000);
     c.bench_function("read_file", |b| {
-        b.iter(|| tools::call(&kb, "read_file", &read).unwrap());
+        b.iter(|| answer().unwrap());
     });
 }
 

@@ -1,36 +1,37 @@
 //! `expand_graph` as text: the walk's pages, each with the step that reached it.
 
-use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 use super::read_related::related_item;
-
 use super::{
-    identifier, list_of, one_line, parens, path_of, plural, revision, str_of, strings_of, Listing,
-    TITLE_CHARS,
+    identifier, lines_of, one_line, parens, path_or_id, plural, revision, shown, shown_opt,
+    Listing, TITLE_CHARS,
 };
+use crate::tools::expand_graph::Output;
 
-pub(super) fn expand_graph(output: &Value) -> Listing {
+pub(super) fn expand_graph(output: &Output) -> Listing {
     let mut listing = Listing::new("relationships");
-    let seed = output.get("seedFile").filter(|s| s.is_object());
-    let relationships = list_of(output, "relationships");
-    let summary = output.get("resultSummary");
+    let seed = &output.seed_file;
+    let relationships = &output.relationships;
+    let summary = &output.result_summary;
 
     // fileId → path of every file named here, so a step's start shows as a path.
-    let mut paths: Map<String, Value> = Map::new();
-    for file in seed.into_iter().chain(relationships.iter()) {
-        if let Some(path) = str_of(file, "path") {
-            for key in ["fileId", "sourceFileId"] {
-                if let Some(id) = str_of(file, key) {
-                    paths
-                        .entry(id.to_string())
-                        .or_insert_with(|| Value::from(path));
-                }
-            }
+    let mut paths: HashMap<&str, &str> = HashMap::new();
+    let seed_ids = [Some(seed.file_id.as_str()), seed.source_file_id.as_deref()];
+    let files =
+        std::iter::once((seed.path.as_str(), seed_ids)).chain(relationships.iter().map(|r| {
+            let ids = [Some(r.file_id.as_str()), Some(r.source_file_id.as_str())];
+            (r.path.as_str(), ids)
+        }));
+    for (path, ids) in files {
+        let Some(path) = shown(path) else { continue };
+        for id in ids.into_iter().flatten().filter_map(shown) {
+            paths.entry(id).or_insert(path);
         }
     }
 
-    let mut seed_text = seed.map(path_of).unwrap_or_else(|| "?".into());
-    if let Some(title) = seed.and_then(|s| str_of(s, "title")) {
+    let mut seed_text = path_or_id(&seed.path, &seed.file_id);
+    if let Some(title) = shown_opt(&seed.title) {
         seed_text.push_str(&format!(" — {}", one_line(title, TITLE_CHARS)));
     }
     let count = if relationships.is_empty() {
@@ -38,19 +39,15 @@ pub(super) fn expand_graph(output: &Value) -> Listing {
     } else {
         plural(relationships.len(), "relationship", "relationships")
     };
-    let depth = summary
-        .and_then(|s| s.get("depth"))
-        .and_then(Value::as_u64)
-        .map(|d| format!("depth {d}"));
-    let fanout = summary
-        .and_then(|s| s.get("fanout"))
-        .and_then(Value::as_u64)
-        .map(|f| format!("fanout {f}"));
     listing.head.push(format!(
         "expand_graph from {seed_text}: {count}{}",
-        parens(&[revision(output), depth, fanout])
+        parens(&[
+            revision(Some(output.active_content_revision)),
+            Some(format!("depth {}", summary.depth)),
+            Some(format!("fanout {}", summary.fanout)),
+        ])
     ));
-    if let Some(id) = seed.and_then(|s| str_of(s, "fileId")) {
+    if let Some(id) = shown(&seed.file_id) {
         listing.head.push(format!("seed fileId {}", identifier(id)));
     }
     if !relationships.is_empty() {
@@ -63,8 +60,8 @@ pub(super) fn expand_graph(output: &Value) -> Listing {
         .enumerate()
         .map(|(i, item)| related_item(i + 1, item, Some(&paths)))
         .collect();
-    listing.cursor = str_of(output, "nextCursor").map(identifier);
-    let graph_paths = strings_of(output, "graphPaths", usize::MAX);
+    listing.cursor = shown_opt(&output.next_cursor).map(identifier);
+    let graph_paths = lines_of(&output.graph_paths, usize::MAX);
     if !graph_paths.is_empty() {
         listing.tail.push(format!(
             "graph records (read_file by path): {}",

@@ -3,69 +3,61 @@
 use serde_json::{Map, Value};
 
 use super::{
-    fit_lines, identifier, one_line, parens, path_of, plural, revision, str_of, strings_of,
-    value_text, FRONTMATTER_KEYS_SHOWN, MESSAGE_CHARS, TITLE_CHARS, VALUE_CHARS,
+    fit_lines, identifier, lines_of, one_line, parens, path_or_id, plural, revision, shown,
+    shown_opt, value_text, FRONTMATTER_KEYS_SHOWN, MESSAGE_CHARS, TITLE_CHARS, VALUE_CHARS,
 };
+use crate::okf::{OkfSignals, OkfStatus, TrustTier};
+use crate::tools::get_file::Output;
 
-pub(super) fn get_file(output: &Value, budget: usize) -> String {
-    // The contract wraps the file in `file`; the seed's example is flat. Take either.
-    let file = output
-        .get("file")
-        .filter(|f| f.is_object())
-        .unwrap_or(output);
+pub(super) fn get_file(output: &Output, budget: usize) -> String {
+    let file = &output.file;
     let mut lines = vec![format!(
         "get_file {}{}",
-        path_of(file),
-        parens(&[revision(file).or_else(|| revision(output))])
+        path_or_id(&file.path, &file.file_id),
+        parens(&[revision(Some(file.active_content_revision))])
     )];
-    if let Some(title) = str_of(file, "title") {
+    if let Some(title) = shown_opt(&file.title) {
         lines.push(format!("title: {}", one_line(title, TITLE_CHARS)));
     }
-    if let Some(id) = str_of(file, "fileId") {
+    if let Some(id) = shown(&file.file_id) {
         lines.push(format!("fileId: {}", identifier(id)));
     }
-    let source = str_of(file, "sourceFileId");
-    if let Some(source) = source.filter(|s| Some(*s) != str_of(file, "fileId")) {
+    let source = shown_opt(&file.source_file_id);
+    if let Some(source) = source.filter(|s| Some(*s) != shown(&file.file_id)) {
         lines.push(format!("sourceFileId: {}", identifier(source)));
     }
     let mut kind = Vec::new();
-    if let Some(k) = str_of(file, "fileKind") {
+    if let Some(k) = shown(&file.file_kind) {
         kind.push(identifier(k));
     }
     if source.is_some() {
         kind.push("source page (read_related and expand_graph apply)".into());
     }
-    if let Some(t) = str_of(file, "contentType") {
+    if let Some(t) = shown(&file.content_type) {
         kind.push(one_line(t, VALUE_CHARS));
     }
-    if let Some(size) = file.get("sizeBytes").and_then(Value::as_u64) {
-        kind.push(format!("{size} bytes"));
-    }
-    if file.get("contentAvailable") == Some(&Value::Bool(false)) {
+    kind.push(format!("{} bytes", file.size_bytes));
+    if !file.content_available {
         kind.push("content unavailable".into());
     }
-    if !kind.is_empty() {
-        lines.push(format!("kind: {}", kind.join(" · ")));
-    }
-    if let Some(okf_type) = str_of(file, "okfType") {
+    lines.push(format!("kind: {}", kind.join(" · ")));
+    if let Some(okf_type) = shown_opt(&file.okf_type) {
         lines.push(format!("okfType: {}", one_line(okf_type, VALUE_CHARS)));
     }
-    if let Some(description) = str_of(file, "description") {
+    if let Some(description) = shown_opt(&file.description) {
         lines.push(format!(
             "description: {}",
             one_line(description, MESSAGE_CHARS)
         ));
     }
-    let tags = strings_of(file, "tags", VALUE_CHARS);
+    let tags = lines_of(&file.tags, VALUE_CHARS);
     if !tags.is_empty() {
         lines.push(format!("tags: {}", tags.join(", ")));
     }
-    if let Some(okf) = okf_line(file.get("okfSignals")) {
+    if let Some(okf) = okf_line(&file.okf_signals) {
         lines.push(okf);
     }
-    if let Some(Value::Object(frontmatter)) = file.get("frontmatter") {
-        lines.extend(frontmatter_lines(frontmatter));
-    }
+    lines.extend(frontmatter_lines(&file.frontmatter));
     fit_lines(
         lines,
         budget,
@@ -73,32 +65,33 @@ pub(super) fn get_file(output: &Value, budget: usize) -> String {
     )
 }
 
-fn okf_line(signals: Option<&Value>) -> Option<String> {
-    let signals = signals?;
+fn okf_line(signals: &OkfSignals) -> Option<String> {
     let mut parts = Vec::new();
-    for (key, name) in [
-        ("effectiveStatus", "status"),
-        ("trustTier", "trust"),
-        ("staleAfter", "stale after"),
-        ("generatedAt", "generated"),
-        ("latestVerifiedAt", "verified"),
+    // What every page without OKF metadata says is no signal worth a line.
+    let status = signals
+        .effective_status
+        .filter(|s| *s != OkfStatus::Stable)
+        .map(OkfStatus::as_str);
+    let trust = signals
+        .trust_tier
+        .filter(|t| *t != TrustTier::Unverified)
+        .map(TrustTier::as_str);
+    for (name, value) in [
+        ("status", status),
+        ("trust", trust),
+        ("stale after", shown_opt(&signals.stale_after)),
+        ("generated", shown_opt(&signals.generated_at)),
+        ("verified", shown_opt(&signals.latest_verified_at)),
     ] {
-        if let Some(v) = str_of(signals, key) {
-            // What every page without OKF metadata says is no signal worth a line.
-            if (key, v) == ("effectiveStatus", "stable") || (key, v) == ("trustTier", "unverified")
-            {
-                continue;
-            }
+        if let Some(v) = value {
             parts.push(format!("{name} {}", one_line(v, VALUE_CHARS)));
         }
     }
-    if let Some(stale) = signals.get("isStale").and_then(Value::as_bool) {
-        parts.push(if stale { "stale" } else { "fresh" }.into());
+    if let Some(freshness) = signals.freshness() {
+        parts.push(freshness.as_str().into());
     }
-    if let Some(n) = signals.get("sourceCount").and_then(Value::as_u64) {
-        if n > 0 {
-            parts.push(plural(n as usize, "source", "sources"));
-        }
+    if let Some(n) = signals.source_count.filter(|n| *n > 0) {
+        parts.push(plural(n as usize, "source", "sources"));
     }
     (!parts.is_empty()).then(|| format!("okf: {}", parts.join(" · ")))
 }
@@ -129,6 +122,3 @@ fn frontmatter_lines(frontmatter: &Map<String, Value>) -> Vec<String> {
     }
     lines
 }
-
-// ---------------------------------------------------------------------------------------------
-// read_related and expand_graph

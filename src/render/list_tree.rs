@@ -1,18 +1,12 @@
 //! `list_tree` as text: a line per entry (directories first as the tool orders them).
 
-use serde_json::Value;
+use super::{identifier, parens, path_or_id, plural, revision, shown, shown_opt, Listing};
+use crate::tools::list_tree::{Output, TreeEntry};
 
-use super::{identifier, list_of, parens, path_of, plural, revision, str_of, Listing};
-
-pub(super) fn list_tree(input: &Value, output: &Value) -> Listing {
+pub(super) fn list_tree(output: &Output) -> Listing {
     let mut listing = Listing::new("entries");
-    let items = list_of(output, "items");
-    let parent = input
-        .get("parentPath")
-        .and_then(Value::as_str)
-        .or_else(|| items.first().and_then(|i| i.get("parentPath")?.as_str()))
-        .map(|p| p.trim().trim_matches('/'))
-        .filter(|p| !p.is_empty());
+    let items = &output.items;
+    let parent = output.parent_path.trim().trim_matches('/');
     let count = if items.is_empty() {
         "no entries".to_string()
     } else {
@@ -20,35 +14,29 @@ pub(super) fn list_tree(input: &Value, output: &Value) -> Listing {
     };
     listing.head.push(format!(
         "list_tree {}: {count}{}",
-        parent.map(identifier).unwrap_or_else(|| "(root)".into()),
-        parens(&[revision(output)])
+        shown(parent).map_or_else(|| "(root)".into(), identifier),
+        parens(&[revision(output.active_content_revision)])
     ));
     listing.items = items.iter().map(tree_entry).collect();
-    listing.cursor = str_of(output, "nextCursor").map(identifier);
+    listing.cursor = shown_opt(&output.next_cursor).map(identifier);
     listing
 }
 
-fn tree_entry(entry: &Value) -> String {
-    let path = path_of(entry);
-    if str_of(entry, "entryType") == Some("directory") {
-        let mut line = format!("dir  {path}/");
-        if let Some(n) = entry.get("directEntryCount").and_then(Value::as_u64) {
-            line.push_str(&format!(" · {}", plural(n as usize, "entry", "entries")));
-        }
-        return line;
+fn tree_entry(entry: &TreeEntry) -> String {
+    let path = path_or_id(&entry.path, entry.file_id.as_deref().unwrap_or_default());
+    if entry.entry_type == "directory" {
+        let n = entry.direct_entry_count as usize;
+        return format!("dir  {path}/ · {}", plural(n, "entry", "entries"));
     }
     let mut parts = vec![format!("file {path}")];
-    if let Some(id) = str_of(entry, "fileId") {
+    if let Some(id) = shown_opt(&entry.file_id) {
         parts.push(identifier(id));
     }
-    if let Some(kind) = str_of(entry, "fileKind").filter(|k| *k != "page") {
+    if let Some(kind) = entry.file_kind.filter(|k| *k != "page") {
         parts.push(identifier(kind));
     }
-    if entry.get("contentAvailable") == Some(&Value::Bool(false)) {
+    if !entry.content_available {
         parts.push("content unavailable".into());
     }
     parts.join(" · ")
 }
-
-// ---------------------------------------------------------------------------------------------
-// get_file

@@ -2,9 +2,9 @@
 //! instead of the contract JSON, one renderer per tool, with a character budget. The JSON stays
 //! the result of record (audit log, `format: "json"`); this is a view of it.
 //!
-//! Every renderer reads the output as loose JSON (a missing or mistyped field is left out, never
-//! a panic), keeps each identifier and path verbatim, shortens free text (titles, excerpts,
-//! reasons) and flattens it to one line. A result longer than the budget is cut at a whole item
+//! Every renderer reads its tool's typed output (`render/<tool>.rs` beside `tools/<tool>.rs`;
+//! an empty optional field is left out), keeps each identifier and path verbatim, shortens free
+//! text (titles, excerpts, reasons) and flattens it to one line. A result longer than the budget is cut at a whole item
 //! (lists) or a whole line (`read_file`), never inside a character, and ends with a note saying
 //! what was cut and which call continues.
 
@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::error::{ErrorCode, ToolError};
 use crate::text::{collapse_whitespace, is_forbidden_path_char, truncate_chars};
-use crate::tools::ToolName;
+use crate::tools::Output;
 
 /// The default character budget of one text result: safely under common client limits
 /// (25k tokens, 100 KB).
@@ -35,18 +35,19 @@ const EXTRACT_HEADER_CHARS: usize = 64;
 /// The mark of a last-resort cut (a header or note alone longer than the budget).
 const HARD_CUT_MARK: &str = "\n[truncated]";
 
-/// Renders the contract JSON `output` of `tool` (called with `input`) as compact text of at
-/// most `budget` characters (at least [`MIN_TEXT_BUDGET`]); a cut result says so and how to
-/// continue.
-pub fn render_output(tool: ToolName, input: &Value, output: &Value, budget: usize) -> String {
+/// Renders a tool's `output` as compact text of at most `budget` characters (at least
+/// [`MIN_TEXT_BUDGET`]); a cut result says so and how to continue.
+pub fn render_output(output: &Output, budget: usize) -> String {
     let budget = budget.max(MIN_TEXT_BUDGET);
-    let text = match tool {
-        ToolName::ReadFile => read_file::read_file(input, output, budget),
-        ToolName::SearchFiles => search_files::search_files(input, output).fit(input, budget),
-        ToolName::ListTree => list_tree::list_tree(input, output).fit(input, budget),
-        ToolName::GetFile => get_file::get_file(output, budget),
-        ToolName::ReadRelated => read_related::read_related(output).fit(input, budget),
-        ToolName::ExpandGraph => expand_graph::expand_graph(output).fit(input, budget),
+    let text = match output {
+        Output::ReadFile(output) => read_file::read_file(output, budget),
+        Output::SearchFiles(output) => {
+            search_files::search_files(output).fit(output.query.cursor_provided, budget)
+        }
+        Output::ListTree(output) => list_tree::list_tree(output).fit(output.paged, budget),
+        Output::GetFile(output) => get_file::get_file(output, budget),
+        Output::ReadRelated(output) => read_related::read_related(output).fit(output.paged, budget),
+        Output::ExpandGraph(output) => expand_graph::expand_graph(output).fit(output.paged, budget),
     };
     cap_text(text, budget)
 }
@@ -137,7 +138,9 @@ impl Listing {
         }
     }
 
-    fn fit(self, input: &Value, budget: usize) -> String {
+    /// The listing within `budget`; `paged`: the call gave a cursor (a cut page then says to
+    /// start over, since the cursor is bound to its limit).
+    fn fit(self, paged: bool, budget: usize) -> String {
         let cursor_line = self.cursor.as_deref().map(|c| {
             format!(
                 "nextCursor: {c} (for the next page, repeat the call with \"cursor\" set to it)"
@@ -153,7 +156,6 @@ impl Listing {
         }
 
         let total = self.items.len();
-        let paged = input.get("cursor").is_some_and(|c| !c.is_null());
         let note = |shown: usize| list_cut_note(shown, total, self.noun, budget, paged);
         // The fixed part, with the longest note; each kept line costs its length plus a newline.
         let fixed: usize =
@@ -216,59 +218,35 @@ fn char_len(s: &str) -> usize {
     s.chars().count()
 }
 
-/// The API's `message` and `nextActions` of an output (edge responses), as header lines.
-fn push_message_and_actions(listing: &mut Listing, output: &Value) {
-    if let Some(message) = str_of(output, "message") {
-        listing
-            .head
-            .push(format!("message: {}", one_line(message, MESSAGE_CHARS)));
-    }
-    let actions = strings_of(output, "nextActions", MESSAGE_CHARS);
-    if !actions.is_empty() {
-        listing.head.push("next actions:".to_string());
-        listing
-            .head
-            .extend(actions.into_iter().map(|a| format!("- {a}")));
-    }
+/// `text` unless it is empty or only whitespace (then the field is left out).
+fn shown(text: &str) -> Option<&str> {
+    Some(text).filter(|s| !s.trim().is_empty())
 }
 
-fn str_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.trim().is_empty())
+/// An optional text field, as [`shown`].
+fn shown_opt(text: &Option<String>) -> Option<&str> {
+    text.as_deref().and_then(shown)
 }
 
-fn list_of<'a>(value: &'a Value, key: &str) -> &'a [Value] {
-    value
-        .get(key)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-}
-
-/// The non-empty string items of the array `key`, each on one line.
-fn strings_of(value: &Value, key: &str, max_chars: usize) -> Vec<String> {
-    list_of(value, key)
+/// The non-empty items of a list of texts, each on one line.
+fn lines_of<S: AsRef<str>>(items: &[S], max_chars: usize) -> Vec<String> {
+    items
         .iter()
-        .filter_map(Value::as_str)
-        .map(|s| one_line(s, max_chars))
+        .map(|s| one_line(s.as_ref(), max_chars))
         .filter(|s| !s.is_empty())
         .collect()
 }
 
-fn path_of(value: &Value) -> String {
-    str_of(value, "path")
-        .or_else(|| str_of(value, "fileId"))
+/// A file as a list names it: its path, else its fileId.
+fn path_or_id(path: &str, file_id: &str) -> String {
+    shown(path)
+        .or_else(|| shown(file_id))
         .map(identifier)
         .unwrap_or_else(|| "?".into())
 }
 
-fn revision(value: &Value) -> Option<String> {
-    value
-        .get("activeContentRevision")
-        .and_then(Value::as_u64)
-        .map(|r| format!("revision {r}"))
+fn revision(revision: Option<u64>) -> Option<String> {
+    revision.map(|r| format!("revision {r}"))
 }
 
 /// ` (a, b)` of the present parts, or nothing.

@@ -1,36 +1,27 @@
 //! `read_file` as text: the content alone, cut at a line boundary.
 
-use serde_json::Value;
-
-use super::{char_len, json_string, one_line, plural, str_of, EXTRACT_HEADER_CHARS};
+use super::{char_len, json_string, plural, shown, EXTRACT_HEADER_CHARS};
 use crate::text::truncate_chars;
+use crate::tools::read_file::{Output, ReadType};
+use crate::tools::GeneratedFile;
 
-pub(super) fn read_file(input: &Value, output: &Value, budget: usize) -> String {
-    let content = output.get("content").and_then(Value::as_str).unwrap_or("");
+pub(super) fn read_file(output: &Output, budget: usize) -> String {
+    let content = output.content.as_str();
     if char_len(content) <= budget {
         return content.to_string();
     }
-    let read_type = input.get("type").and_then(Value::as_str).map(str::trim);
-    match read_type {
-        None | Some("") | Some("read") => {
-            cut_whole_file(content, read_target(input, output), budget)
-        }
-        Some(other) => cut_partial_read(content, other, budget),
+    match output.read_type {
+        ReadType::Read => cut_whole_file(content, read_target(&output.file), budget),
+        ReadType::Search | ReadType::Extract => cut_partial_read(content, output.read_type, budget),
     }
 }
 
 /// The `"path": …` (or `"fileId": …`) member that names the file in a continuation call.
-fn read_target(input: &Value, output: &Value) -> Option<String> {
-    let file = output.get("file");
-    let path = file
-        .and_then(|f| str_of(f, "path"))
-        .or_else(|| str_of(input, "path"));
-    if let Some(path) = path {
+fn read_target(file: &GeneratedFile) -> Option<String> {
+    if let Some(path) = shown(&file.path) {
         return Some(format!("\"path\": {}", json_string(path)));
     }
-    let id = file
-        .and_then(|f| str_of(f, "fileId"))
-        .or_else(|| str_of(input, "fileId"))?;
+    let id = shown(&file.file_id)?;
     Some(format!("\"fileId\": {}", json_string(id)))
 }
 
@@ -80,17 +71,16 @@ fn cut_whole_file(content: &str, target: Option<String>, budget: usize) -> Strin
 }
 
 /// A `search` or `extract` read cut at a line of its snippets (their lines are not file lines).
-fn cut_partial_read(content: &str, read_type: &str, budget: usize) -> String {
+fn cut_partial_read(content: &str, read_type: ReadType, budget: usize) -> String {
     let total = content.split_inclusive('\n').count();
     let advice = match read_type {
-        "search" => "a narrower query or a smaller maxMatches or contextLines",
-        "extract" => "fewer or shorter segments",
-        _ => "a smaller read",
+        ReadType::Search => "a narrower query or a smaller maxMatches or contextLines",
+        ReadType::Extract => "fewer or shorter segments",
+        ReadType::Read => "a smaller read",
     };
     let note = |shown: usize| {
         format!(
-            "[truncated: showing lines 1-{shown} of {total} of this {} result; ask for {advice}]",
-            one_line(read_type, 20)
+            "[truncated: showing lines 1-{shown} of {total} of this {read_type} result; ask for {advice}]"
         )
     };
     let room = budget.saturating_sub(char_len(&note(total)) + 1);

@@ -1,18 +1,21 @@
 //! `read_related` as text: a line per related page with its relation; the related-item line
 //! `expand_graph` shares.
 
-use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 use super::{
-    identifier, list_of, one_line, parens, path_of, plural, push_message_and_actions, revision,
-    str_of, Listing, REASON_CHARS, TITLE_CHARS,
+    identifier, one_line, parens, path_or_id, plural, revision, shown, shown_opt, Listing,
+    REASON_CHARS, TITLE_CHARS,
 };
+use crate::relation::Direction;
+use crate::tools::read_related::Output;
+use crate::tools::RelatedFile;
 
-pub(super) fn read_related(output: &Value) -> Listing {
+pub(super) fn read_related(output: &Output) -> Listing {
     let mut listing = Listing::new("related files");
-    let items = list_of(output, "items");
-    let requested = str_of(output, "fileId").map(identifier);
-    let source = str_of(output, "sourceFileId")
+    let items = &output.items;
+    let requested = shown(&output.file_id).map(identifier);
+    let source = shown(&output.source_file_id)
         .map(identifier)
         .filter(|s| Some(s) != requested.as_ref());
     let seed = match (requested, source) {
@@ -27,9 +30,8 @@ pub(super) fn read_related(output: &Value) -> Listing {
     };
     listing.head.push(format!(
         "read_related {seed}: {count}{}",
-        parens(&[revision(output)])
+        parens(&[revision(Some(output.active_content_revision))])
     ));
-    push_message_and_actions(&mut listing, output);
     if !items.is_empty() {
         listing
             .head
@@ -40,7 +42,7 @@ pub(super) fn read_related(output: &Value) -> Listing {
         .enumerate()
         .map(|(i, item)| related_item(i + 1, item, None))
         .collect();
-    listing.cursor = str_of(output, "nextCursor").map(identifier);
+    listing.cursor = shown_opt(&output.next_cursor).map(identifier);
     listing
 }
 
@@ -48,61 +50,48 @@ pub(super) fn read_related(output: &Value) -> Listing {
 /// `steps` (expand_graph) maps fileIds to paths to name each step's start.
 pub(super) fn related_item(
     rank: usize,
-    item: &Value,
-    steps: Option<&Map<String, Value>>,
+    item: &RelatedFile,
+    steps: Option<&HashMap<&str, &str>>,
 ) -> String {
-    let mut first = format!("{rank}. {}", path_of(item));
-    if let Some(title) = str_of(item, "title") {
+    let mut first = format!("{rank}. {}", path_or_id(&item.path, &item.file_id));
+    if let Some(title) = shown(&item.title) {
         first.push_str(&format!(" — {}", one_line(title, TITLE_CHARS)));
     }
     let mut parts = Vec::new();
     if steps.is_some() {
-        if let Some(depth) = item.get("relationshipDepth").and_then(Value::as_u64) {
-            parts.push(format!("depth {depth}"));
-        }
+        parts.push(format!("depth {}", item.relationship_depth));
     }
-    if let Some(relation) = str_of(item, "relationType") {
+    if let Some(relation) = shown(&item.relation_type) {
         parts.push(identifier(relation));
     }
-    let direction = str_of(item, "direction").map(identifier);
-    match (direction, steps) {
-        (Some(direction), Some(steps)) => {
-            let from = str_of(item, "fromFileId").map(|id| {
-                steps
-                    .get(id)
-                    .and_then(Value::as_str)
-                    .map(identifier)
-                    .unwrap_or_else(|| identifier(id))
-            });
-            let link = match direction.as_str() {
-                "outgoing" => "outgoing from",
-                "incoming" => "incoming to",
-                "bidirectional" => "bidirectional with",
-                other => other,
+    let direction = item.direction;
+    match steps {
+        Some(steps) => {
+            let link = match direction {
+                Direction::Outgoing => "outgoing from",
+                Direction::Incoming => "incoming to",
+                Direction::Bidirectional => "bidirectional with",
             };
-            parts.push(match from {
-                Some(from) => format!("{link} {from}"),
-                None => direction.clone(),
-            });
+            match shown(&item.from_file_id) {
+                Some(id) => {
+                    let from = identifier(steps.get(id).copied().unwrap_or(id));
+                    parts.push(format!("{link} {from}"));
+                }
+                None => parts.push(direction.as_str().to_string()),
+            }
         }
-        (Some(direction), None) => parts.push(direction),
-        (None, _) => {}
+        None => parts.push(direction.as_str().to_string()),
     }
-    if let Some(id) = str_of(item, "fileId") {
+    if let Some(id) = shown(&item.file_id) {
         parts.push(format!("fileId {}", identifier(id)));
     }
-    if item.get("contentAvailable") == Some(&Value::Bool(false)) {
+    if !item.content_available {
         parts.push("content unavailable".into());
     }
     let mut lines = vec![first];
-    if !parts.is_empty() {
-        lines.push(format!("   {}", parts.join(" · ")));
-    }
-    if let Some(reason) = str_of(item, "reason") {
+    lines.push(format!("   {}", parts.join(" · ")));
+    if let Some(reason) = shown_opt(&item.reason) {
         lines.push(format!("   reason: {}", one_line(reason, REASON_CHARS)));
     }
     lines.join("\n")
 }
-
-// ---------------------------------------------------------------------------------------------
-// Shared pieces

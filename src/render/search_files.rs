@@ -1,23 +1,16 @@
 //! `search_files` as text: the query's status line, then a line per candidate (path, title,
 //! evidence, excerpt); `kbtools search --explain` as text.
 
-use serde_json::Value;
-
 use super::{
-    identifier, list_of, number, one_line, parens, path_of, plural, push_message_and_actions,
-    revision, str_of, strings_of, Listing, EXCERPT_CHARS, QUERY_CHARS, RELATED_PATHS_SHOWN,
-    TITLE_CHARS, VALUE_CHARS,
+    identifier, lines_of, number, one_line, parens, path_or_id, plural, revision, shown, shown_opt,
+    Listing, EXCERPT_CHARS, MESSAGE_CHARS, QUERY_CHARS, RELATED_PATHS_SHOWN, TITLE_CHARS,
+    VALUE_CHARS,
 };
+use crate::tools::search_files::{Output, SearchResult, Status};
 
-pub(super) fn search_files(input: &Value, output: &Value) -> Listing {
+pub(super) fn search_files(output: &Output) -> Listing {
     let mut listing = Listing::new("candidates");
-    let items = list_of(output, "items");
-    let context = output.get("query").filter(|q| q.is_object());
-    let query = context
-        .and_then(|q| str_of(q, "query"))
-        .or_else(|| str_of(input, "query"))
-        .unwrap_or("");
-    let mode = str_of(output, "searchMode").or_else(|| context.and_then(|q| str_of(q, "mode")));
+    let items = &output.items;
     let count = if items.is_empty() {
         "no candidates".to_string()
     } else {
@@ -25,14 +18,29 @@ pub(super) fn search_files(input: &Value, output: &Value) -> Listing {
     };
     listing.head.push(format!(
         "search_files \"{}\": {count}{}",
-        one_line(query, QUERY_CHARS),
+        one_line(&output.query.query, QUERY_CHARS),
         parens(&[
-            revision(output),
-            mode.map(|m| format!("mode {}", identifier(m)))
+            revision(output.active_content_revision),
+            Some(format!("mode {}", output.search_mode)),
         ])
     ));
-    listing.head.push(search_status(output, items.is_empty()));
-    push_message_and_actions(&mut listing, output);
+    listing.head.push(search_status(output));
+    // The API's `message` and `nextActions` (edge responses), as header lines.
+    if let Some(message) = output.message.flatten().and_then(shown) {
+        listing
+            .head
+            .push(format!("message: {}", one_line(message, MESSAGE_CHARS)));
+    }
+    let actions = lines_of(
+        output.next_actions.as_deref().unwrap_or_default(),
+        MESSAGE_CHARS,
+    );
+    if !actions.is_empty() {
+        listing.head.push("next actions:".to_string());
+        listing
+            .head
+            .extend(actions.into_iter().map(|a| format!("- {a}")));
+    }
     if !items.is_empty() {
         listing.head.push(
             "Candidates, not evidence: read_file the ones you use (by fileId or path) before citing them."
@@ -44,91 +52,82 @@ pub(super) fn search_files(input: &Value, output: &Value) -> Listing {
         .enumerate()
         .map(|(i, item)| search_item(i + 1, item))
         .collect();
-    listing.cursor = str_of(output, "nextCursor").map(identifier);
+    listing.cursor = shown_opt(&output.next_cursor).map(identifier);
     listing
 }
 
-fn search_status(output: &Value, empty: bool) -> String {
-    let mut parts = vec![format!(
-        "search {}",
-        str_of(output, "searchStatus")
-            .map(identifier)
-            .unwrap_or_else(|| if empty { "no_candidates" } else { "ok" }.to_string())
-    )];
-    if let Some(graph) = str_of(output, "graphStatus") {
+fn search_status(output: &Output) -> String {
+    let mut parts = vec![format!("search {}", identifier(output.search_status))];
+    if let Some(graph) = shown(output.graph_status) {
         parts.push(format!("graph {}", identifier(graph)));
     }
-    for (key, name) in [
-        ("semanticStatus", "semantic"),
-        ("rerankerStatus", "reranker"),
+    for (name, status) in [
+        ("semantic", &output.semantic_status),
+        ("reranker", &output.reranker_status),
     ] {
-        if let Some(status) = output.get(key) {
-            if let Some(state) = str_of(status, "state") {
-                let code = str_of(status, "safeCode")
-                    .map(|c| format!(" ({})", identifier(c)))
-                    .unwrap_or_default();
-                parts.push(format!("{name} {}{code}", identifier(state)));
-            }
-        }
+        parts.extend(status_part(name, status));
     }
-    if let Some(evidence) = output.get("evidenceStatus") {
-        let degraded = strings_of(evidence, "degradedFamilies", VALUE_CHARS);
-        if !degraded.is_empty() {
-            parts.push(format!("degraded lanes: {}", degraded.join(", ")));
-        }
+    let degraded = lines_of(&output.evidence_status.degraded_families, VALUE_CHARS);
+    if !degraded.is_empty() {
+        parts.push(format!("degraded lanes: {}", degraded.join(", ")));
     }
     format!("status: {}", parts.join(" · "))
 }
 
-fn search_item(rank: usize, item: &Value) -> String {
-    let mut first = format!("{rank}. {}", path_of(item));
-    if let Some(title) = str_of(item, "title") {
+/// `semantic unavailable (SAFE_CODE)`: a lane's state and its code.
+fn status_part(name: &str, status: &Status) -> Option<String> {
+    let state = shown(status.state)?;
+    let code = status
+        .safe_code
+        .and_then(shown)
+        .map(|c| format!(" ({})", identifier(c)))
+        .unwrap_or_default();
+    Some(format!("{name} {}{code}", identifier(state)))
+}
+
+fn search_item(rank: usize, item: &SearchResult) -> String {
+    let mut first = format!("{rank}. {}", path_or_id(&item.path, &item.file_id));
+    if let Some(title) = shown_opt(&item.title) {
         first.push_str(&format!(" — {}", one_line(title, TITLE_CHARS)));
     }
-    if let Some(score) = item.get("score").and_then(Value::as_f64) {
-        first.push_str(&format!(" · score {}", number(score)));
-    }
+    first.push_str(&format!(" · score {}", number(item.score)));
     let mut lines = vec![first];
 
     let mut ids = Vec::new();
-    if let Some(id) = str_of(item, "fileId") {
+    if let Some(id) = shown(&item.file_id) {
         ids.push(format!("fileId {}", identifier(id)));
     }
-    if let Some(source) = str_of(item, "sourceFileId") {
-        if Some(source) != str_of(item, "fileId") {
+    if let Some(source) = shown_opt(&item.source_file_id) {
+        if Some(source) != shown(&item.file_id) {
             ids.push(format!("sourceFileId {}", identifier(source)));
         }
     }
-    if let Some(kind) = str_of(item, "fileKind").filter(|k| *k != "page") {
+    if let Some(kind) = shown(item.file_kind).filter(|k| *k != "page") {
         ids.push(format!("kind {}", identifier(kind)));
     }
-    let fields = strings_of(item, "matchedFields", VALUE_CHARS);
+    let fields = lines_of(&item.matched_fields, VALUE_CHARS);
     if !fields.is_empty() {
         ids.push(format!("match: {}", fields.join(", ")));
     }
-    if item.get("contentAvailable") == Some(&Value::Bool(false)) {
+    if !item.content_available {
         ids.push("content unavailable".to_string());
     }
-    if item
-        .get("okfSignals")
-        .and_then(|s| s.get("isStale"))
-        .and_then(Value::as_bool)
-        == Some(true)
-    {
+    if item.okf_signals.is_stale == Some(true) {
         ids.push("stale".to_string());
     }
     if !ids.is_empty() {
         lines.push(format!("   {}", ids.join(" · ")));
     }
 
-    if let Some(graph) = item.get("graphContext").filter(|g| g.is_object()) {
+    if let Some(graph) = &item.graph_context {
         let mut parts = Vec::new();
-        if let Some(graph_ref) = str_of(graph, "graphRef") {
+        if let Some(graph_ref) = shown(&graph.graph_ref) {
             parts.push(format!("graphRef {}", identifier(graph_ref)));
         }
-        let related: Vec<String> = list_of(graph, "relationships")
+        let related: Vec<String> = graph
+            .relationships
             .iter()
-            .filter_map(|r| str_of(r, "path"))
+            .filter_map(|r| shown(&r.path))
             .map(identifier)
             .collect();
         if !related.is_empty() {
@@ -143,16 +142,13 @@ fn search_item(rank: usize, item: &Value) -> String {
         }
     }
 
-    if let Some(excerpt) = str_of(item, "sourceExcerpt") {
+    if let Some(excerpt) = shown_opt(&item.source_excerpt) {
         lines.push(format!("   > {}", one_line(excerpt, EXCERPT_CHARS)));
-    } else if let Some(description) = str_of(item, "description") {
+    } else if let Some(description) = shown_opt(&item.description) {
         lines.push(format!("   > {}", one_line(description, EXCERPT_CHARS)));
     }
     lines.join("\n")
 }
-
-// ---------------------------------------------------------------------------------------------
-// list_tree
 
 /// `kbtools search --explain` as text: a line per result (rank, class, score, path), then a line
 /// per lane that found it (rank in the lane, weight, share) and the graph, relation and

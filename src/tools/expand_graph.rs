@@ -32,6 +32,10 @@ pub struct Output {
     pub graph_paths: Vec<String>,
     pub next_cursor: Option<String>,
     pub result_summary: ResultSummary,
+    /// Whether the call gave a cursor (not in the contract: how the text renderer says to
+    /// continue a cut page).
+    #[serde(skip)]
+    pub paged: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -151,5 +155,6 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         relationships,
         graph_paths,
         next_cursor,
+        paged: cursor_text.is_some(),
     })
 }

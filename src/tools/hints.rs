@@ -9,16 +9,16 @@
 
 use crate::error::{ErrorCode, ToolError};
 use crate::kb::KnowledgeBase;
-use crate::tools::ToolName;
-use serde_json::{json, Value};
+use crate::search::Mode;
+use crate::tools::{Output, ToolName};
+use serde_json::Value;
 
-/// The hint for `tool` called with `input` and answering `result`, if there is one to give:
+/// The hint for a tool called with `input` and answering `result`, if there is one to give:
 /// an error's `details.hint`, or one about a successful answer.
 pub fn hint(
     kb: &KnowledgeBase,
-    tool: ToolName,
     input: &Value,
-    result: &Result<Value, ToolError>,
+    result: &Result<Output, ToolError>,
 ) -> Option<String> {
     match result {
         Err(e) => e
@@ -27,10 +27,10 @@ pub fn hint(
             .get("hint")?
             .as_str()
             .map(str::to_string),
-        Ok(output) if tool == ToolName::SearchFiles => semantic_off(kb, input, output),
-        Ok(output) if tool == ToolName::ListTree => {
+        Ok(Output::SearchFiles(output)) => semantic_off(kb, output),
+        Ok(Output::ListTree(output)) => {
             let parent = input.get("parentPath").and_then(Value::as_str)?;
-            let empty = output["items"].as_array().is_some_and(|i| i.is_empty());
+            let empty = output.items.is_empty();
             (empty && !parent.is_empty() && input.get("cursor").is_none())
                 .then(|| not_found(kb, parent, "folder"))
                 .flatten()
@@ -152,20 +152,13 @@ fn field_of_code(code: &str) -> Option<&'static str> {
 
 /// The paths of the children of `dir` (the root for `""`), at most 500.
 fn children(kb: &KnowledgeBase, dir: &str) -> Vec<String> {
-    let mut input = json!({"limit": 500});
-    if !dir.is_empty() {
-        input["parentPath"] = json!(dir);
-    }
-    super::run_unhinted(kb, ToolName::ListTree, &input)
-        .ok()
-        .and_then(|out| {
-            out["items"].as_array().map(|items| {
-                items
-                    .iter()
-                    .filter_map(|i| i["path"].as_str().map(str::to_string))
-                    .collect()
-            })
-        })
+    let params = super::list_tree::Params {
+        parent_path: (!dir.is_empty()).then(|| dir.to_string()),
+        limit: Some(500),
+        ..Default::default()
+    };
+    super::list_tree::run_params(kb, &params)
+        .map(|out| out.items.into_iter().map(|item| item.path).collect())
         .unwrap_or_default()
 }
 
@@ -214,12 +207,9 @@ fn not_found(kb: &KnowledgeBase, target: &str, what: &str) -> Option<String> {
 
 /// Why a `hybrid` search ran without the semantic lanes, and how to turn them on: no model
 /// installed (`kbtools model install`), or an index built `--no-semantic`.
-fn semantic_off(kb: &KnowledgeBase, input: &Value, output: &Value) -> Option<String> {
-    let hybrid = input
-        .get("mode")
-        .and_then(Value::as_str)
-        .is_none_or(|m| m == "hybrid");
-    let unavailable = output["semanticStatus"]["state"] == json!("unavailable");
+fn semantic_off(kb: &KnowledgeBase, output: &super::search_files::Output) -> Option<String> {
+    let hybrid = output.search_mode == Mode::Hybrid;
+    let unavailable = output.semantic_status.state == "unavailable";
     if !hybrid || !unavailable || !kb.options.semantic {
         return None;
     }

@@ -25,6 +25,14 @@ pub struct Output {
     pub active_content_revision: Option<u64>,
     pub items: Vec<TreeEntry>,
     pub next_cursor: Option<String>,
+    /// The folder listed, `""` for the root (not in the contract: the text renderer's
+    /// header).
+    #[serde(skip)]
+    pub parent_path: String,
+    /// Whether the call gave a cursor (not in the contract: how the text renderer says to
+    /// continue a cut page).
+    #[serde(skip)]
+    pub paged: bool,
 }
 
 /// `GeneratedTreeEntry`.
@@ -95,6 +103,8 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
             active_content_revision: None,
             items: Vec::new(),
             next_cursor: None,
+            parent_path: parent,
+            paged: cursor_text.is_some(),
         });
     };
     let scope = json!({ "parentPath": parent, "limit": limit });
@@ -109,6 +119,8 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         active_content_revision: Some(revision),
         items,
         next_cursor,
+        parent_path: parent,
+        paged: cursor_text.is_some(),
     })
 }
 

@@ -1,5 +1,6 @@
 //! The six tools. Each module holds its tool's input rules and output types, once; every front
-//! door (CLI, MCP, HTTP) calls [`call`] or a tool's `run` and serializes the same output.
+//! door (CLI, MCP, HTTP) calls [`run`] (or [`call`]), gets the typed [`Output`], and makes its
+//! JSON ([`Output::to_json`]) or its text ([`crate::render::render_output`]) itself.
 //! This module holds what the tools share: input parsing in the API's validation style, the
 //! `GeneratedFile` and `RelatedFile` shapes, and content reads.
 
@@ -118,16 +119,49 @@ impl std::fmt::Display for ToolName {
     }
 }
 
-/// Runs the tool named `name` with its JSON input and returns its contract JSON output (an
-/// unknown name is `UNSUPPORTED_ROUTE`).
-pub fn call(kb: &KnowledgeBase, name: &str, input: &Value) -> Result<Value, ToolError> {
+/// What a tool answered, typed. A door turns it into the contract JSON ([`Output::to_json`])
+/// or the compact text ([`crate::render::render_output`]); nothing between reads it as JSON.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Output {
+    SearchFiles(search_files::Output),
+    ReadFile(read_file::Output),
+    ListTree(list_tree::Output),
+    GetFile(get_file::Output),
+    ReadRelated(read_related::Output),
+    ExpandGraph(expand_graph::Output),
+}
+
+impl Output {
+    /// The tool that answered.
+    pub fn tool(&self) -> ToolName {
+        match self {
+            Output::SearchFiles(_) => ToolName::SearchFiles,
+            Output::ReadFile(_) => ToolName::ReadFile,
+            Output::ListTree(_) => ToolName::ListTree,
+            Output::GetFile(_) => ToolName::GetFile,
+            Output::ReadRelated(_) => ToolName::ReadRelated,
+            Output::ExpandGraph(_) => ToolName::ExpandGraph,
+        }
+    }
+
+    /// The contract JSON of the answer (`INTERNAL_ERROR` if it cannot be made, which no
+    /// output of the six tools gives: every map in them has string keys).
+    pub fn to_json(&self) -> Result<Value, ToolError> {
+        serde_json::to_value(self)
+            .map_err(|e| ToolError::new(ErrorCode::InternalError, e.to_string()))
+    }
+}
+
+/// Runs the tool named `name` with its JSON input (an unknown name is `UNSUPPORTED_ROUTE`).
+pub fn call(kb: &KnowledgeBase, name: &str, input: &Value) -> Result<Output, ToolError> {
     run(kb, name.parse()?, input)
 }
 
-/// Runs `tool` with its JSON input and returns its contract JSON output. A plain folder's path
-/// may be given as the user sees it (`user_paths`); an error carries what to do next in its
-/// `details.hint` ([`hints`]), the same at every door.
-pub fn run(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Value, ToolError> {
+/// Runs `tool` with its JSON input. A plain folder's path may be given as the user sees it
+/// (`user_paths`); an error carries what to do next in its `details.hint` ([`hints`]), the
+/// same at every door.
+pub fn run(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Output, ToolError> {
     let input = user_paths(kb, tool, input);
     run_unhinted(kb, tool, &input).map_err(|mut error| {
         if let Some(hint) = hints::error_hint(kb, tool, &input, &error) {
@@ -185,7 +219,11 @@ fn in_pages(kb: &KnowledgeBase, folder: bool, given: &str) -> Option<String> {
 }
 
 /// [`run`] without the plain-folder paths and the hints.
-pub fn run_unhinted(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Value, ToolError> {
+pub fn run_unhinted(
+    kb: &KnowledgeBase,
+    tool: ToolName,
+    input: &Value,
+) -> Result<Output, ToolError> {
     // A panic below (a bug, or tantivy reading an index file damaged in a way its checksums
     // miss) answers this call with `INTERNAL_ERROR`; the process and the other calls go on.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(kb, tool, input)))
@@ -197,20 +235,15 @@ pub fn run_unhinted(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result
         })
 }
 
-fn dispatch(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Value, ToolError> {
-    let output = match tool {
-        ToolName::ListTree => to_value(list_tree::run(kb, input)?),
-        ToolName::GetFile => to_value(get_file::run(kb, input)?),
-        ToolName::ReadFile => to_value(read_file::run(kb, input)?),
-        ToolName::ReadRelated => to_value(read_related::run(kb, input)?),
-        ToolName::ExpandGraph => to_value(expand_graph::run(kb, input)?),
-        ToolName::SearchFiles => to_value(search_files::run(kb, input)?),
-    };
-    output.map_err(|e| ToolError::new(ErrorCode::InternalError, e.to_string()))
-}
-
-fn to_value<T: Serialize>(output: T) -> Result<Value, serde_json::Error> {
-    serde_json::to_value(output)
+fn dispatch(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Output, ToolError> {
+    Ok(match tool {
+        ToolName::ListTree => Output::ListTree(list_tree::run(kb, input)?),
+        ToolName::GetFile => Output::GetFile(get_file::run(kb, input)?),
+        ToolName::ReadFile => Output::ReadFile(read_file::run(kb, input)?),
+        ToolName::ReadRelated => Output::ReadRelated(read_related::run(kb, input)?),
+        ToolName::ExpandGraph => Output::ExpandGraph(expand_graph::run(kb, input)?),
+        ToolName::SearchFiles => Output::SearchFiles(search_files::run(kb, input)?),
+    })
 }
 
 /// An input field holds a value of the wrong type or form (each tool maps it to its own error).

@@ -32,6 +32,9 @@ pub const MAX_LABEL_CHARS: usize = 64;
 pub struct Output {
     pub file: GeneratedFile,
     pub content: String,
+    /// What `content` holds (not in the contract: the text renderer's way to continue a cut).
+    #[serde(skip)]
+    pub read_type: ReadType,
 }
 
 /// What to read.
@@ -73,25 +76,14 @@ fn is_virtual_graph(kb: &KnowledgeBase, path: &str) -> bool {
     })
 }
 
-/// What `content` holds.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum ReadType {
-    #[default]
-    Read,
-    Search,
-    Extract,
-}
-
-impl ReadType {
-    fn name(self) -> &'static str {
-        match self {
-            ReadType::Read => "read",
-            ReadType::Search => "search",
-            ReadType::Extract => "extract",
-        }
+crate::wire::wire_enum! {
+    /// What `content` holds.
+    #[derive(Default)]
+    pub enum ReadType {
+        #[default]
+        Read = "read",
+        Search = "search",
+        Extract = "extract",
     }
 }
 
@@ -167,14 +159,15 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     let file = kb.catalog.file(position);
     let content = kb.read_content(file)?;
     let file_size = content.len() as u64;
-    let content = match part {
-        Part::Whole => content,
-        Part::Search(search) => search.render(file, &content),
-        Part::Extract(ranges) => extract(kb, file, &content, &ranges)?,
+    let (content, read_type) = match part {
+        Part::Whole => (content, ReadType::Read),
+        Part::Search(search) => (search.render(file, &content), ReadType::Search),
+        Part::Extract(ranges) => (extract(kb, file, &content, &ranges)?, ReadType::Extract),
     };
     Ok(Output {
         file: GeneratedFile::new(kb, revision, file, file_size),
         content,
+        read_type,
     })
 }
 
@@ -210,8 +203,8 @@ fn refuse_fields(
         Some(field) => Err(invalid(
             &format!(
                 "`{field}` applies only to type \"{}\"; this read has type \"{}\".",
-                owner.name(),
-                read_type.name()
+                owner.as_str(),
+                read_type.as_str()
             ),
             field,
         )),
@@ -221,10 +214,9 @@ fn refuse_fields(
 
 fn part(input: &Input<'_>) -> Result<Part, ToolError> {
     let read_type =
-        match input.trimmed("type") {
-            Ok(None) | Ok(Some("read")) => ReadType::Read,
-            Ok(Some("search")) => ReadType::Search,
-            Ok(Some("extract")) => ReadType::Extract,
+        match input.trimmed("type").map(|t| t.map(ReadType::parse)) {
+            Ok(None) => ReadType::Read,
+            Ok(Some(Some(read_type))) => read_type,
             _ => return Err(invalid(
                 "`type` must be \"read\" (the whole file, the default), \"search\" or \"extract\".",
                 "type",

@@ -29,6 +29,10 @@ pub struct Output {
     pub source_file_id: String,
     pub items: Vec<RelatedFile>,
     pub next_cursor: Option<String>,
+    /// Whether the call gave a cursor (not in the contract: how the text renderer says to
+    /// continue a cut page).
+    #[serde(skip)]
+    pub paged: bool,
 }
 
 /// One item per target: the preferred relation and the merged direction.
@@ -96,5 +100,6 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         source_file_id: page.file_id.clone(),
         items,
         next_cursor,
+        paged: cursor_text.is_some(),
     })
 }

@@ -103,7 +103,12 @@ pub fn open_fixture(name: &str) -> Opened {
 }
 
 pub fn call(kb: &KnowledgeBase, tool: &str, input: Value) -> Result<Value, ToolError> {
-    kbtools::tools::call(kb, tool, &input)
+    json_call(kb, tool, &input)
+}
+
+/// `kbtools::tools::call` as a door answers: the contract JSON of the answer.
+pub fn json_call(kb: &KnowledgeBase, tool: &str, input: &Value) -> Result<Value, ToolError> {
+    kbtools::tools::call(kb, tool, input).and_then(|output| output.to_json())
 }
 
 /// The `path` of each item of a `search_files` output, in order.

@@ -700,15 +700,11 @@ fn format_text_prints_the_rendering_with_the_same_exit_codes() {
     }
     assert_eq!(read.stdout.as_bytes(), bytes.as_slice());
 
-    // A list: the library's rendering of the JSON the same call prints, and a newline.
+    // A list: the library's rendering of the same call's answer, and a newline.
     let input = json!({ "parentPath": "pages", "limit": 2 });
-    let output = call(FIXTURE, &dir, "list_tree", &input).expect(0).json();
-    let expected = kbtools::render::render_output(
-        kbtools::tools::ToolName::ListTree,
-        &input,
-        &output,
-        kbtools::render::DEFAULT_TEXT_BUDGET,
-    );
+    let opened = common::open_fixture("focowiki-docs");
+    let output = kbtools::tools::call(&opened.kb, "list_tree", &input).unwrap();
+    let expected = kbtools::render::render_output(&output, kbtools::render::DEFAULT_TEXT_BUDGET);
     let text = with(&["call", "list_tree", &input.to_string(), "--format", "text"]).expect(0);
     assert_eq!(text.stdout, format!("{expected}\n"));
     let tree = with(&["tree", "pages", "--limit", "2", "--format", "text"]).expect(0);

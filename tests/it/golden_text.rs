@@ -11,8 +11,9 @@
 use crate::common;
 
 use common::{checked_call, open_fixture};
+use kbtools::error::ToolError;
 use kbtools::render::{render_error, render_output, DEFAULT_TEXT_BUDGET};
-use kbtools::tools::ToolName;
+use kbtools::tools::Output;
 use serde_json::{json, Value};
 
 struct Case {
@@ -142,14 +143,24 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-/// The tool a case names.
-fn tool(name: &str) -> ToolName {
-    name.parse().expect("a case names one of the six tools")
+/// The typed answer of a call whose JSON meets the contract (`checked_call`).
+fn answer(kb: &kbtools::KnowledgeBase, tool: &str, input: &Value) -> Result<Output, ToolError> {
+    let json = checked_call(kb, tool, input.clone());
+    let typed = kbtools::tools::call(kb, tool, input);
+    assert_eq!(
+        typed
+            .as_ref()
+            .map(|o| o.to_json().unwrap())
+            .map_err(|e| e.code),
+        json.map_err(|e| e.code),
+        "{tool} {input}: the typed answer serializes to the JSON answer"
+    );
+    typed
 }
 
 fn render(kb: &kbtools::KnowledgeBase, case: &Case) -> String {
-    match checked_call(kb, case.tool, case.input.clone()) {
-        Ok(output) => render_output(tool(case.tool), &case.input, &output, case.budget),
+    match answer(kb, case.tool, &case.input) {
+        Ok(output) => render_output(&output, case.budget),
         Err(error) => render_error(&error),
     }
 }
@@ -198,7 +209,10 @@ fn every_candidate_names_what_the_next_call_needs() {
     let input =
         json!({ "query": "How do agents read related files through the graph?", "limit": 5 });
     let output = checked_call(&opened.kb, "search_files", input.clone()).unwrap();
-    let text = render_output(ToolName::SearchFiles, &input, &output, DEFAULT_TEXT_BUDGET);
+    let text = render_output(
+        &answer(&opened.kb, "search_files", &input).unwrap(),
+        DEFAULT_TEXT_BUDGET,
+    );
     for item in output["items"].as_array().unwrap() {
         for key in ["fileId", "path"] {
             let value = item[key].as_str().unwrap();
@@ -217,7 +231,7 @@ fn a_cut_read_continues_where_it_stopped() {
     let input = json!({ "path": path });
     let output = checked_call(&opened.kb, "read_file", input.clone()).unwrap();
     let content = output["content"].as_str().unwrap();
-    let text = render_output(ToolName::ReadFile, &input, &output, 1_200);
+    let text = render_output(&answer(&opened.kb, "read_file", &input).unwrap(), 1_200);
     let (shown, note) = text.rsplit_once('\n').unwrap();
     assert!(content.starts_with(&format!("{shown}\n")));
     let shown_lines = shown.split('\n').count();
@@ -228,8 +242,8 @@ fn a_cut_read_continues_where_it_stopped() {
         .map(|(_, rest)| rest.trim_end_matches(']'))
         .expect("a continuation call");
     let next_input: Value = serde_json::from_str(call).unwrap();
-    let next = checked_call(&opened.kb, "read_file", next_input.clone()).unwrap();
-    let next_text = render_output(ToolName::ReadFile, &next_input, &next, 1_200);
+    let next = answer(&opened.kb, "read_file", &next_input).unwrap();
+    let next_text = render_output(&next, 1_200);
     let next_line = content.split('\n').nth(shown_lines).unwrap();
     let body = next_text.split_once('\n').unwrap().1;
     assert!(

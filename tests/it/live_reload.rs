@@ -194,8 +194,8 @@ struct Expect {
 
 impl Expect {
     fn of(kb: &KnowledgeBase) -> Expect {
-        let file = kbtools::tools::call(kb, "get_file", &json!({ "fileId": PAGE })).unwrap();
-        let tree = kbtools::tools::call(kb, "list_tree", &tree_input()).unwrap();
+        let file = common::json_call(kb, "get_file", &json!({ "fileId": PAGE })).unwrap();
+        let tree = common::json_call(kb, "list_tree", &tree_input()).unwrap();
         Expect {
             base: kb.manifest.active_content_revision,
             page_id: file["file"]["fileId"].as_str().unwrap().to_string(),
@@ -380,7 +380,7 @@ fn the_library_switches_between_calls_and_never_mixes_revisions() {
     let client: Client = {
         let live = live.clone();
         Arc::new(move |tool, input| {
-            kbtools::tools::call(&live.get(), tool, input)
+            common::json_call(&live.get(), tool, input)
                 .map_err(|e| format!("{tool}: {}", e.envelope("test")))
         })
     };
@@ -389,7 +389,7 @@ fn the_library_switches_between_calls_and_never_mixes_revisions() {
     let kb = live.get();
     assert_eq!(kb.manifest.active_content_revision, 1 + WORDS.len() as u64);
     for word in WORDS {
-        let found = kbtools::tools::call(&kb, "search_files", &search(word)).unwrap();
+        let found = common::json_call(&kb, "search_files", &search(word)).unwrap();
         assert!(finds_page(&found), "{word}: {found}");
     }
     assert!(lines.warnings().is_empty(), "{}", lines.all());
@@ -485,8 +485,8 @@ fn a_generation_that_does_not_open_is_skipped_and_logged_once() {
 
     for _ in 0..5 {
         let kb = live.get();
-        let out = kbtools::tools::call(&kb, "search_files", &search("agents read related files"))
-            .unwrap();
+        let out =
+            common::json_call(&kb, "search_files", &search("agents read related files")).unwrap();
         assert_eq!(out["activeContentRevision"], 1);
     }
     assert!(
@@ -506,7 +506,7 @@ fn a_generation_that_does_not_open_is_skipped_and_logged_once() {
     edit_page(fixture.root(), WORDS[0]);
     fixture.build();
     let kb = live.get();
-    let found = kbtools::tools::call(&kb, "search_files", &search(WORDS[0])).unwrap();
+    let found = common::json_call(&kb, "search_files", &search(WORDS[0])).unwrap();
     assert!(finds_page(&found), "{found}");
     assert_eq!(lines.warnings().len(), 1, "{}", lines.all());
 }
@@ -560,15 +560,15 @@ fn a_snapshot_keeps_answering_after_its_generation_folder_is_removed() {
         old_generation.display()
     );
     let out =
-        kbtools::tools::call(&old, "search_files", &search("agents read related files")).unwrap();
+        common::json_call(&old, "search_files", &search("agents read related files")).unwrap();
     assert_eq!(out["activeContentRevision"], 1);
     assert!(!out["items"].as_array().unwrap().is_empty(), "{out}");
-    let read = kbtools::tools::call(&old, "read_file", &json!({ "path": PAGE })).unwrap();
+    let read = common::json_call(&old, "read_file", &json!({ "path": PAGE })).unwrap();
     assert!(read["content"]
         .as_str()
         .unwrap()
         .contains("Project Introduction"));
-    let related = kbtools::tools::call(&old, "read_related", &json!({ "fileId": PAGE }));
+    let related = common::json_call(&old, "read_related", &json!({ "fileId": PAGE }));
     assert!(related.is_ok(), "{related:?}");
 }
 
@@ -613,7 +613,7 @@ fn watcher_picks_up_an_edit(force_polling: bool) {
     edit_page(fixture.root(), WORDS[0]);
     wait_until(Duration::from_secs(30), "the watcher's rebuild", || {
         let kb = live.snapshot();
-        finds_page(&kbtools::tools::call(&kb, "search_files", &search(WORDS[0])).unwrap())
+        finds_page(&common::json_call(&kb, "search_files", &search(WORDS[0])).unwrap())
     });
     assert_eq!(live.snapshot().manifest.active_content_revision, 2);
     watcher.shutdown();
@@ -663,7 +663,7 @@ fn a_failed_rebuild_keeps_the_old_index_answering() {
     );
     let kb = live.get();
     assert_eq!(kb.manifest.active_content_revision, 1);
-    let out = kbtools::tools::call(&kb, "search_files", &search("agents read related files"));
+    let out = common::json_call(&kb, "search_files", &search("agents read related files"));
     assert!(out.is_ok(), "{out:?}");
     watcher.shutdown();
     std::fs::rename(&moved, &root).unwrap();

@@ -177,7 +177,7 @@ fn one_call_in_text_and_in_json() {
     let schema = schema_for(operation_of("search_files", &input), 200);
     assert_eq!(violations(&schema, &output), Vec::<String>::new());
     // The same call through the library gives the same items.
-    let direct = kbtools::tools::call(&server.knowledge_base(), "search_files", &input).unwrap();
+    let direct = common::json_call(&server.knowledge_base(), "search_files", &input).unwrap();
     assert_eq!(direct["items"], output["items"]);
 }
 

@@ -860,7 +860,7 @@ fn the_mcp_handler_answers_generated_calls() {
                 .to_string();
             prop_assert!(!text.is_empty(), "{} {:?}: empty answer", tool, arguments);
             let known = tool.parse::<kbtools::tools::ToolName>().is_ok();
-            let library = kbtools::tools::call(
+            let library = common::json_call(
                 &server.knowledge_base(),
                 &tool,
                 &arguments

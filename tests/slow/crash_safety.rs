@@ -224,12 +224,12 @@ impl Probe {
     fn answers(&self, kb: &KnowledgeBase) -> Vec<Value> {
         self.calls
             .iter()
-            .map(
-                |(tool, input)| match kbtools::tools::call(kb, tool, input) {
+            .map(|(tool, input)| {
+                match kbtools::tools::call(kb, tool, input).and_then(|o| o.to_json()) {
                     Ok(out) => out,
                     Err(e) => json!({ "error": e.code.as_str() }),
-                },
-            )
+                }
+            })
             .collect()
     }
 
@@ -932,12 +932,12 @@ fn a_server_answers_from_a_while_builds_are_killed_then_switches_to_b() {
                     let got: Vec<Value> = calls
                         .iter()
                         .take(4)
-                        .map(
-                            |(tool, input)| match kbtools::tools::call(&kb, tool, input) {
+                        .map(|(tool, input)| {
+                            match kbtools::tools::call(&kb, tool, input).and_then(|o| o.to_json()) {
                                 Ok(out) => out,
                                 Err(e) => json!({ "error": e.code.as_str() }),
-                            },
-                        )
+                            }
+                        })
                         .collect();
                     requests.fetch_add(1, Ordering::SeqCst);
                     if got[..] == a[..4] {

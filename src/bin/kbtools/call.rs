@@ -81,7 +81,7 @@ pub(crate) fn answer(
     // The tool answers while the bundle is checked; again only if the index was rebuilt.
     let (kb, early) = open::open_ahead(source, |kb| tools::run(kb, tool, input))?;
     let result = early.unwrap_or_else(|| tools::run(&kb, tool, input));
-    if let Some(hint) = tools::hints::hint(&kb, tool, input, &result) {
+    if let Some(hint) = tools::hints::hint(&kb, input, &result) {
         eprintln!("kbtools: hint: {hint}");
     }
     // A one-shot process: the OS frees the knowledge base faster than its destructors would
@@ -89,13 +89,13 @@ pub(crate) fn answer(
     std::mem::forget(kb);
     if render.text() {
         let text = match &result {
-            Ok(output) => kbtools::render::render_output(tool, input, output, render.text_budget),
+            Ok(output) => kbtools::render::render_output(output, render.text_budget),
             Err(error) => kbtools::render::render_error(error),
         };
         print_text(text)?;
         return Ok(if result.is_ok() { 0 } else { 1 });
     }
-    match result {
+    match result.and_then(|output| output.to_json()) {
         Ok(output) => {
             print_json(&output, source.pretty)?;
             Ok(0)

@@ -312,7 +312,10 @@ pub(super) async fn answer(
     };
     let input = tool_input(route, file_id, query);
     let tool = route.tool;
-    let result = tokio::task::spawn_blocking(move || tools::run(&kb.get(), tool, &input)).await;
+    let result = tokio::task::spawn_blocking(move || {
+        tools::run(&kb.get(), tool, &input).and_then(|output| output.to_json())
+    })
+    .await;
     match result {
         Ok(Ok(output)) => json_response(StatusCode::OK, &output),
         Ok(Err(error)) => error_response(&error, id),

@@ -82,17 +82,17 @@ impl KbServer {
                 self.options.format,
             ),
         };
+        // The answer beside its contract JSON (the structured content, the audit record).
+        let result = result.and_then(|answer| answer.to_json().map(|json| (answer, json)));
         let (output, is_error) = match &result {
-            Ok(output) => (output.clone(), false),
+            Ok((_, json)) => (json.clone(), false),
             Err(error) => (error.envelope(&new_request_id()), true),
         };
         let content = match (format, &result) {
             (Format::Json, _) => serde_json::to_string(&output).unwrap_or_default(),
-            // A tool that answered is one of the six.
-            (Format::Text, Ok(output)) => match tool.parse::<ToolName>() {
-                Ok(tool) => render::render_output(tool, &input, output, self.options.text_budget),
-                Err(_) => output.to_string(),
-            },
+            (Format::Text, Ok((answer, _))) => {
+                render::render_output(answer, self.options.text_budget)
+            }
             (Format::Text, Err(error)) => render::render_error(error),
         };
         let mut answer = if is_error {

@@ -125,6 +125,12 @@ pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolErr
     run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
 }
 
+/// The answer to `request` with no candidates, to which the renderer's tests add their own.
+#[cfg(test)]
+pub(crate) fn empty_output(request: &Request) -> Output {
+    no_content_output(request)
+}
+
 /// Validates typed parameters as JSON input is validated.
 pub fn validate_params(params: &Params) -> Result<Request, ToolError> {
     validate(&serde_json::to_value(params).unwrap_or(Value::Null))
