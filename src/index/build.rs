@@ -28,18 +28,17 @@
 //! search index's pages, streamed or updated, [`stream`].
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::cache::{self, Cache, Entry, Sha};
+use super::generations::BuildingGeneration;
 use super::manifest::{manifest_bytes, record_files};
 use super::search_index;
 use super::{
-    damage_line, erased, last_revision, load_previous, lock_for_writing, read_manifest,
-    remove_leftovers, sync_dir, write_file, BuildOptions, BuildReport, BuildWork, Counts, Manifest,
-    Previous, Verify, BUILD_LOCK, CATALOG_FILE, INDEX_FORMAT_VERSION, INGEST_CACHE_FILE,
+    erased, last_revision, remove_leftovers, sync_dir, write_file, BuildOptions, BuildReport,
+    BuildWork, Counts, Manifest, Previous, Verify, BUILD_LOCK, CATALOG_FILE, INDEX_FORMAT_VERSION,
 };
 use crate::bundle::paths::PathClass;
 use crate::bundle::{self, BundleKind, Code, Diagnostic, Job, ReadFile};
@@ -53,9 +52,9 @@ mod publish;
 mod semantic;
 mod stream;
 
-use assemble::{assemble, create_generation};
+use assemble::{all_files, assemble, create_generation};
 use patch::{patch, patch_plan};
-use prepare::{index_inside_bundle, split_by_cache, unchanged};
+use prepare::{begin, scan, split_by_cache, Begun, Scanned, Start};
 use publish::{crash_point, publish};
 use stream::{finish_streamed, incremental_search, index_pages, pages_of_catalog, read_and_index};
 
@@ -176,6 +175,8 @@ impl Files<'_> {
 /// What a build wrote besides the search index, and what indexing needs.
 struct Written {
     name: String,
+    /// The knowledge base's id.
+    kb_id: String,
     /// Catalog files (listed or not).
     total_files: u64,
     content_fingerprint: String,
@@ -239,8 +240,59 @@ type Unread = (u64, String);
 
 pub(crate) use semantic::fits as semantic_fits;
 
+/// What every step of one build reads: where it reads and writes, how, the live generation it
+/// starts from, and what the scan found.
+struct Build<'a> {
+    bundle_root: &'a Path,
+    canonical_root: PathBuf,
+    index_dir: &'a Path,
+    options: &'a BuildOptions,
+    /// The live generation, its files checked.
+    previous: Option<Previous>,
+    /// Files read from here on are not trusted next time if modified within the racy window
+    /// before this instant.
+    made_ns: i128,
+    /// The exclusions the build applies (and the manifest records).
+    exclude: Vec<String>,
+    kind: BundleKind,
+    stat_fingerprint: String,
+    /// The search index writer's threads.
+    threads: usize,
+    /// The suffix of this build's generation folder (`gen-<revision>-<id>`).
+    id: String,
+}
+
+/// The generation folder being written, its lock, and the name it is published under.
+struct Generation {
+    tmp: PathBuf,
+    live_name: String,
+    lock: Option<BuildingGeneration>,
+}
+
+/// A full build's search index, written while the pages are read (module docs).
+/// What [`Build::read`] gives: where each file's parse is, the files read, and a full build's
+/// search index written meanwhile.
+struct Read {
+    got: Vec<Got>,
+    fresh: Vec<ReadFile>,
+    streamed: Option<Streamed>,
+}
+
+/// Its generation folder is named for revision 0 ([`Build::read`]).
+struct Streamed {
+    writer: search_index::Writer,
+    added: Vec<stream::Added>,
+}
+
+/// The previous search index brought up to date: pages indexed, pages removed, pages that
+/// could not be read again (`None`: no previous one to update).
+type SearchUpdate = Option<Result<(u64, u64, Vec<Unread>), IndexError>>;
+
 /// Builds (or rebuilds) the index of `bundle_root` in `index_dir`, checking the live generation
-/// at `verify` first; see [`super::build`].
+/// at `verify` first; see [`super::build`]. The steps: [`begin`] (the walk, the lock, the live
+/// generation), [`scan`], [`Build::read`] (the files the ingest cache does not answer),
+/// [`Build::write_catalog`] (patch or assembly), [`Build::index_search`], [`Build::finish`]
+/// (vectors, manifest, publish).
 pub(crate) fn build(
     bundle_root: &Path,
     index_dir: &Path,
@@ -248,140 +300,36 @@ pub(crate) fn build(
     verify: Verify,
     progress: &mut dyn FnMut(&str),
 ) -> Result<BuildReport, IndexError> {
-    progress(&format!("reading {}", bundle_root.display()));
-    if !bundle_root.is_dir() {
-        // scan names the problem.
-        bundle::scan(bundle_root, bundle::walk::Walk::default())?;
-    }
-    let canonical_root = bundle_root
-        .canonicalize()
-        .map_err(|e| IndexError::io(bundle_root, e))?;
-    if let Some(problem) = index_inside_bundle(&canonical_root, index_dir) {
-        return Err(IndexError::Bundle(problem));
-    }
-    // Files read from here on are not trusted next time if modified within the racy window
-    // before this instant.
-    let made_ns = bundle::walk::now_ns();
-    let exclude = super::exclusions(options, read_manifest(index_dir).ok().flatten().as_ref());
-    let walked = bundle::walk::walk_excluding(bundle_root, &exclude);
-    std::fs::create_dir_all(index_dir).map_err(|e| IndexError::io(index_dir, e))?;
-    // One build of an index folder at a time, from reading the live generation to publishing:
-    // the revision is numbered under the lock (`WRITE_LOCK`).
-    let _writing = lock_for_writing(index_dir, &mut || {
-        progress(&format!(
-            "waiting for another build of {} to finish",
-            index_dir.display()
-        ));
-    });
-
-    // The live generation, its files checked (module docs of `index`, "Checking what is
-    // opened").
-    let previous = load_previous(index_dir, verify);
-    if previous.is_none() {
-        if let Err(e @ IndexError::Corrupt { .. }) = read_manifest(index_dir) {
-            progress(&format!("{}; building it anew", damage_line(&e)));
-        }
-    }
-
-    // Unchanged (same files, sizes and modification times): the live generation stays.
-    if let Some(report) = unchanged(previous.as_ref(), options, &canonical_root, &walked) {
-        progress("unchanged since the last build");
-        return Ok(report);
-    }
-    // A damaged live generation gives its revision numbers (its manifest is intact) and nothing
-    // else: everything is read and indexed again.
-    let damaged = match previous.as_ref().and_then(|p| p.damage.as_ref()) {
-        Some(damage) => {
-            progress(&format!("{}; building it anew", damage_line(damage)));
-            true
-        }
-        None => false,
+    let start = match begin(bundle_root, index_dir, options, verify, progress)? {
+        Begun::Unchanged(report) => return Ok(report),
+        Begun::Started(start) => start,
     };
-    let full = options.full || damaged;
     // What killed builds left behind goes before this build adds its own folder, and the
     // generations older than the live one go meanwhile (module docs of `index`).
     let cleanup = {
         let index_dir = index_dir.to_path_buf();
-        let in_use = previous.as_ref().map(|p| p.generation.clone());
+        let in_use = start.previous.as_ref().map(|p| p.generation.clone());
         std::thread::spawn(move || remove_leftovers(&index_dir, true, in_use.as_deref()))
     };
-    // The scan, and meanwhile the previous build's files (their revisions always, their parse
-    // unless `full`) and what its search index holds (to bring it up to date).
-    let (scan, (cache, indexed_before)) = rayon::join(
-        || bundle::scan(bundle_root, walked),
-        || {
-            let cache = previous
-                .as_ref()
-                .and_then(|p| Cache::open(&p.generation.join(INGEST_CACHE_FILE)).ok());
-            let indexed = cache.as_ref().filter(|_| !full).map(|c| {
-                let mut indexed = indexed_of(c);
-                // Pages the previous build could not read again for indexing are not in its
-                // index.
-                let unindexed = previous
-                    .as_ref()
-                    .and_then(|p| std::fs::read(p.generation.join(UNINDEXED_FILE)).ok())
-                    .and_then(|bytes| serde_json::from_slice::<Vec<u64>>(&bytes).ok());
-                for key in unindexed.unwrap_or_default() {
-                    indexed.remove(&key);
-                }
-                indexed
-            });
-            (cache, indexed)
-        },
-    );
-    let scan = scan?;
-    let kind = scan.kind;
-    // A cache of another kind of bundle is of no use.
-    let cache = cache.filter(|c| c.kind() == kind);
-    let reuse = cache.as_ref().filter(|_| !full);
-    let indexed_before = indexed_before.filter(|_| reuse.is_some());
-    if reuse.is_some() {
-        // An update indexes a few pages, and a Chinese one needs the segmenter's dictionary:
-        // loaded meanwhile. (Not at a lower priority: indexing waits for it, and on a busy
-        // machine a thread at nice 19 can take seconds for a tenth of a second of work.)
-        std::thread::spawn(crate::analysis::load_dictionary);
-    }
-
-    // Files the ingest cache answers, and the others, read in parallel.
-    let bundle::Scan {
+    let writing = start.writing;
+    let (b, scanned) = scan(Start {
+        writing: None,
+        ..start
+    })?;
+    let Scanned {
         jobs,
-        diagnostics: scan_diagnostics,
-        stat_fingerprint,
-        ..
-    } = scan;
-    let (got, to_read) = split_by_cache(&jobs, reuse);
-    let threads = if options.threads == 0 {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(4)
-    } else {
-        options.threads
-    };
-    let id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
-    let generation_name = |revision: u64| format!("gen-{revision}-{id}");
-    // Held from the generation folder's creation until `CURRENT` names it.
+        scan_diagnostics,
+        cache,
+        reuse,
+        indexed_before,
+    } = scanned;
+    let reuse = cache.as_ref().filter(|_| reuse);
     let mut lock = None;
-    // A full build indexes each page as it is read (module docs): its generation folder,
-    // named for revision 0 until the revision is known, and its search index writer come first.
-    let mut streamed = None;
-    let bytes_to_read: u64 = to_read.iter().map(|job| job.file.size).sum();
-    if reuse.is_none()
-        && options
-            .streamed_bytes
-            .is_none_or(|most| bytes_to_read <= most)
-    {
-        let tmp = index_dir.join(format!("{}.tmp", generation_name(0)));
-        lock = Some(create_generation(&tmp)?);
-        let search_dir = tmp.join("search");
-        std::fs::create_dir_all(&search_dir).map_err(|e| IndexError::io(&search_dir, e))?;
-        let writer = search_index::Writer::create(&search_dir, threads)?;
-        streamed = Some((tmp, writer));
-    }
-    let (fresh, added) = match &mut streamed {
-        Some((_, writer)) => read_and_index(kind, &to_read, writer)?,
-        None => (bundle::read_files(kind, &to_read), Vec::new()),
-    };
-    drop(to_read);
+    let Read {
+        got,
+        fresh,
+        streamed,
+    } = b.read(&jobs, reuse, &mut lock)?;
     let files = Files {
         jobs,
         got,
@@ -389,256 +337,408 @@ pub(crate) fn build(
         cache: reuse,
     };
     let files_read = files.fresh.len() as u64;
+    let before = indexed_before.as_ref();
+    let (written, mut generation, searched) = b.write_catalog(
+        files,
+        cache.as_ref(),
+        scan_diagnostics,
+        lock,
+        before,
+        progress,
+    )?;
+    drop(cache);
+    if searched.is_none() {
+        progress(&read_summary(b.kind, files_read, &written));
+    }
+    let searched = searched.unwrap_or_else(|| {
+        b.update_search(before, &written, &generation.tmp.join("search"), progress)
+    });
+    let work = BuildWork {
+        files_read,
+        ..BuildWork::default()
+    };
+    let (work, unread) = b.index_search(
+        &written,
+        &generation.tmp,
+        searched,
+        streamed,
+        work,
+        progress,
+    )?;
+    let report = b.finish(written, &mut generation, work, unread, progress)?;
+    let _ = cleanup.join();
+    drop(writing);
+    Ok(report)
+}
 
-    let mut naming = Naming {
-        index_dir,
-        previous: previous.as_ref(),
-        kb_id: String::new(),
-    };
-    // An update's plan and its content fingerprint (each a pass over every file) side by side.
-    let (plan, update_fingerprint) = match reuse.zip(previous.as_ref()) {
-        Some((c, p)) => rayon::join(
-            || patch_plan(&files, c, p, bundle_root, &canonical_root, options),
-            || Some(files.content_fingerprint(kind)),
-        ),
-        None => (None, None),
-    };
-    // The previous search index brought up to date into `search_dir` (`None`: no previous one
-    // to update).
-    let update_search = |written: &Written, search_dir: &Path, progress: &mut dyn FnMut(&str)| {
-        let p = previous.as_ref()?;
-        let before = indexed_before.as_ref()?;
+impl Build<'_> {
+    fn generation_name(&self, revision: u64) -> String {
+        format!("gen-{revision}-{}", self.id)
+    }
+
+    /// A new generation folder named for `revision`, locked (into `lock`) until `CURRENT`
+    /// names it.
+    fn create_tmp(
+        &self,
+        revision: u64,
+        lock: &mut Option<BuildingGeneration>,
+    ) -> Result<PathBuf, IndexError> {
+        let tmp = self
+            .index_dir
+            .join(format!("{}.tmp", self.generation_name(revision)));
+        *lock = Some(create_generation(&tmp)?);
+        Ok(tmp)
+    }
+
+    /// Which files the ingest cache answers, and the others read in parallel. A full build
+    /// indexes each page as it is read (module docs): its generation folder, named for
+    /// revision 0 until the revision is known, and its search index writer come first.
+    fn read(
+        &self,
+        jobs: &[Job],
+        reuse: Option<&Cache>,
+        lock: &mut Option<BuildingGeneration>,
+    ) -> Result<Read, IndexError> {
+        let (got, to_read) = split_by_cache(jobs, reuse);
+        let bytes_to_read: u64 = to_read.iter().map(|job| job.file.size).sum();
+        let stream = reuse.is_none()
+            && self
+                .options
+                .streamed_bytes
+                .is_none_or(|most| bytes_to_read <= most);
+        if !stream {
+            let fresh = bundle::read_files(self.kind, &to_read);
+            return Ok(Read {
+                got,
+                fresh,
+                streamed: None,
+            });
+        }
+        let tmp = self.create_tmp(0, lock)?;
+        let search_dir = tmp.join("search");
+        std::fs::create_dir_all(&search_dir).map_err(|e| IndexError::io(&search_dir, e))?;
+        let mut writer = search_index::Writer::create(&search_dir, self.threads)?;
+        let (fresh, added) = read_and_index(self.kind, &to_read, &mut writer)?;
+        let streamed = Some(Streamed { writer, added });
+        Ok(Read {
+            got,
+            fresh,
+            streamed,
+        })
+    }
+
+    /// The previous search index brought up to date into `search_dir`.
+    fn update_search(
+        &self,
+        indexed_before: Option<&HashMap<u64, [u8; 16]>>,
+        written: &Written,
+        search_dir: &Path,
+        progress: &mut dyn FnMut(&str),
+    ) -> SearchUpdate {
+        let p = self.previous.as_ref()?;
+        let before = indexed_before?;
         Some(incremental_search(
-            bundle_root,
+            self.bundle_root,
             before,
             written,
             &p.generation.join("search"),
             search_dir,
-            threads,
+            self.threads,
             progress,
         ))
-    };
-    // That update when it was made while a patch wrote the catalog (`None`: not made yet).
-    let mut searched = None;
-    let (written, tmp, live_name) = match plan.zip(update_fingerprint) {
-        Some((plan, content_fingerprint)) => {
+    }
+
+    /// The catalog and the ingest cache, patched from the live generation's (an update that
+    /// touches no file's structure) or assembled from every file's parse, in the generation
+    /// folder; with a patch, the search index's update made meanwhile. `cache`: the previous
+    /// build's, whether or not `files` reuse it (an assembly keeps page revisions from it);
+    /// `lock`: the generation folder a full build's streamed pages are in, if any.
+    fn write_catalog(
+        &self,
+        files: Files<'_>,
+        cache: Option<&Cache>,
+        scan_diagnostics: Vec<Diagnostic>,
+        mut lock: Option<BuildingGeneration>,
+        indexed_before: Option<&HashMap<u64, [u8; 16]>>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(Written, Generation, Option<SearchUpdate>), IndexError> {
+        let kind = self.kind;
+        let files_read = files.fresh.len() as u64;
+        let mut naming = Naming {
+            index_dir: self.index_dir,
+            previous: self.previous.as_ref(),
+            kb_id: String::new(),
+        };
+        // An update's plan and its content fingerprint (each a pass over every file) side by
+        // side.
+        let (plan, update_fingerprint) = match files.cache.zip(self.previous.as_ref()) {
+            Some((c, p)) => rayon::join(
+                || {
+                    let (root, canonical) = (self.bundle_root, &self.canonical_root);
+                    patch_plan(&files, c, p, root, canonical, self.options)
+                },
+                || Some(files.content_fingerprint(kind)),
+            ),
+            None => (None, None),
+        };
+        if let Some((plan, content_fingerprint)) = plan.zip(update_fingerprint) {
             naming.kb_id = plan.previous.manifest.knowledge_base_id.clone();
             let (revision, revision_changed) = naming.revision(&content_fingerprint);
-            let name = generation_name(revision);
-            let tmp = index_dir.join(format!("{name}.tmp"));
-            lock = Some(create_generation(&tmp)?);
+            let tmp = self.create_tmp(revision, &mut lock)?;
             let search_dir = tmp.join("search");
-            let stamp = Stamp {
-                scan_diagnostics,
-                content_fingerprint,
-                revision,
-                revision_changed,
-                made_ns,
-                tmp: &tmp,
-            };
-            let (written, outcome) = patch(&files, plan, stamp, |written| {
+            let fingerprint = (content_fingerprint, revision, revision_changed);
+            let stamp = self.stamp(scan_diagnostics, fingerprint, &tmp);
+            let (written, searched) = patch(&files, plan, stamp, |written| {
                 progress(&read_summary(kind, files_read, written));
-                update_search(written, &search_dir, progress)
+                self.update_search(indexed_before, written, &search_dir, progress)
             })?;
-            searched = Some(outcome);
             // Every file's stat and path: freed meanwhile, not waited for.
             let Files {
                 jobs, got, fresh, ..
             } = files;
             drop_later((jobs, got, fresh));
-            (written, tmp, name)
-        }
-        None => {
-            let read = all_files(files, kind);
-            let name = bundle::knowledge_base_name(bundle_root, &read);
-            naming.kb_id = options
-                .knowledge_base_id
-                .clone()
-                .unwrap_or_else(|| ids::knowledge_base_id(&name));
-            let content_fingerprint = bundle::content_fingerprint(
-                kind,
-                read.iter().map(|r| (r.path.as_str(), r.sha256.as_str())),
-            );
-            let (revision, revision_changed) = naming.revision(&content_fingerprint);
-            let generation = generation_name(revision);
-            let tmp = match &streamed {
-                Some((tmp, _)) => tmp.clone(),
-                None => {
-                    let tmp = index_dir.join(format!("{generation}.tmp"));
-                    lock = Some(create_generation(&tmp)?);
-                    tmp
-                }
+            let live_name = self.generation_name(revision);
+            let generation = Generation {
+                tmp,
+                live_name,
+                lock,
             };
-            let stamp = Stamp {
-                scan_diagnostics,
-                content_fingerprint,
-                revision,
-                revision_changed,
-                made_ns,
-                tmp: &tmp,
-            };
-            let written = assemble(
-                read,
-                kind,
-                name,
-                &naming.kb_id,
-                (cache.as_ref(), reuse),
-                previous.as_ref(),
-                stamp,
-            )?;
-            // The parse of every file is gone: its memory goes back before indexing.
-            crate::memory::release_free();
-            (written, tmp, generation)
+            return Ok((written, generation, Some(searched)));
         }
-    };
-    drop(cache);
-    if searched.is_none() {
-        progress(&read_summary(kind, files_read, &written));
+        let reuse = files.cache;
+        let read = all_files(files, kind);
+        let name = bundle::knowledge_base_name(self.bundle_root, &read);
+        naming.kb_id = self
+            .options
+            .knowledge_base_id
+            .clone()
+            .unwrap_or_else(|| ids::knowledge_base_id(&name));
+        let content_fingerprint = bundle::content_fingerprint(
+            kind,
+            read.iter().map(|r| (r.path.as_str(), r.sha256.as_str())),
+        );
+        let (revision, revision_changed) = naming.revision(&content_fingerprint);
+        let tmp = if lock.is_some() {
+            self.index_dir
+                .join(format!("{}.tmp", self.generation_name(0)))
+        } else {
+            self.create_tmp(revision, &mut lock)?
+        };
+        let fingerprint = (content_fingerprint, revision, revision_changed);
+        let stamp = self.stamp(scan_diagnostics, fingerprint, &tmp);
+        let previous = self.previous.as_ref();
+        let written = assemble(
+            read,
+            kind,
+            name,
+            &naming.kb_id,
+            (cache, reuse),
+            previous,
+            stamp,
+        )?;
+        // The parse of every file is gone: its memory goes back before indexing.
+        crate::memory::release_free();
+        let live_name = self.generation_name(revision);
+        let generation = Generation {
+            tmp,
+            live_name,
+            lock,
+        };
+        Ok((written, generation, None))
     }
 
-    // The search index: the previous one brought up to date when the ingest cache was used,
-    // else built anew.
-    let search_dir = tmp.join("search");
-    let mut work = BuildWork {
-        files_read,
-        ..BuildWork::default()
-    };
-    let mut incremental_done = false;
-    // Pages that could not be read again for indexing (deleted or replaced during the build).
-    let mut unread = Vec::new();
-    let outcome = searched.unwrap_or_else(|| update_search(&written, &search_dir, progress));
-    if let Some(outcome) = outcome {
-        match outcome {
-            Ok((indexed, removed, not_read)) => {
+    /// What the generation records beside its files: `(content fingerprint, revision,
+    /// whether it changed)`.
+    fn stamp<'t>(
+        &self,
+        scan_diagnostics: Vec<Diagnostic>,
+        (content_fingerprint, revision, revision_changed): (String, u64, bool),
+        tmp: &'t Path,
+    ) -> Stamp<'t> {
+        Stamp {
+            scan_diagnostics,
+            content_fingerprint,
+            revision,
+            revision_changed,
+            made_ns: self.made_ns,
+            tmp,
+        }
+    }
+
+    /// The search index: the previous one brought up to date when the ingest cache was used
+    /// (`searched`), else built anew (a full build finishes the one written while reading).
+    /// The pages that could not be read again for indexing (deleted or replaced during the
+    /// build) are listed in the generation, for the next build.
+    fn index_search(
+        &self,
+        written: &Written,
+        tmp: &Path,
+        searched: SearchUpdate,
+        streamed: Option<Streamed>,
+        mut work: BuildWork,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(BuildWork, Vec<Unread>), IndexError> {
+        let search_dir = tmp.join("search");
+        let mut unread = Vec::new();
+        let mut incremental_done = false;
+        match searched {
+            Some(Ok((indexed, removed, not_read))) => {
                 unread = not_read;
                 work.incremental = true;
                 work.pages_indexed = indexed;
                 work.pages_removed = removed;
                 incremental_done = true;
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 progress(&format!(
                     "cannot update the previous search index ({e}); building it anew"
                 ));
                 let _ = std::fs::remove_dir_all(&search_dir);
             }
+            None => {}
         }
+        if !incremental_done {
+            std::fs::create_dir_all(&search_dir).map_err(|e| IndexError::io(&search_dir, e))?;
+            let catalog_pages;
+            let pages: &[Page] = if written.all_pages {
+                &written.pages
+            } else {
+                catalog_pages = pages_of_catalog(&tmp.join(CATALOG_FILE))?;
+                &catalog_pages
+            };
+            progress(&format!("indexing {} pages", pages.len()));
+            (work.pages_indexed, unread) = match streamed {
+                Some(Streamed { writer, added }) => {
+                    finish_streamed(self.bundle_root, writer, added, pages)?
+                }
+                None => {
+                    let pages: Vec<&Page> = pages.iter().collect();
+                    index_pages(
+                        self.bundle_root,
+                        &search_dir,
+                        true,
+                        &[],
+                        &pages,
+                        self.threads,
+                    )?
+                }
+            };
+        }
+        if !unread.is_empty() {
+            // The ingest cache counts those pages as indexed: the next build takes this list's
+            // word over it and indexes them.
+            let keys: Vec<u64> = unread.iter().map(|(key, _)| *key).collect();
+            write_file(
+                &tmp.join(UNINDEXED_FILE),
+                &serde_json::to_vec(&keys).unwrap_or_default(),
+            )?;
+        }
+        Ok((work, unread))
     }
-    let Written {
-        name,
-        content_fingerprint,
-        revision,
-        revision_changed,
-        diagnostics,
-        counts,
-        pages,
-        all_pages,
-        crcs,
-        ..
-    } = written;
-    if !incremental_done {
-        std::fs::create_dir_all(&search_dir).map_err(|e| IndexError::io(&search_dir, e))?;
-        let pages = if all_pages {
-            pages
-        } else {
-            pages_of_catalog(&tmp.join(CATALOG_FILE))?
-        };
-        progress(&format!("indexing {} pages", pages.len()));
-        (work.pages_indexed, unread) = match streamed.take() {
-            Some((_, writer)) => finish_streamed(bundle_root, writer, added, &pages)?,
-            None => {
-                let pages: Vec<&Page> = pages.iter().collect();
-                index_pages(bundle_root, &search_dir, true, &[], &pages, threads)?
-            }
-        };
-    }
-    if !unread.is_empty() {
-        // The ingest cache counts those pages as indexed: the next build takes this list's
-        // word over it and indexes them.
-        let keys: Vec<u64> = unread.iter().map(|(key, _)| *key).collect();
-        write_file(
-            &tmp.join(UNINDEXED_FILE),
-            &serde_json::to_vec(&keys).unwrap_or_default(),
-        )?;
-    }
-    let mut diagnostics = diagnostics;
-    diagnostics.extend(unread.into_iter().map(|(_, path)| {
-        Diagnostic::new(
-            Code::Unreadable,
-            path,
-            None,
-            "cannot read again for indexing (removed or replaced during the build): listed \
-             but not searchable until the next build"
-                .into(),
-        )
-    }));
-    let counts = Counts {
-        diagnostics: diagnostics.len() as u64,
-        ..counts
-    };
 
-    let mut crcs = crcs;
-    let mut vector_stage = |which: semantic::Vectorizer, work: &mut BuildWork| {
-        if !semantic::wanted(which, options, previous.as_ref()) {
-            return Ok(None);
-        }
-        let (record, crc, vector_work) = semantic::stage(
-            which,
-            bundle_root,
-            &tmp,
-            previous.as_ref(),
-            options,
-            threads,
-            progress,
+    /// The vectors of the semantic lanes, the diagnostics and the manifest written, the
+    /// generation synced and published.
+    fn finish(
+        &self,
+        written: Written,
+        generation: &mut Generation,
+        mut work: BuildWork,
+        unread: Vec<Unread>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<BuildReport, IndexError> {
+        let Written {
+            name,
+            kb_id,
+            content_fingerprint,
+            revision,
+            revision_changed,
+            mut diagnostics,
+            counts,
+            mut crcs,
+            ..
+        } = written;
+        diagnostics.extend(unread.into_iter().map(|(_, path)| {
+            Diagnostic::new(
+                Code::Unreadable,
+                path,
+                None,
+                "cannot read again for indexing (removed or replaced during the build): listed \
+                 but not searchable until the next build"
+                    .into(),
+            )
+        }));
+        let counts = Counts {
+            diagnostics: diagnostics.len() as u64,
+            ..counts
+        };
+        let tmp = &generation.tmp;
+        let previous = self.previous.as_ref();
+        let mut vector_stage = |which: semantic::Vectorizer, work: &mut BuildWork| {
+            if !semantic::wanted(which, self.options, previous) {
+                return Ok(None);
+            }
+            let (record, crc, vector_work) = semantic::stage(
+                which,
+                self.bundle_root,
+                tmp,
+                previous,
+                self.options,
+                self.threads,
+                progress,
+            )?;
+            crcs.push((which.file(), crc));
+            match which {
+                semantic::Vectorizer::Content => work.vectors = vector_work,
+                semantic::Vectorizer::Cross => work.cross_vectors = vector_work,
+            }
+            Ok::<_, IndexError>(Some(record))
+        };
+        let semantic = vector_stage(semantic::Vectorizer::Content, &mut work)?;
+        let cross_language = vector_stage(semantic::Vectorizer::Cross, &mut work)?;
+        let json = |v: &dyn erased::Json| v.to_json();
+        write_file(&tmp.join("diagnostics.json"), &json(&diagnostics))?;
+        let files = record_files(tmp, previous, &crcs)?;
+        let manifest = Manifest {
+            format_version: INDEX_FORMAT_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            derivation_version: super::DERIVATION_VERSION,
+            semantic_off: semantic::semantic_off(self.options, previous.map(|p| &p.manifest)),
+            exclude: self.exclude.clone(),
+            knowledge_base_id: kb_id,
+            knowledge_base_name: name,
+            bundle_kind: self.kind,
+            bundle_root: self.canonical_root.to_string_lossy().into_owned(),
+            active_content_revision: revision,
+            content_fingerprint,
+            stat_fingerprint: self.stat_fingerprint.clone(),
+            counts,
+            semantic,
+            cross_language,
+            files,
+        };
+        write_file(&tmp.join("manifest.json"), &manifest_bytes(&manifest))?;
+        sync_dir(&tmp.join("search"));
+        sync_dir(tmp);
+        crash_point("written");
+        let live = publish(
+            self.index_dir,
+            tmp,
+            &generation.live_name,
+            &mut generation.lock,
         )?;
-        crcs.push((which.file(), crc));
-        match which {
-            semantic::Vectorizer::Content => work.vectors = vector_work,
-            semantic::Vectorizer::Cross => work.cross_vectors = vector_work,
-        }
-        Ok::<_, IndexError>(Some(record))
-    };
-    let semantic = vector_stage(semantic::Vectorizer::Content, &mut work)?;
-    let cross_language = vector_stage(semantic::Vectorizer::Cross, &mut work)?;
-    let json = |v: &dyn erased::Json| v.to_json();
-    write_file(&tmp.join("diagnostics.json"), &json(&diagnostics))?;
-    let files = record_files(&tmp, previous.as_ref(), &crcs)?;
-    let manifest = Manifest {
-        format_version: INDEX_FORMAT_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        derivation_version: super::DERIVATION_VERSION,
-        semantic_off: semantic::semantic_off(options, previous.as_ref().map(|p| &p.manifest)),
-        exclude,
-        knowledge_base_id: naming.kb_id,
-        knowledge_base_name: name,
-        bundle_kind: kind,
-        bundle_root: canonical_root.to_string_lossy().into_owned(),
-        active_content_revision: revision,
-        content_fingerprint,
-        stat_fingerprint,
-        counts,
-        semantic,
-        cross_language,
-        files,
-    };
-    write_file(&tmp.join("manifest.json"), &manifest_bytes(&manifest))?;
-    sync_dir(&search_dir);
-    sync_dir(&tmp);
-    crash_point("written");
-    let live = publish(index_dir, &tmp, &live_name, &mut lock)?;
-    let _ = std::fs::remove_file(live.join(BUILD_LOCK));
-    drop(lock);
-    let _ = cleanup.join();
-    progress(&format!(
-        "index ready at {} (revision {revision})",
-        live.display()
-    ));
-    Ok(BuildReport {
-        manifest,
-        diagnostics,
-        revision_changed,
-        work,
-    })
+        let _ = std::fs::remove_file(live.join(BUILD_LOCK));
+        generation.lock = None;
+        progress(&format!(
+            "index ready at {} (revision {revision})",
+            live.display()
+        ));
+        Ok(BuildReport {
+            manifest,
+            diagnostics,
+            revision_changed,
+            work,
+        })
+    }
 }
 
 /// The progress line once every file is read and the catalog made. A plain folder's count is
@@ -668,87 +768,4 @@ fn read_summary(kind: BundleKind, files_read: u64, written: &Written) -> String 
 /// of milliseconds that a build need not wait for (a command exits without waiting for it).
 fn drop_later<T: Send + 'static>(value: T) {
     std::thread::spawn(move || drop(value));
-}
-
-/// Key → fingerprint of every indexed page of `cache`.
-fn indexed_of(cache: &Cache) -> HashMap<u64, [u8; 16]> {
-    cache.entries().filter_map(|e| e.indexed).collect()
-}
-
-/// Every file's parse: the fresh reads, and the cached ones decoded from their chunks (in
-/// parallel). A file whose chunk does not decode is read again.
-fn all_files(files: Files<'_>, kind: BundleKind) -> Vec<ReadFile> {
-    let Files {
-        jobs,
-        got,
-        fresh,
-        cache,
-    } = files;
-    // Every file read, in order (a full build's): the list as it is, not a second one beside it
-    // (at 211,000 files, 80 MiB more at the build's peak).
-    if got
-        .iter()
-        .enumerate()
-        .all(|(i, g)| matches!(g, Got::Fresh(f) if *f == i))
-    {
-        return fresh;
-    }
-    let mut details: Vec<Option<bundle::Detail>> = Vec::new();
-    if let Some(cache) = cache {
-        let mut needed = vec![false; cache.chunk_count()];
-        for g in &got {
-            if let Got::Cached(e) = g {
-                needed[cache.chunk_of(*e as usize)] = true;
-            }
-        }
-        let chunks: Vec<Option<Vec<bundle::Detail>>> = (0..cache.chunk_count())
-            .into_par_iter()
-            .map(|c| needed[c].then(|| cache.chunk(c).ok()).flatten())
-            .collect();
-        details = Vec::with_capacity(cache.len());
-        for (c, chunk) in chunks.into_iter().enumerate() {
-            let range = cache.chunk_range(c);
-            match chunk {
-                Some(list) => details.extend(list.into_iter().map(Some)),
-                None => details.extend(range.map(|_| None)),
-            }
-        }
-    }
-    let mut fresh: Vec<Option<ReadFile>> = fresh.into_iter().map(Some).collect();
-    let mut read: Vec<Option<ReadFile>> = Vec::with_capacity(jobs.len());
-    let mut again = Vec::new();
-    for (i, g) in got.into_iter().enumerate() {
-        match g {
-            Got::Fresh(f) => read.push(fresh[f].take()),
-            Got::Cached(e) => {
-                let entry = cache.expect("a cached file has a cache").entry(e as usize);
-                match details[e as usize].take() {
-                    Some(detail) => read.push(Some(ReadFile {
-                        path: jobs[i].path().to_string(),
-                        disk: entry.disk.to_string(),
-                        class: entry.class,
-                        size: entry.size,
-                        mtime_ns: entry.mtime_ns,
-                        sha256: entry.sha256.text(),
-                        problems: entry.problems.to_vec(),
-                        detail,
-                    })),
-                    None => {
-                        again.push(i);
-                        read.push(None);
-                    }
-                }
-            }
-        }
-    }
-    drop(details);
-    if !again.is_empty() {
-        let to_read: Vec<&Job> = again.iter().map(|&i| &jobs[i]).collect();
-        for (i, r) in again.iter().zip(bundle::read_files(kind, &to_read)) {
-            read[*i] = Some(r);
-        }
-    }
-    read.into_iter()
-        .map(|r| r.expect("every file read or decoded"))
-        .collect()
 }

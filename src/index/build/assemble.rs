@@ -8,9 +8,9 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{assembly_key, index_fingerprint, Page, Stamp, Written};
+use super::{assembly_key, index_fingerprint, Files, Got, Page, Stamp, Written};
 use crate::bundle::paths::PathClass;
-use crate::bundle::{self, BundleKind, Code, Diagnostic, ReadFile};
+use crate::bundle::{self, BundleKind, Code, Diagnostic, Job, ReadFile};
 use crate::error::IndexError;
 use crate::ids;
 use crate::index::cache::{self, Cache, Entry, Sha};
@@ -148,29 +148,123 @@ pub(super) fn assemble(
     let derived_start = diagnostics.len();
     diagnostics.extend(assembly.diagnostics.iter().cloned());
 
-    // Catalog positions: the files read and the rendered records, in path order.
+    let (slots, position_of_read) = slots(&read, &assembly.virtual_files);
+    let revisions = page_revisions(&read, &assembly, cache, previous, stamp.revision);
+    let index_keys = index_keys(&read, &assembly, &slots, &mut diagnostics);
+    let layout = Layout {
+        read: &read,
+        assembly: &assembly,
+        kb_id,
+        slots,
+        position_of_read,
+        revisions,
+        index_keys,
+    };
+
+    // The catalog now, and its encoded blocks freed before the ingest cache's entries and the
+    // pages to index are made (at 100,000 pages they were held together, 70 MiB); synced
+    // beside the ingest cache.
+    let parts = layout.catalog_parts(kind, &name);
+    let source_pages = parts.source_page_count;
+    let catalog_path = stamp.tmp.join(CATALOG_FILE);
+    let catalog = write_unsynced(&catalog_path, |out| store::write(&parts, out))?;
+    drop(parts);
+
     let virtuals = &assembly.virtual_files;
+    let counts = Counts {
+        files: (read.len() + virtuals.iter().filter(|f| f.listed).count()) as u64,
+        virtual_files: virtuals.len() as u64,
+        source_pages,
+        relations: assembly.relations.len() as u64,
+        diagnostics: diagnostics.len() as u64,
+    };
+    let (entries, pages) = layout.entries_and_pages();
+    let indexed_pages = pages.iter().map(|p| (p.key, p.fingerprint)).collect();
+    let derived = cache::Derived {
+        key: assembly_key(
+            kind,
+            read.iter().map(|r| {
+                (
+                    r.path.as_str(),
+                    r.disk.as_str(),
+                    r.class,
+                    Sha::of(&r.sha256),
+                    r.detail.parsed,
+                )
+            }),
+        ),
+        diagnostics: cache::Derived::keep(&diagnostics[derived_start..]),
+    };
+    let total_files = layout.slots.len() as u64;
+    // The catalog synced, and meanwhile the rest of the ingest cache written.
+    let (catalog_written, cache_written) = rayon::join(
+        || catalog.sync(),
+        || {
+            writer
+                .finish(
+                    kind,
+                    stamp.made_ns,
+                    || entries.iter().copied(),
+                    Some(derived),
+                )
+                .map_err(|e| IndexError::io(&cache_path, e))
+        },
+    );
+    let crcs = vec![
+        (CATALOG_FILE, catalog_written?),
+        (INGEST_CACHE_FILE, cache_written?),
+    ];
+    drop(entries);
+    drop(layout);
+    drop(assembly);
+    drop(read);
+    Ok(Written {
+        total_files,
+        name,
+        kb_id: kb_id.to_string(),
+        content_fingerprint: stamp.content_fingerprint,
+        revision: stamp.revision,
+        revision_changed: stamp.revision_changed,
+        diagnostics,
+        counts,
+        indexed: indexed_pages,
+        pages,
+        all_pages: true,
+        crcs,
+    })
+}
+
+/// Catalog positions: the files read and the rendered records, in path order; and the
+/// position of each file read.
+fn slots(read: &[ReadFile], virtuals: &[bundle::VirtualFile]) -> (Vec<Slot>, Vec<u32>) {
     let mut slots = Vec::with_capacity(read.len() + virtuals.len());
     let mut position_of_read = vec![0u32; read.len()];
-    let mut position_of_virtual = vec![0u32; virtuals.len()];
-    {
-        let (mut i, mut v) = (0, 0);
-        while i < read.len() || v < virtuals.len() {
-            let take_read = v == virtuals.len()
-                || (i < read.len() && read[i].path.as_str() < virtuals[v].path.as_str());
-            if take_read {
-                position_of_read[i] = slots.len() as u32;
-                slots.push(Slot::Read(i as u32));
-                i += 1;
-            } else {
-                position_of_virtual[v] = slots.len() as u32;
-                slots.push(Slot::Virtual(v as u32));
-                v += 1;
-            }
+    let (mut i, mut v) = (0, 0);
+    while i < read.len() || v < virtuals.len() {
+        let take_read = v == virtuals.len()
+            || (i < read.len() && read[i].path.as_str() < virtuals[v].path.as_str());
+        if take_read {
+            position_of_read[i] = slots.len() as u32;
+            slots.push(Slot::Read(i as u32));
+            i += 1;
+        } else {
+            slots.push(Slot::Virtual(v as u32));
+            v += 1;
         }
     }
+    (slots, position_of_read)
+}
 
-    // Revisions: a source page keeps its revision while its content does.
+/// Each file's resource revision: a source page keeps its revision (from the previous build's
+/// ingest cache, else its catalog) while its content does, and takes `revision` when it
+/// changes; other files have none.
+fn page_revisions(
+    read: &[ReadFile],
+    assembly: &bundle::Assembly,
+    cache: Option<&Cache>,
+    previous: Option<&Previous>,
+    revision: u64,
+) -> Vec<Option<u64>> {
     let previous_catalog;
     let mut previous_pages: HashMap<&str, (Sha<'_>, Option<u64>)> = HashMap::new();
     if let Some(cache) = cache {
@@ -188,22 +282,28 @@ pub(super) fn assemble(
                 .collect();
         }
     }
-    let mut revisions: Vec<Option<u64>> = Vec::with_capacity(read.len());
-    for (i, r) in read.iter().enumerate() {
-        revisions.push(assembly.source_backed[i].then(
-            || match previous_pages.get(r.path.as_str()) {
+    read.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            assembly.source_backed[i].then(|| match previous_pages.get(r.path.as_str()) {
                 Some((sha, Some(rev))) if *sha == Sha::of(&r.sha256) => *rev,
-                _ => stamp.revision,
-            },
-        ));
-    }
-    drop(previous_pages);
+                _ => revision,
+            })
+        })
+        .collect()
+}
 
-    // Index keys: two pages with one key (a 64-bit hash collision) cannot both be indexed: the
-    // first in path order is.
+/// Each file's search index key (source pages that parsed). Two pages with one key (a 64-bit
+/// hash collision) cannot both be indexed: the first in path order is, the other is reported.
+fn index_keys(
+    read: &[ReadFile],
+    assembly: &bundle::Assembly,
+    slots: &[Slot],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Option<u64>> {
     let mut index_keys: Vec<Option<u64>> = vec![None; read.len()];
     let mut keys: HashMap<u64, u32> = HashMap::new();
-    for slot in &slots {
+    for slot in slots {
         let Slot::Read(i) = *slot else { continue };
         let r = &read[i as usize];
         if !(assembly.source_backed[i as usize] && r.detail.parsed) {
@@ -225,35 +325,111 @@ pub(super) fn assemble(
         keys.insert(key, i);
         index_keys[i as usize] = Some(key);
     }
-    drop(keys);
+    index_keys
+}
 
-    // Relations by position (positions follow the path order of the files read, so they stay
-    // sorted by source page).
-    let relation_starts = store::relation_starts(
-        slots.len(),
-        assembly
-            .relations
-            .iter()
-            .map(|r| position_of_read[r.from as usize]),
-    );
-    let distinct_relations = {
-        let mut pairs: Vec<(u32, u32)> = assembly
-            .relations
-            .iter()
-            .map(|r| (r.from.min(r.to), r.from.max(r.to)))
+/// Where each file of an assembly goes, and what the catalog and the ingest cache record of
+/// it.
+struct Layout<'a> {
+    read: &'a [ReadFile],
+    assembly: &'a bundle::Assembly,
+    kb_id: &'a str,
+    slots: Vec<Slot>,
+    position_of_read: Vec<u32>,
+    revisions: Vec<Option<u64>>,
+    index_keys: Vec<Option<u64>>,
+}
+
+impl Layout<'_> {
+    /// The catalog's parts: its blocks of files and relations (encoded in parallel), the first
+    /// path of each block, the relations' starts, the index keys and the source-page flags.
+    fn catalog_parts(&self, kind: BundleKind, name: &str) -> store::Parts<'static> {
+        let (read, assembly, slots) = (self.read, self.assembly, &self.slots);
+        // Relations by position (positions follow the path order of the files read, so they
+        // stay sorted by source page).
+        let relation_starts = store::relation_starts(
+            slots.len(),
+            assembly
+                .relations
+                .iter()
+                .map(|r| self.position_of_read[r.from as usize]),
+        );
+        let blocks = slots.len().div_ceil(store::BLOCK);
+        let block = |b: usize| &slots[b * store::BLOCK..((b + 1) * store::BLOCK).min(slots.len())];
+        let file_blocks: Vec<Cow<'_, [u8]>> = (0..blocks)
+            .into_par_iter()
+            .map(|b| {
+                let views: Vec<StoredFile<'_>> = block(b)
+                    .iter()
+                    .map(|slot| self.stored_file(*slot))
+                    .collect();
+                Cow::Owned(store::encode_block(&views))
+            })
             .collect();
-        pairs.sort_unstable();
-        pairs.dedup();
-        pairs.len() as u64
-    };
+        let relation_blocks: Vec<Cow<'_, [u8]>> = (0..blocks)
+            .into_par_iter()
+            .map(|b| {
+                let first = relation_starts[b * store::BLOCK] as usize;
+                let end = relation_starts[((b + 1) * store::BLOCK).min(slots.len())] as usize;
+                let views: Vec<StoredRelation<'_>> = assembly.relations[first..end]
+                    .iter()
+                    .map(|r| {
+                        let text = assembly.text(read, r);
+                        StoredRelation {
+                            from: self.position_of_read[r.from as usize],
+                            to: self.position_of_read[r.to as usize],
+                            relation_type: text.relation_type,
+                            direction: text.direction,
+                            reason: text.reason,
+                        }
+                    })
+                    .collect();
+                Cow::Owned(store::encode_block(&views))
+            })
+            .collect();
+        let path_of = |slot: &Slot| match *slot {
+            Slot::Read(i) => read[i as usize].path.as_str(),
+            Slot::Virtual(v) => assembly.virtual_files[v as usize].path.as_str(),
+        };
+        let mut keys: Vec<(u64, u32)> = self
+            .index_keys
+            .iter()
+            .enumerate()
+            .filter_map(|(i, k)| Some(((*k)?, self.position_of_read[i])))
+            .collect();
+        keys.sort_unstable();
+        store::Parts {
+            knowledge_base_id: self.kb_id.to_string(),
+            knowledge_base_name: name.to_string(),
+            kind,
+            source_page_count: assembly.source_backed.iter().filter(|s| **s).count() as u64,
+            distinct_relations: distinct_relations(&assembly.relations),
+            first_paths: slots
+                .chunks(store::BLOCK)
+                .map(|c| path_of(&c[0]).to_string())
+                .collect(),
+            relation_starts,
+            keys,
+            flags: slots
+                .iter()
+                .map(|slot| match *slot {
+                    Slot::Read(i) if assembly.source_backed[i as usize] => store::SOURCE_FLAG,
+                    _ => 0,
+                })
+                .collect(),
+            file_blocks,
+            relation_blocks,
+        }
+    }
 
-    let blocks = slots.len().div_ceil(store::BLOCK);
-    let stored_file = |slot: Slot| -> StoredFile<'_> {
+    /// The file at `slot` as the catalog stores it.
+    fn stored_file(&self, slot: Slot) -> StoredFile<'_> {
+        let kb_id = self.kb_id;
         match slot {
             Slot::Read(i) => {
                 let i = i as usize;
-                let r = &read[i];
-                let source_backed = assembly.source_backed[i];
+                let r = &self.read[i];
+                let source_backed = self.assembly.source_backed[i];
                 StoredFile {
                     path: &r.path,
                     disk: Some(&r.disk),
@@ -266,7 +442,7 @@ pub(super) fn assemble(
                     },
                     size: r.size,
                     sha256: &r.sha256,
-                    title: Some(&assembly.titles[i]),
+                    title: Some(&self.assembly.titles[i]),
                     frontmatter: if source_backed {
                         &r.detail.frontmatter
                     } else {
@@ -274,12 +450,12 @@ pub(super) fn assemble(
                     },
                     graph_of: None,
                     listed: true,
-                    resource_revision: revisions[i],
-                    index_key: index_keys[i],
+                    resource_revision: self.revisions[i],
+                    index_key: self.index_keys[i],
                 }
             }
             Slot::Virtual(v) => {
-                let f = &virtuals[v as usize];
+                let f = &self.assembly.virtual_files[v as usize];
                 StoredFile {
                     path: &f.path,
                     disk: None,
@@ -290,176 +466,61 @@ pub(super) fn assemble(
                     sha256: &f.sha256,
                     title: Some(&f.title),
                     frontmatter: "",
-                    graph_of: Some(position_of_read[f.page as usize]),
+                    graph_of: Some(self.position_of_read[f.page as usize]),
                     listed: f.listed,
                     resource_revision: None,
                     index_key: None,
                 }
             }
         }
-    };
-    let file_blocks: Vec<Cow<'_, [u8]>> = (0..blocks)
-        .into_par_iter()
-        .map(|b| {
-            let views: Vec<StoredFile<'_>> = slots
-                [b * store::BLOCK..((b + 1) * store::BLOCK).min(slots.len())]
-                .iter()
-                .map(|slot| stored_file(*slot))
-                .collect();
-            Cow::Owned(store::encode_block(&views))
-        })
-        .collect();
-    let relation_blocks: Vec<Cow<'_, [u8]>> = (0..blocks)
-        .into_par_iter()
-        .map(|b| {
-            let first = relation_starts[b * store::BLOCK] as usize;
-            let end = relation_starts[((b + 1) * store::BLOCK).min(slots.len())] as usize;
-            let views: Vec<StoredRelation<'_>> = assembly.relations[first..end]
-                .iter()
-                .map(|r| {
-                    let text = assembly.text(&read, r);
-                    StoredRelation {
-                        from: position_of_read[r.from as usize],
-                        to: position_of_read[r.to as usize],
-                        relation_type: text.relation_type,
-                        direction: text.direction,
-                        reason: text.reason,
-                    }
-                })
-                .collect();
-            Cow::Owned(store::encode_block(&views))
-        })
-        .collect();
-    let path_of = |slot: &Slot| match *slot {
-        Slot::Read(i) => read[i as usize].path.as_str(),
-        Slot::Virtual(v) => virtuals[v as usize].path.as_str(),
-    };
-    let mut key_table: Vec<(u64, u32)> = index_keys
-        .iter()
-        .enumerate()
-        .filter_map(|(i, k)| Some(((*k)?, position_of_read[i])))
-        .collect();
-    key_table.sort_unstable();
-    let source_pages = assembly.source_backed.iter().filter(|s| **s).count() as u64;
-    let parts = store::Parts {
-        knowledge_base_id: kb_id.to_string(),
-        knowledge_base_name: name.clone(),
-        kind,
-        source_page_count: source_pages,
-        distinct_relations,
-        first_paths: slots
-            .chunks(store::BLOCK)
-            .map(|c| path_of(&c[0]).to_string())
-            .collect(),
-        relation_starts,
-        keys: key_table,
-        flags: slots
-            .iter()
-            .map(|slot| match *slot {
-                Slot::Read(i) if assembly.source_backed[i as usize] => store::SOURCE_FLAG,
-                _ => 0,
-            })
-            .collect(),
-        file_blocks,
-        relation_blocks,
-    };
-
-    // The catalog now, and its encoded blocks freed before the ingest cache's entries and the
-    // pages to index are made (at 100,000 pages they were held together, 70 MiB); synced
-    // beside the ingest cache.
-    let catalog_path = stamp.tmp.join(CATALOG_FILE);
-    let catalog = write_unsynced(&catalog_path, |out| store::write(&parts, out))?;
-    drop(parts);
-
-    let counts = Counts {
-        files: (read.len() + virtuals.iter().filter(|f| f.listed).count()) as u64,
-        virtual_files: virtuals.len() as u64,
-        source_pages,
-        relations: assembly.relations.len() as u64,
-        diagnostics: diagnostics.len() as u64,
-    };
-    let mut pages = Vec::new();
-    let mut indexed_pages = Vec::new();
-    let mut entries = Vec::with_capacity(read.len());
-    for (i, r) in read.iter().enumerate() {
-        let indexed = index_keys[i].map(|key| {
-            let fingerprint = index_fingerprint(&r.path, &r.sha256, &assembly.titles[i]);
-            pages.push(Page {
-                key,
-                fingerprint,
-                path: r.path.clone(),
-                title: assembly.titles[i].clone(),
-                disk: Some(r.disk.clone()),
-                size: r.size,
-            });
-            indexed_pages.push((key, fingerprint));
-            (key, fingerprint)
-        });
-        entries.push(Entry {
-            disk: &r.disk,
-            logical: (r.path != r.disk).then_some(r.path.as_str()),
-            class: r.class,
-            size: r.size,
-            mtime_ns: r.mtime_ns,
-            sha256: Sha::of(&r.sha256),
-            parsed: r.detail.parsed,
-            problems: &r.problems,
-            position: position_of_read[i],
-            record_titled: assembly.record_titled[i],
-            resource_revision: revisions[i],
-            indexed,
-        });
     }
-    let derived = cache::Derived {
-        key: assembly_key(
-            kind,
-            read.iter().map(|r| {
-                (
-                    r.path.as_str(),
-                    r.disk.as_str(),
-                    r.class,
-                    Sha::of(&r.sha256),
-                    r.detail.parsed,
-                )
-            }),
-        ),
-        diagnostics: cache::Derived::keep(&diagnostics[derived_start..]),
-    };
-    let total_files = slots.len() as u64;
-    drop(slots);
-    // The catalog synced, and meanwhile the rest of the ingest cache written.
-    let (catalog_written, cache_written) = rayon::join(
-        || catalog.sync(),
-        || {
-            writer
-                .finish(
-                    kind,
-                    stamp.made_ns,
-                    || entries.iter().copied(),
-                    Some(derived),
-                )
-                .map_err(|e| IndexError::io(&cache_path, e))
-        },
-    );
-    let crcs = vec![
-        (CATALOG_FILE, catalog_written?),
-        (INGEST_CACHE_FILE, cache_written?),
-    ];
-    drop(assembly);
-    drop(read);
-    Ok(Written {
-        total_files,
-        name,
-        content_fingerprint: stamp.content_fingerprint,
-        revision: stamp.revision,
-        revision_changed: stamp.revision_changed,
-        diagnostics,
-        counts,
-        indexed: indexed_pages,
-        pages,
-        all_pages: true,
-        crcs,
-    })
+
+    /// The ingest cache's entry of each file read, and the pages to index.
+    fn entries_and_pages(&self) -> (Vec<Entry<'_>>, Vec<Page>) {
+        let mut pages = Vec::new();
+        let mut entries = Vec::with_capacity(self.read.len());
+        for (i, r) in self.read.iter().enumerate() {
+            let title = &self.assembly.titles[i];
+            let indexed = self.index_keys[i].map(|key| {
+                let fingerprint = index_fingerprint(&r.path, &r.sha256, title);
+                pages.push(Page {
+                    key,
+                    fingerprint,
+                    path: r.path.clone(),
+                    title: title.clone(),
+                    disk: Some(r.disk.clone()),
+                    size: r.size,
+                });
+                (key, fingerprint)
+            });
+            entries.push(Entry {
+                disk: &r.disk,
+                logical: (r.path != r.disk).then_some(r.path.as_str()),
+                class: r.class,
+                size: r.size,
+                mtime_ns: r.mtime_ns,
+                sha256: Sha::of(&r.sha256),
+                parsed: r.detail.parsed,
+                problems: &r.problems,
+                position: self.position_of_read[i],
+                record_titled: self.assembly.record_titled[i],
+                resource_revision: self.revisions[i],
+                indexed,
+            });
+        }
+        (entries, pages)
+    }
+}
+
+/// The number of page pairs a relation joins (either way).
+fn distinct_relations(relations: &[bundle::RelationRef]) -> u64 {
+    let mut pairs: Vec<(u32, u32)> = relations
+        .iter()
+        .map(|r| (r.from.min(r.to), r.from.max(r.to)))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs.len() as u64
 }
 
 /// Writes the chunks of the ingest cache for `read`: a chunk whose files are all unchanged and
@@ -519,6 +580,84 @@ pub(super) fn write_chunks(
         }
     }
     Ok(())
+}
+
+/// Every file's parse: the fresh reads, and the cached ones decoded from their chunks (in
+/// parallel). A file whose chunk does not decode is read again.
+pub(super) fn all_files(files: Files<'_>, kind: BundleKind) -> Vec<ReadFile> {
+    let Files {
+        jobs,
+        got,
+        fresh,
+        cache,
+    } = files;
+    // Every file read, in order (a full build's): the list as it is, not a second one beside it
+    // (at 211,000 files, 80 MiB more at the build's peak).
+    if got
+        .iter()
+        .enumerate()
+        .all(|(i, g)| matches!(g, Got::Fresh(f) if *f == i))
+    {
+        return fresh;
+    }
+    let mut details: Vec<Option<bundle::Detail>> = Vec::new();
+    if let Some(cache) = cache {
+        let mut needed = vec![false; cache.chunk_count()];
+        for g in &got {
+            if let Got::Cached(e) = g {
+                needed[cache.chunk_of(*e as usize)] = true;
+            }
+        }
+        let chunks: Vec<Option<Vec<bundle::Detail>>> = (0..cache.chunk_count())
+            .into_par_iter()
+            .map(|c| needed[c].then(|| cache.chunk(c).ok()).flatten())
+            .collect();
+        details = Vec::with_capacity(cache.len());
+        for (c, chunk) in chunks.into_iter().enumerate() {
+            let range = cache.chunk_range(c);
+            match chunk {
+                Some(list) => details.extend(list.into_iter().map(Some)),
+                None => details.extend(range.map(|_| None)),
+            }
+        }
+    }
+    let mut fresh: Vec<Option<ReadFile>> = fresh.into_iter().map(Some).collect();
+    let mut read: Vec<Option<ReadFile>> = Vec::with_capacity(jobs.len());
+    let mut again = Vec::new();
+    for (i, g) in got.into_iter().enumerate() {
+        match g {
+            Got::Fresh(f) => read.push(fresh[f].take()),
+            Got::Cached(e) => {
+                let entry = cache.expect("a cached file has a cache").entry(e as usize);
+                match details[e as usize].take() {
+                    Some(detail) => read.push(Some(ReadFile {
+                        path: jobs[i].path().to_string(),
+                        disk: entry.disk.to_string(),
+                        class: entry.class,
+                        size: entry.size,
+                        mtime_ns: entry.mtime_ns,
+                        sha256: entry.sha256.text(),
+                        problems: entry.problems.to_vec(),
+                        detail,
+                    })),
+                    None => {
+                        again.push(i);
+                        read.push(None);
+                    }
+                }
+            }
+        }
+    }
+    drop(details);
+    if !again.is_empty() {
+        let to_read: Vec<&Job> = again.iter().map(|&i| &jobs[i]).collect();
+        for (i, r) in again.iter().zip(bundle::read_files(kind, &to_read)) {
+            read[*i] = Some(r);
+        }
+    }
+    read.into_iter()
+        .map(|r| r.expect("every file read or decoded"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -134,7 +134,75 @@ pub(super) fn patch<T>(
 
     // Entries: the previous ones, but the stat of every file read again and what changed of the
     // changed files.
-    let mut updated: HashMap<usize, Entry<'_>> = HashMap::new();
+    let mut updated = read_again(files, cache);
+    let (pages, by_block) = apply_changes(files, &changed, &mut updated, stamp.revision);
+    let parts = patched_parts(store, by_block);
+    for (i, f, _) in &changed {
+        let c = cache.chunk_of(*i);
+        if let Some(details) = chunks.get_mut(&c) {
+            details[i - cache.chunk_range(c).start] = files.fresh[*f].detail.clone();
+        }
+    }
+    let entries =
+        || (0..cache.len()).map(|i| updated.get(&i).copied().unwrap_or_else(|| cache.entry(i)));
+    let mut diagnostics = stamp.scan_diagnostics;
+    diagnostics.extend(bundle::problem_diagnostics(
+        entries()
+            .filter(|e| !e.problems.is_empty())
+            .map(|e| (e.disk, e.problems)),
+    ));
+    diagnostics.extend(derived.diagnostics());
+
+    let indexed = entries().filter_map(|e| e.indexed).collect();
+    let counts = Counts {
+        diagnostics: diagnostics.len() as u64,
+        ..previous.manifest.counts.clone()
+    };
+    let mut written = Written {
+        total_files: store.header().file_count as u64,
+        name: previous.manifest.knowledge_base_name.clone(),
+        kb_id: previous.manifest.knowledge_base_id.clone(),
+        content_fingerprint: stamp.content_fingerprint,
+        revision: stamp.revision,
+        revision_changed: stamp.revision_changed,
+        diagnostics,
+        counts,
+        indexed,
+        pages,
+        all_pages: false,
+        crcs: Vec::new(),
+    };
+    // The catalog, and meanwhile the ingest cache: every chunk as stored but those of changed
+    // files. `meanwhile` (the search index's update) needs neither file: it runs while they
+    // are written and flushed, which is mostly waiting on the disk.
+    let (tmp, made_ns) = (stamp.tmp, stamp.made_ns);
+    let write_cache = || write_cache(cache, &chunks, entries, &derived, (tmp, made_ns));
+    let (outcome, (catalog_written, cache_written)) = std::thread::scope(|scope| {
+        let writes = scope.spawn(|| {
+            rayon::join(
+                || write_with(&tmp.join(CATALOG_FILE), |out| store::write(&parts, out)),
+                write_cache,
+            )
+        });
+        let outcome = meanwhile(&written);
+        let writes = writes
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (outcome, writes)
+    });
+    written.crcs = vec![
+        (CATALOG_FILE, catalog_written?),
+        (INGEST_CACHE_FILE, cache_written?),
+    ];
+    Ok((written, outcome))
+}
+
+/// Changed catalog records by catalog block: (position, record).
+type ByBlock = HashMap<usize, Vec<(u32, CatalogFile)>>;
+
+/// The ingest cache's entry of each file read again: the previous one with the new stat.
+fn read_again<'c>(files: &'c Files<'_>, cache: &'c Cache) -> HashMap<usize, Entry<'c>> {
+    let mut updated = HashMap::new();
     for (i, got) in files.got.iter().enumerate() {
         if let Got::Fresh(f) = *got {
             let r = &files.fresh[f];
@@ -147,9 +215,20 @@ pub(super) fn patch<T>(
             updated.insert(i, entry);
         }
     }
+    updated
+}
+
+/// What a changed file is now, in its entry and its catalog record (a source page takes
+/// `revision`); the pages to index again, and the changed records by catalog block.
+fn apply_changes<'c>(
+    files: &'c Files<'_>,
+    changed: &[(usize, usize, CatalogFile)],
+    updated: &mut HashMap<usize, Entry<'c>>,
+    revision: u64,
+) -> (Vec<Page>, ByBlock) {
     let mut pages = Vec::new();
-    let mut by_block: HashMap<usize, Vec<(u32, CatalogFile)>> = HashMap::new();
-    for (i, f, old) in &changed {
+    let mut by_block = ByBlock::new();
+    for (i, f, old) in changed {
         let r = &files.fresh[*f];
         let entry = updated.get_mut(i).expect("a changed file was read");
         let mut file = old.clone();
@@ -158,7 +237,7 @@ pub(super) fn patch<T>(
         if file.source_backed {
             file.frontmatter =
                 crate::json_text::LazyObject::from_text(r.detail.frontmatter.clone());
-            file.resource_revision = Some(stamp.revision);
+            file.resource_revision = Some(revision);
         }
         entry.sha256 = Sha::of(&r.sha256);
         entry.resource_revision = file.resource_revision;
@@ -180,8 +259,11 @@ pub(super) fn patch<T>(
             .or_default()
             .push((entry.position, file));
     }
+    (pages, by_block)
+}
 
-    // The catalog: every block as stored but those of changed files.
+/// The catalog's parts: every block as stored but those of changed files.
+fn patched_parts(store: &store::Store, by_block: ByBlock) -> store::Parts<'_> {
     let blocks = store.block_count();
     let mut file_blocks: Vec<Cow<'_, [u8]>> = (0..blocks)
         .map(|b| Cow::Borrowed(store.raw_file_block(b)))
@@ -194,7 +276,7 @@ pub(super) fn patch<T>(
         file_blocks[b] = Cow::Owned(store::encode_block(&block));
     }
     let header = store.header();
-    let parts = store::Parts {
+    store::Parts {
         knowledge_base_id: header.knowledge_base_id.clone(),
         knowledge_base_name: header.knowledge_base_name.clone(),
         kind: header.kind,
@@ -208,99 +290,47 @@ pub(super) fn patch<T>(
         relation_blocks: (0..blocks)
             .map(|b| Cow::Borrowed(store.raw_relation_block(b)))
             .collect(),
-    };
-    for (i, f, _) in &changed {
-        let c = cache.chunk_of(*i);
-        if let Some(details) = chunks.get_mut(&c) {
-            details[i - cache.chunk_range(c).start] = files.fresh[*f].detail.clone();
-        }
     }
-    let entries =
-        || (0..cache.len()).map(|i| updated.get(&i).copied().unwrap_or_else(|| cache.entry(i)));
-    let mut diagnostics = stamp.scan_diagnostics;
-    diagnostics.extend(bundle::problem_diagnostics(
-        entries()
-            .filter(|e| !e.problems.is_empty())
-            .map(|e| (e.disk, e.problems)),
-    ));
-    diagnostics.extend(derived.diagnostics());
+}
 
-    // The catalog, and meanwhile the ingest cache: every chunk as stored but those of changed
-    // files.
-    let write_cache = || -> Result<u32, IndexError> {
-        let cache_path = stamp.tmp.join(INGEST_CACHE_FILE);
-        let io = |e| IndexError::io(&cache_path, e);
-        let mut writer = cache::Writer::create(&cache_path).map_err(io)?;
-        // Runs of unchanged chunks copied, the others encoded.
-        let mut c = 0;
-        while c < cache.chunk_count() {
-            match chunks.get(&c) {
-                None => {
-                    let mut end = c + 1;
-                    while end < cache.chunk_count() && !chunks.contains_key(&end) {
-                        end += 1;
-                    }
-                    writer.copy_chunks(cache, c..end).map_err(io)?;
-                    c = end;
+/// The ingest cache of a patch in the generation folder `tmp`: runs of unchanged chunks
+/// copied, the changed ones (`chunks`) encoded, then `entries`; its CRC-32.
+fn write_cache<'e, E: ExactSizeIterator<Item = Entry<'e>>>(
+    cache: &Cache,
+    chunks: &HashMap<usize, Vec<bundle::Detail>>,
+    entries: impl Fn() -> E,
+    derived: &cache::Derived,
+    (tmp, made_ns): (&Path, i128),
+) -> Result<u32, IndexError> {
+    let cache_path = tmp.join(INGEST_CACHE_FILE);
+    let io = |e| IndexError::io(&cache_path, e);
+    let mut writer = cache::Writer::create(&cache_path).map_err(io)?;
+    let mut c = 0;
+    while c < cache.chunk_count() {
+        match chunks.get(&c) {
+            None => {
+                let mut end = c + 1;
+                while end < cache.chunk_count() && !chunks.contains_key(&end) {
+                    end += 1;
                 }
-                Some(details) => {
-                    let details: Vec<&bundle::Detail> = details.iter().collect();
-                    writer
-                        .chunk(details.len(), &cache::encode_chunk(&details))
-                        .map_err(io)?;
-                    c += 1;
-                }
+                writer.copy_chunks(cache, c..end).map_err(io)?;
+                c = end;
+            }
+            Some(details) => {
+                let details: Vec<&bundle::Detail> = details.iter().collect();
+                writer
+                    .chunk(details.len(), &cache::encode_chunk(&details))
+                    .map_err(io)?;
+                c += 1;
             }
         }
-        writer
-            .finish(
-                BundleKind::Focowiki,
-                stamp.made_ns,
-                entries,
-                Some(derived.clone()),
-            )
-            .map_err(io)
-    };
-    let indexed = entries().filter_map(|e| e.indexed).collect();
-    let counts = Counts {
-        diagnostics: diagnostics.len() as u64,
-        ..previous.manifest.counts.clone()
-    };
-    let mut written = Written {
-        total_files: store.header().file_count as u64,
-        name: previous.manifest.knowledge_base_name.clone(),
-        content_fingerprint: stamp.content_fingerprint,
-        revision: stamp.revision,
-        revision_changed: stamp.revision_changed,
-        diagnostics,
-        counts,
-        indexed,
-        pages,
-        all_pages: false,
-        crcs: Vec::new(),
-    };
-    // `meanwhile` (the search index's update) needs neither file: it runs while they are
-    // written and flushed, which is mostly waiting on the disk.
-    let (outcome, (catalog_written, cache_written)) = std::thread::scope(|scope| {
-        let writes = scope.spawn(|| {
-            rayon::join(
-                || {
-                    write_with(&stamp.tmp.join(CATALOG_FILE), |out| {
-                        store::write(&parts, out)
-                    })
-                },
-                write_cache,
-            )
-        });
-        let outcome = meanwhile(&written);
-        let writes = writes
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (outcome, writes)
-    });
-    written.crcs = vec![
-        (CATALOG_FILE, catalog_written?),
-        (INGEST_CACHE_FILE, cache_written?),
-    ];
-    Ok((written, outcome))
+    }
+    writer
+        .finish(
+            BundleKind::Focowiki,
+            made_ns,
+            entries,
+            Some(derived.clone()),
+        )
+        .map_err(io)
 }
