@@ -345,6 +345,20 @@ pub trait Embedder: Sync {
 /// Tokens embedded per call of [`Embedder::embed`], between two progress lines.
 const PROGRESS_TOKENS: usize = 24_576;
 
+/// A page's window: kept (its index in the previous vectors) or new (its index in the
+/// windows embedded now).
+enum Window {
+    Kept(usize),
+    Fresh(usize),
+}
+
+/// A changed page read: its script and, per section, its number, key, and its windows kept
+/// from the previous vectors or to embed.
+type Sections = (Script, Vec<(u32, u64, Result<Vec<usize>, Vec<Vec<u32>>>)>);
+
+/// A changed page laid out: its script, and per window its section, section key and vector.
+type Layout = (Script, Vec<(u32, u64, Window)>);
+
 /// The vectors of `pages` (in position order), reusing `previous`' by page and by section.
 pub fn build(
     bundle_root: &Path,
@@ -353,7 +367,6 @@ pub fn build(
     embedder: Option<&dyn Embedder>,
     progress: &mut dyn FnMut(&str),
 ) -> (Vectors, VectorWork) {
-    use rayon::prelude::*;
     let dim = embedder
         .map(|e| e.dim())
         .or(previous.map(|p| p.dim))
@@ -370,113 +383,20 @@ pub fn build(
                 .collect()
         })
         .unwrap_or_default();
-    // Section key → its windows in `previous`.
-    let mut by_section: HashMap<u64, Vec<usize>> = HashMap::new();
-    if let Some(p) = previous {
-        for (w, k) in p.section_keys.iter().enumerate() {
-            by_section.entry(*k).or_default().push(w);
-        }
-    }
     let mut work = VectorWork::default();
-    // A page's windows: kept ones (index into `previous`) or new ones (index into `fresh`).
-    enum Window {
-        Kept(usize),
-        Fresh(usize),
-    }
     let changed: Vec<&SourcePage> = pages
         .iter()
         .filter(|p| !by_page.contains_key(&p.key))
         .collect();
-    // The changed pages' sections, read in parallel: (section, key, windows to embed or kept).
-    // Per changed page (`None`: not read), per section: its number, key, and its windows kept
-    // from `previous` or to embed.
-    type Sections = (Script, Vec<(u32, u64, Result<Vec<usize>, Vec<Vec<u32>>>)>);
-    let read: Vec<Option<Sections>> = match embedder {
+    let read = match embedder {
         None => changed.iter().map(|_| None).collect(),
-        Some(embedder) => changed
-            .par_iter()
-            .map(|p| {
-                let text = crate::bundle::read_page_text(bundle_root, &p.disk, &p.path)?;
-                let body = &text.body;
-                Some((
-                    Script::of(body),
-                    crate::markdown::sections(body)
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, range)| {
-                            let section = &body[range];
-                            let key = section_key(&p.title, section);
-                            let windows = match by_section.get(&key) {
-                                Some(kept) => Ok(kept.clone()),
-                                None => Err(embedder.windows(&p.title, section)),
-                            };
-                            (i as u32, key, windows)
-                        })
-                        .collect(),
-                ))
-            })
-            .collect(),
+        Some(embedder) => read_sections(bundle_root, &changed, previous, embedder),
     };
-    // Every window to embed, in page order.
-    let mut to_embed: Vec<Vec<u32>> = Vec::new();
-    // Per changed page: its script, and per window its section, section key and vector.
-    type Layout = (Script, Vec<(u32, u64, Window)>);
-    let mut layouts: HashMap<u32, Layout> = HashMap::new();
-    for (p, sections) in changed.iter().zip(read) {
-        let Some((script, sections)) = sections else {
-            work.pages_without += 1;
-            continue;
-        };
-        work.pages_read += 1;
-        let mut layout = Vec::new();
-        for (section, key, windows) in sections {
-            match windows {
-                Ok(kept) => {
-                    layout.extend(kept.into_iter().map(|w| (section, key, Window::Kept(w))));
-                }
-                Err(new) => {
-                    for w in new {
-                        layout.push((section, key, Window::Fresh(to_embed.len())));
-                        to_embed.push(w);
-                    }
-                }
-            }
-        }
-        layouts.insert(p.position, (script, layout));
-    }
-    let mut fresh: Vec<Vec<f32>> = Vec::with_capacity(to_embed.len());
-    if let Some(embedder) = embedder.filter(|_| !to_embed.is_empty()) {
-        let total: usize = to_embed.iter().map(|w| w.len() + 2).sum();
-        progress(&format!(
-            "embedding {} passage windows ({total} tokens) of {} pages",
-            to_embed.len(),
-            work.pages_read
-        ));
-        let started = std::time::Instant::now();
-        let mut done = 0usize;
-        let mut start = 0;
-        while start < to_embed.len() {
-            let mut end = start;
-            let mut tokens = 0;
-            while end < to_embed.len() && (end == start || tokens < PROGRESS_TOKENS) {
-                tokens += to_embed[end].len() + 2;
-                end += 1;
-            }
-            fresh.extend(embedder.embed(&to_embed[start..end]));
-            done += tokens;
-            start = end;
-            let secs = started.elapsed().as_secs_f64().max(1e-3);
-            let rate = done as f64 / secs;
-            progress(&format!(
-                "embedded {done}/{total} tokens ({:.0} tokens/s, {:.1} pages/s, about {:.0} s left)",
-                rate,
-                work.pages_read as f64 * done as f64 / total as f64 / secs,
-                (total - done) as f64 / rate
-            ));
-        }
-        work.windows_embedded = to_embed.len() as u64;
-        work.tokens_embedded = total as u64;
-    }
+    let (to_embed, layouts) = lay_out(&changed, read, &mut work);
+    let fresh = match embedder.filter(|_| !to_embed.is_empty()) {
+        Some(embedder) => embed_all(embedder, &to_embed, &mut work, progress),
+        None => Vec::new(),
+    };
     let mut out = Vectors {
         dim,
         ..Vectors::default()
@@ -527,6 +447,122 @@ pub fn build(
         }
     }
     (out, work)
+}
+
+/// The changed pages' sections, read in parallel (`None`: a page not read): each section's
+/// windows kept from `previous` when a section with its key is there, else to embed.
+fn read_sections(
+    bundle_root: &Path,
+    changed: &[&SourcePage],
+    previous: Option<&Vectors>,
+    embedder: &dyn Embedder,
+) -> Vec<Option<Sections>> {
+    use rayon::prelude::*;
+    // Section key → its windows in `previous`.
+    let mut by_section: HashMap<u64, Vec<usize>> = HashMap::new();
+    if let Some(p) = previous {
+        for (w, k) in p.section_keys.iter().enumerate() {
+            by_section.entry(*k).or_default().push(w);
+        }
+    }
+    changed
+        .par_iter()
+        .map(|p| {
+            let text = crate::bundle::read_page_text(bundle_root, &p.disk, &p.path)?;
+            let body = &text.body;
+            Some((
+                Script::of(body),
+                crate::markdown::sections(body)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, range)| {
+                        let section = &body[range];
+                        let key = section_key(&p.title, section);
+                        let windows = match by_section.get(&key) {
+                            Some(kept) => Ok(kept.clone()),
+                            None => Err(embedder.windows(&p.title, section)),
+                        };
+                        (i as u32, key, windows)
+                    })
+                    .collect(),
+            ))
+        })
+        .collect()
+}
+
+/// Every window to embed, in page order, and each changed page's layout by position.
+fn lay_out(
+    changed: &[&SourcePage],
+    read: Vec<Option<Sections>>,
+    work: &mut VectorWork,
+) -> (Vec<Vec<u32>>, HashMap<u32, Layout>) {
+    let mut to_embed: Vec<Vec<u32>> = Vec::new();
+    let mut layouts: HashMap<u32, Layout> = HashMap::new();
+    for (p, sections) in changed.iter().zip(read) {
+        let Some((script, sections)) = sections else {
+            work.pages_without += 1;
+            continue;
+        };
+        work.pages_read += 1;
+        let mut layout = Vec::new();
+        for (section, key, windows) in sections {
+            match windows {
+                Ok(kept) => {
+                    layout.extend(kept.into_iter().map(|w| (section, key, Window::Kept(w))));
+                }
+                Err(new) => {
+                    for w in new {
+                        layout.push((section, key, Window::Fresh(to_embed.len())));
+                        to_embed.push(w);
+                    }
+                }
+            }
+        }
+        layouts.insert(p.position, (script, layout));
+    }
+    (to_embed, layouts)
+}
+
+/// The vectors of `to_embed`, in order, embedded a few thousand tokens at a time with a
+/// progress line after each.
+fn embed_all(
+    embedder: &dyn Embedder,
+    to_embed: &[Vec<u32>],
+    work: &mut VectorWork,
+    progress: &mut dyn FnMut(&str),
+) -> Vec<Vec<f32>> {
+    let mut fresh: Vec<Vec<f32>> = Vec::with_capacity(to_embed.len());
+    let total: usize = to_embed.iter().map(|w| w.len() + 2).sum();
+    progress(&format!(
+        "embedding {} passage windows ({total} tokens) of {} pages",
+        to_embed.len(),
+        work.pages_read
+    ));
+    let started = std::time::Instant::now();
+    let mut done = 0usize;
+    let mut start = 0;
+    while start < to_embed.len() {
+        let mut end = start;
+        let mut tokens = 0;
+        while end < to_embed.len() && (end == start || tokens < PROGRESS_TOKENS) {
+            tokens += to_embed[end].len() + 2;
+            end += 1;
+        }
+        fresh.extend(embedder.embed(&to_embed[start..end]));
+        done += tokens;
+        start = end;
+        let secs = started.elapsed().as_secs_f64().max(1e-3);
+        let rate = done as f64 / secs;
+        progress(&format!(
+            "embedded {done}/{total} tokens ({:.0} tokens/s, {:.1} pages/s, about {:.0} s left)",
+            rate,
+            work.pages_read as f64 * done as f64 / total as f64 / secs,
+            (total - done) as f64 / rate
+        ));
+    }
+    work.windows_embedded = to_embed.len() as u64;
+    work.tokens_embedded = total as u64;
+    fresh
 }
 
 #[cfg(test)]
