@@ -234,9 +234,55 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
         .enumerate()
         .map(|(i, r)| (r.path.as_str(), i as u32))
         .collect();
+    let records = document_records(read, &by_path, &mut diagnostics);
+    let mut assembly = Assembly {
+        source_backed: Vec::with_capacity(read.len()),
+        titles: Vec::with_capacity(read.len()),
+        record_titled: Vec::with_capacity(read.len()),
+        ..Assembly::default()
+    };
+    // Relations: each page's own per-file graph is authoritative. (page, graph file) in path
+    // order of the graph files.
+    let owners = graph_owners(read, &mut diagnostics);
+    for r in read {
+        let record = records.get(r.path.as_str());
+        let source_backed = is_source_page(r.class, record.is_some());
+        if source_backed && record.is_none() {
+            diagnostics.push(Diagnostic::new(
+                Code::UnrecordedPage,
+                r.path.clone(),
+                None,
+                "page is not in the _index document records; served as a source page".into(),
+            ));
+        }
+        let record = record.copied().flatten();
+        assembly.source_backed.push(source_backed);
+        assembly.record_titled.push(record_title(record).is_some());
+        assembly
+            .titles
+            .push(resolve_title(record, &r.path, &r.detail));
+    }
+    drop(records);
+    let graphs = Graphs {
+        read,
+        by_path: &by_path,
+        source_backed: &assembly.source_backed,
+    };
+    assembly.relations = graphs.relations(owners, &mut diagnostics);
+    assembly.diagnostics = diagnostics;
+    assembly.finish(read, &by_path);
+    assembly
+}
 
-    // Document records: through the routers first, then any packet the routers missed.
-    let mut packet_paths = routed_packets(read, &by_path, &mut diagnostics);
+/// Path → title of every document record (the first record of a path wins), read from the
+/// packets the routers reach and then any packet they missed; a page a record lists but the
+/// bundle lacks is reported.
+fn document_records<'r>(
+    read: &'r [ReadFile],
+    by_path: &HashMap<&str, u32>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> HashMap<&'r str, Option<&'r str>> {
+    let mut packet_paths = routed_packets(read, by_path, diagnostics);
     let routed: HashSet<&str> = packet_paths.iter().copied().collect();
     for r in read {
         if r.class == PathClass::DocumentPacket && !routed.contains(r.path.as_str()) {
@@ -252,7 +298,6 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
     drop(routed);
     packet_paths.sort_unstable();
     packet_paths.dedup();
-    // Path → title of every document record (the first record of a path wins).
     let mut records: HashMap<&str, Option<&str>> = HashMap::new();
     for packet in &packet_paths {
         let Some(record) = by_path
@@ -296,10 +341,16 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
             "listed in the _index document records but missing from pages/".into(),
         ));
     }
+    records
+}
 
-    // Relations: each page's own per-file graph is authoritative. (page, graph file) in path
-    // order of the graph files.
-    let mut owners: Vec<(&str, u32)> = Vec::new();
+/// (page, graph file) of every per-file graph that names its page, in path order of the graph
+/// files; the shape problems of each reported.
+fn graph_owners<'r>(
+    read: &'r [ReadFile],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<(&'r str, u32)> {
+    let mut owners = Vec::new();
     for (i, r) in read.iter().enumerate() {
         if r.class != PathClass::PerFileGraph {
             continue;
@@ -326,104 +377,97 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
         }
         owners.push((page, i as u32));
     }
+    owners
+}
 
-    let mut assembly = Assembly {
-        source_backed: Vec::with_capacity(read.len()),
-        titles: Vec::with_capacity(read.len()),
-        record_titled: Vec::with_capacity(read.len()),
-        ..Assembly::default()
-    };
-    for r in read {
-        let record = records.get(r.path.as_str());
-        let source_backed = is_source_page(r.class, record.is_some());
-        if source_backed && record.is_none() {
-            diagnostics.push(Diagnostic::new(
-                Code::UnrecordedPage,
-                r.path.clone(),
-                None,
-                "page is not in the _index document records; served as a source page".into(),
-            ));
-        }
-        let record = record.copied().flatten();
-        assembly.source_backed.push(source_backed);
-        assembly.record_titled.push(record_title(record).is_some());
-        assembly
-            .titles
-            .push(resolve_title(record, &r.path, &r.detail));
-    }
-    drop(records);
+/// What a bundle's relations are read against: its files, and which are source pages.
+struct Graphs<'a> {
+    read: &'a [ReadFile],
+    by_path: &'a HashMap<&'a str, u32>,
+    source_backed: &'a [bool],
+}
 
-    // A page with a per-file graph of its own.
-    let mut has_own = vec![false; read.len()];
-    for (page, _) in &owners {
-        if let Some(&i) = by_path.get(page) {
-            has_own[i as usize] = true;
-        }
-    }
-    let source_page = |path: &str| {
-        by_path
+impl Graphs<'_> {
+    fn source_page(&self, path: &str) -> Option<u32> {
+        self.by_path
             .get(path)
             .copied()
-            .filter(|&i| assembly.source_backed[i as usize])
-    };
-    // By page (stable: a page's graph files stay in path order).
-    owners.sort_by(|a, b| a.0.cmp(b.0));
-    let mut relations = Vec::new();
-    for group in owners.chunk_by(|a, b| a.0 == b.0) {
-        let page = group[0].0;
-        // The last graph file of the page names it in diagnostics.
-        let graph_path = &read[group[group.len() - 1].1 as usize].path;
-        let Some(from) = source_page(page) else {
-            diagnostics.push(Diagnostic::new(
-                Code::OrphanGraph,
-                graph_path.clone(),
-                None,
-                format!("relation records for {page}, which is not a readable page; skipped"),
-            ));
-            continue;
-        };
-        for &(_, graph) in group {
-            let Some(record) = &read[graph as usize].detail.record else {
-                continue;
-            };
-            for (item, rel) in record.relationships.iter().enumerate() {
-                let Some(to) = source_page(&rel.target) else {
-                    diagnostics.push(Diagnostic::new(
-                        Code::DanglingRelation,
-                        graph_path.clone(),
-                        None,
-                        format!(
-                            "relation to {}, which is not a readable page; skipped",
-                            rel.target
-                        ),
-                    ));
-                    continue;
-                };
-                relations.push(RelationRef {
-                    from,
-                    to,
-                    source: graph,
-                    item: item as u32,
-                });
+            .filter(|&i| self.source_backed[i as usize])
+    }
+
+    /// The relations of every page's own graph files (`owners`), and mirrored to each target
+    /// without a graph of its own; a graph of no readable page, or a relation to none, is
+    /// reported and skipped.
+    fn relations(
+        &self,
+        mut owners: Vec<(&str, u32)>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Vec<RelationRef> {
+        let read = self.read;
+        // A page with a per-file graph of its own.
+        let mut has_own = vec![false; read.len()];
+        for (page, _) in &owners {
+            if let Some(&i) = self.by_path.get(page) {
+                has_own[i as usize] = true;
             }
         }
+        // By page (stable: a page's graph files stay in path order).
+        owners.sort_by(|a, b| a.0.cmp(b.0));
+        let mut relations = Vec::new();
+        for group in owners.chunk_by(|a, b| a.0 == b.0) {
+            let page = group[0].0;
+            // The last graph file of the page names it in diagnostics.
+            let graph_path = &read[group[group.len() - 1].1 as usize].path;
+            let Some(from) = self.source_page(page) else {
+                diagnostics.push(Diagnostic::new(
+                    Code::OrphanGraph,
+                    graph_path.clone(),
+                    None,
+                    format!("relation records for {page}, which is not a readable page; skipped"),
+                ));
+                continue;
+            };
+            for &(_, graph) in group {
+                let Some(record) = &read[graph as usize].detail.record else {
+                    continue;
+                };
+                for (item, rel) in record.relationships.iter().enumerate() {
+                    let Some(to) = self.source_page(&rel.target) else {
+                        diagnostics.push(Diagnostic::new(
+                            Code::DanglingRelation,
+                            graph_path.clone(),
+                            None,
+                            format!(
+                                "relation to {}, which is not a readable page; skipped",
+                                rel.target
+                            ),
+                        ));
+                        continue;
+                    };
+                    relations.push(RelationRef {
+                        from,
+                        to,
+                        source: graph,
+                        item: item as u32,
+                    });
+                }
+            }
+        }
+        // A page without its own per-file graph still gets the relations others record with
+        // it.
+        let mirrored: Vec<RelationRef> = relations
+            .iter()
+            .filter(|rel| !has_own[rel.to as usize])
+            .map(|rel| RelationRef {
+                from: rel.to,
+                to: rel.from,
+                source: rel.source,
+                item: rel.item | FLIPPED,
+            })
+            .collect();
+        relations.extend(mirrored);
+        relations
     }
-    // A page without its own per-file graph still gets the relations others record with it.
-    let mirrored: Vec<RelationRef> = relations
-        .iter()
-        .filter(|rel| !has_own[rel.to as usize])
-        .map(|rel| RelationRef {
-            from: rel.to,
-            to: rel.from,
-            source: rel.source,
-            item: rel.item | FLIPPED,
-        })
-        .collect();
-    relations.extend(mirrored);
-    assembly.relations = relations;
-    assembly.diagnostics = diagnostics;
-    assembly.finish(read, &by_path);
-    assembly
 }
 
 fn assemble_plain(read: &[ReadFile]) -> Assembly {

@@ -349,61 +349,50 @@ pub fn derive_relations(
 ) -> Vec<Relation> {
     let resolver = Resolver::new(pages);
     let titles: HashMap<&str, &str> = pages.iter().map(|f| (f.path, f.title)).collect();
-    // (holder, other) → first evidence kind.
-    let mut evidence: BTreeMap<(&str, &str), Evidence> = BTreeMap::new();
+    let evidence = evidence(pages, &resolver, diagnostics);
+    let mut relations = references(&evidence, &titles);
+    // Translations (rules#translations): the same path under a sibling language root, both ways.
+    for file in pages {
+        for other in paths::translation_paths(file.path) {
+            if let Some((&to, other_title)) = titles.get_key_value(other.as_str()) {
+                relations.push(translation(
+                    file.path,
+                    to,
+                    format!(
+                        "{} and {} are translations of one page (the same path under sibling language folders).",
+                        titles[file.path], other_title
+                    ),
+                ));
+            }
+        }
+    }
+    let named = named_translations(pages, &relations, diagnostics);
+    relations.extend(named);
+    relations.sort();
+    relations.dedup();
+    relations
+}
+
+/// (holder, other) → the first evidence of a reference from holder to other: its links, then
+/// its frontmatter's references. A link or reference that names no page is reported, but not
+/// a link to an image or another file that is no page.
+fn evidence<'p>(
+    pages: &'p [PlainPage<'p>],
+    resolver: &Resolver<'p>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> BTreeMap<(&'p str, &'p str), Evidence> {
+    let mut evidence = BTreeMap::new();
     for file in pages {
         let from = file.path;
         for link in file.links {
-            let mut page_like = true;
-            let target = if link.wiki {
-                let name = link
-                    .destination
-                    .split(['#', '|'])
-                    .next()
-                    .unwrap_or("")
-                    .trim();
-                if name.is_empty() {
-                    continue;
-                }
-                let name = name.trim_end_matches(".md");
-                resolver
-                    .relative(from, &format!("{name}.md"))
-                    .or_else(|| resolver.page(&format!("pages/{name}.md")))
-                    .or_else(|| resolver.by_name(name))
-            } else if link.shortcode {
-                // Hugo's ref/relref: relative to the page, from the content root, or a file
-                // name the site has once.
-                let path = link.destination.split('#').next().unwrap_or("");
-                if path.is_empty() {
-                    continue;
-                }
-                resolver
-                    .relative(from, path)
-                    .or_else(|| {
-                        resolver.relative(from, &format!("/{}", path.trim_start_matches('/')))
-                    })
-                    .or_else(|| resolver.by_name(paths::name_of(path)))
-            } else {
-                let Some((path, looks_like_page)) = link_path(&link.destination) else {
-                    continue;
-                };
-                page_like = looks_like_page;
-                resolver
-                    .relative(from, &path)
-                    .or_else(|| {
-                        // A `/`-rooted path whose first folder is a route prefix the folder
-                        // does not have (Docusaurus' `/docs/…` in its docs folder).
-                        let rest = path.strip_prefix('/')?.split_once('/')?.1;
-                        resolver.relative(from, &format!("/{rest}"))
-                    })
-                    .or_else(|| resolver.by_suffix(&path).filter(|_| looks_like_page))
+            let Some((target, page_like)) = link_target(resolver, from, link) else {
+                continue;
             };
             match target {
                 Some(to) if to != from => {
                     evidence.entry((from, to)).or_insert(Evidence::MarkdownLink);
                 }
                 Some(_) => {}
-                // A link to an image or another file that is no page.
                 None if !page_like => {}
                 None => diagnostics.push(Diagnostic::new(
                     Code::UnresolvedLink,
@@ -434,6 +423,65 @@ pub fn derive_relations(
             }
         }
     }
+    evidence
+}
+
+/// The page a link of `from` names (`None` inside: it names none), and whether it looks like a
+/// link to a page; `None`: a link with nothing to resolve.
+fn link_target<'p>(
+    resolver: &Resolver<'p>,
+    from: &str,
+    link: &Link,
+) -> Option<(Option<&'p str>, bool)> {
+    if link.wiki {
+        let name = link
+            .destination
+            .split(['#', '|'])
+            .next()
+            .unwrap_or("")
+            .trim();
+        if name.is_empty() {
+            return None;
+        }
+        let name = name.trim_end_matches(".md");
+        let target = resolver
+            .relative(from, &format!("{name}.md"))
+            .or_else(|| resolver.page(&format!("pages/{name}.md")))
+            .or_else(|| resolver.by_name(name));
+        return Some((target, true));
+    }
+    if link.shortcode {
+        // Hugo's ref/relref: relative to the page, from the content root, or a file name the
+        // site has once.
+        let path = link.destination.split('#').next().unwrap_or("");
+        if path.is_empty() {
+            return None;
+        }
+        let target = resolver
+            .relative(from, path)
+            .or_else(|| resolver.relative(from, &format!("/{}", path.trim_start_matches('/'))))
+            .or_else(|| resolver.by_name(paths::name_of(path)));
+        return Some((target, true));
+    }
+    let (path, looks_like_page) = link_path(&link.destination)?;
+    let target = resolver
+        .relative(from, &path)
+        .or_else(|| {
+            // A `/`-rooted path whose first folder is a route prefix the folder does not have
+            // (Docusaurus' `/docs/…` in its docs folder).
+            let rest = path.strip_prefix('/')?.split_once('/')?.1;
+            resolver.relative(from, &format!("/{rest}"))
+        })
+        .or_else(|| resolver.by_suffix(&path).filter(|_| looks_like_page));
+    Some((target, looks_like_page))
+}
+
+/// The `references` relations of `evidence`, from both endpoints: bidirectional when each
+/// page references the other, else outgoing from the holder and incoming to the other.
+fn references(
+    evidence: &BTreeMap<(&str, &str), Evidence>,
+    titles: &HashMap<&str, &str>,
+) -> Vec<Relation> {
     let reason = |holder: &str, other: &str, kind: Evidence| match kind {
         Evidence::MarkdownLink => format!(
             "{} contains an explicit Markdown reference to {}.",
@@ -445,7 +493,7 @@ pub fn derive_relations(
         ),
     };
     let mut relations = Vec::new();
-    for (&(holder, other), &kind) in &evidence {
+    for (&(holder, other), &kind) in evidence {
         let back = evidence.get(&(other, holder)).copied();
         let (holder_dir, other_dir) = if back.is_some() {
             (Direction::Bidirectional, Direction::Bidirectional)
@@ -469,24 +517,17 @@ pub fn derive_relations(
             });
         }
     }
-    // Translations (rules#translations): the same path under a sibling language root, both ways.
-    for file in pages {
-        for other in paths::translation_paths(file.path) {
-            if let Some((&to, other_title)) = titles.get_key_value(other.as_str()) {
-                relations.push(translation(
-                    file.path,
-                    to,
-                    format!(
-                        "{} and {} are translations of one page (the same path under sibling language folders).",
-                        titles[file.path], other_title
-                    ),
-                ));
-            }
-        }
-    }
-    // Translations named in frontmatter: the pages that share a translation key, both ways,
-    // each pair once (a pair under sibling language folders has its relation already). Pages
-    // with the same `lang` are no translations of each other.
+    relations
+}
+
+/// Translations named in frontmatter: the pages that share a translation key, both ways, each
+/// pair once (a pair already in `relations`, under sibling language folders, is not repeated).
+/// Pages with the same `lang` are no translations of each other.
+fn named_translations(
+    pages: &[PlainPage<'_>],
+    relations: &[Relation],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Relation> {
     let mut groups: BTreeMap<(&str, String), Vec<&PlainPage<'_>>> = BTreeMap::new();
     for file in pages {
         if let Some(key) = translation_key(&file.frontmatter) {
@@ -501,6 +542,7 @@ pub fn derive_relations(
         .filter(|r| r.relation_type == "translation")
         .map(|r| (r.from.clone(), r.to.clone()))
         .collect();
+    let mut named = Vec::new();
     for ((name, value), members) in &groups {
         if members.len() > MAX_TRANSLATIONS {
             diagnostics.push(Diagnostic::new(
@@ -525,7 +567,7 @@ pub fn derive_relations(
                 if !paired.insert((a.path.to_string(), b.path.to_string())) {
                     continue;
                 }
-                relations.push(translation(
+                named.push(translation(
                     a.path,
                     b.path,
                     format!(
@@ -536,9 +578,7 @@ pub fn derive_relations(
             }
         }
     }
-    relations.sort();
-    relations.dedup();
-    relations
+    named
 }
 
 #[cfg(test)]

@@ -548,49 +548,14 @@ mod tests {
             if file_type.is_dir() {
                 continue;
             }
-            let mut disk_path = entry.path().to_path_buf();
-            if file_type.is_symlink() {
-                match entry.path().canonicalize() {
-                    Ok(target) if target.starts_with(&canonical_root) && target.is_file() => {
-                        disk_path = target;
-                    }
-                    Ok(target) if target.starts_with(&canonical_root) => {
-                        out.diagnostics.push(Diagnostic::new(
-                            Code::NotServed,
-                            relative,
-                            None,
-                            "symbolic link to a directory is not followed".into(),
-                        ));
-                        continue;
-                    }
-                    Ok(_) => {
-                        out.diagnostics.push(Diagnostic::new(
-                            Code::NotServed,
-                            relative,
-                            None,
-                            "symbolic link points outside the bundle; skipped".into(),
-                        ));
-                        continue;
-                    }
-                    Err(e) => {
-                        out.diagnostics.push(Diagnostic::new(
-                            Code::NotServed,
-                            relative,
-                            None,
-                            format!("broken symbolic link; skipped ({e})"),
-                        ));
-                        continue;
-                    }
+            let disk_path = match disk_path(&entry, &canonical_root) {
+                Ok(path) => path,
+                Err(why) => {
+                    out.diagnostics
+                        .push(Diagnostic::new(Code::NotServed, relative, None, why));
+                    continue;
                 }
-            } else if !file_type.is_file() {
-                out.diagnostics.push(Diagnostic::new(
-                    Code::NotServed,
-                    relative,
-                    None,
-                    "not a regular file; skipped".into(),
-                ));
-                continue;
-            }
+            };
             let metadata = match std::fs::metadata(&disk_path) {
                 Ok(m) => m,
                 Err(e) => {
@@ -618,6 +583,26 @@ mod tests {
             ));
         }
         out
+    }
+
+    /// The file an entry serves: itself, or the target of a link to a file inside the root;
+    /// else why it is skipped.
+    fn disk_path(entry: &walkdir::DirEntry, canonical_root: &Path) -> Result<PathBuf, String> {
+        let file_type = entry.file_type();
+        if !file_type.is_symlink() {
+            return match file_type.is_file() {
+                true => Ok(entry.path().to_path_buf()),
+                false => Err("not a regular file; skipped".into()),
+            };
+        }
+        match entry.path().canonicalize() {
+            Ok(target) if target.starts_with(canonical_root) && target.is_file() => Ok(target),
+            Ok(target) if target.starts_with(canonical_root) => {
+                Err("symbolic link to a directory is not followed".into())
+            }
+            Ok(_) => Err("symbolic link points outside the bundle; skipped".into()),
+            Err(e) => Err(format!("broken symbolic link; skipped ({e})")),
+        }
     }
 
     fn same(a: &Walk, b: &Walk) {
