@@ -156,24 +156,9 @@ impl Encoder {
         let scores = grow(scores, longest * longest);
 
         // Embeddings: word + position + token type 0, then layer norm.
-        let blocks = h / Q4_BLOCK * Q4_BLOCK_BYTES;
-        let mut row = 0;
-        for seg in segments {
-            for (position, &id) in seg.iter().enumerate() {
-                let out = &mut x[row * h..(row + 1) * h];
-                let id = (id as usize).min(s.vocab - 1);
-                format::dequantize(&self.words[id * blocks..(id + 1) * blocks], out);
-                let p = &self.positions[position * h..(position + 1) * h];
-                for ((o, p), t) in out.iter_mut().zip(p).zip(&self.token_type) {
-                    *o += p + t;
-                }
-                row += 1;
-            }
-        }
+        self.embed_tokens(segments, x);
         layer_norm(x, None, &self.embedding_norm, h, s.eps);
 
-        let head = h / s.heads;
-        let scale = 1.0 / (head as f32).sqrt();
         // A few rows (one short query) multiply straight from the 4-bit weights.
         let small = t <= SMALL_ROWS && small_products();
         let linear = |x: &[f32], nin: usize, w: &[f32], q4: &[u8], bias: &[f32], y: &mut [f32]| {
@@ -185,69 +170,7 @@ impl Encoder {
         };
         for layer in &self.layers {
             linear(x, h, &layer.qkv, &layer.q4[0], &layer.qkv_bias, qkv);
-            let mut start = 0;
-            for seg in segments {
-                let len = seg.len();
-                for hd in 0..s.heads {
-                    let q = qkv[start * 3 * h + hd * head..].as_ptr();
-                    let k = qkv[start * 3 * h + h + hd * head..].as_ptr();
-                    let v = qkv[start * 3 * h + 2 * h + hd * head..].as_ptr();
-                    let sc = &mut scores[..len * len];
-                    // SAFETY: every view lies inside its buffer: rows `start..start + len` of
-                    // `qkv` (stride 3H), columns `hd * head..` + head of each part; `sc` holds
-                    // len × len; the context rows `start..start + len`, columns of head `hd`.
-                    unsafe {
-                        gemm::gemm(
-                            len,
-                            len,
-                            head,
-                            sc.as_mut_ptr(),
-                            1,
-                            len as isize,
-                            false,
-                            q,
-                            1,
-                            (3 * h) as isize,
-                            k,
-                            (3 * h) as isize,
-                            1,
-                            0.0,
-                            scale,
-                            false,
-                            false,
-                            false,
-                            Parallelism::None,
-                        );
-                    }
-                    wide(|| sc.chunks_exact_mut(len).for_each(softmax));
-                    let c = context[start * h + hd * head..].as_mut_ptr();
-                    // SAFETY: as above.
-                    unsafe {
-                        gemm::gemm(
-                            len,
-                            head,
-                            len,
-                            c,
-                            1,
-                            h as isize,
-                            false,
-                            sc.as_ptr(),
-                            1,
-                            len as isize,
-                            v,
-                            1,
-                            (3 * h) as isize,
-                            0.0,
-                            1.0,
-                            false,
-                            false,
-                            false,
-                            Parallelism::None,
-                        );
-                    }
-                }
-                start += len;
-            }
+            attention(segments, qkv, scores, context, (h, s.heads));
             linear(
                 context,
                 h,
@@ -270,20 +193,122 @@ impl Encoder {
             layer_norm(x, Some(projected), &layer.output_norm, h, s.eps);
         }
 
-        let mut out = vec![0.0; segments.len() * h];
-        let mut start = 0;
-        for (seg, o) in segments.iter().zip(out.chunks_exact_mut(h)) {
-            for row in x[start * h..(start + seg.len()) * h].chunks_exact(h) {
-                for (o, v) in o.iter_mut().zip(row) {
-                    *o += v;
-                }
-            }
-            let inv = 1.0 / seg.len().max(1) as f32;
-            o.iter_mut().for_each(|v| *v *= inv);
-            start += seg.len();
-        }
-        out
+        mean_pool(segments, x, h)
     }
+
+    /// Each token's embedding in `x` (a row of H per token, segments one after the other):
+    /// word + position + token type 0.
+    fn embed_tokens(&self, segments: &[&[u32]], x: &mut [f32]) {
+        let s = &self.shape;
+        let h = s.hidden;
+        let blocks = h / Q4_BLOCK * Q4_BLOCK_BYTES;
+        let mut row = 0;
+        for seg in segments {
+            for (position, &id) in seg.iter().enumerate() {
+                let out = &mut x[row * h..(row + 1) * h];
+                let id = (id as usize).min(s.vocab - 1);
+                format::dequantize(&self.words[id * blocks..(id + 1) * blocks], out);
+                let p = &self.positions[position * h..(position + 1) * h];
+                for ((o, p), t) in out.iter_mut().zip(p).zip(&self.token_type) {
+                    *o += p + t;
+                }
+                row += 1;
+            }
+        }
+    }
+}
+
+/// Self-attention of each segment on its own: for every head, `softmax(q kᵀ / √d) v` into
+/// that head's columns of `context`. `qkv` holds each token's query, key and value (3H a row).
+fn attention(
+    segments: &[&[u32]],
+    qkv: &[f32],
+    scores: &mut [f32],
+    context: &mut [f32],
+    (h, heads): (usize, usize),
+) {
+    let head = h / heads;
+    let scale = 1.0 / (head as f32).sqrt();
+    let mut start = 0;
+    for seg in segments {
+        let len = seg.len();
+        for hd in 0..heads {
+            let q = qkv[start * 3 * h + hd * head..].as_ptr();
+            let k = qkv[start * 3 * h + h + hd * head..].as_ptr();
+            let v = qkv[start * 3 * h + 2 * h + hd * head..].as_ptr();
+            let sc = &mut scores[..len * len];
+            // SAFETY: every view lies inside its buffer: rows `start..start + len` of `qkv`
+            // (stride 3H), columns `hd * head..` + head of each part; `sc` holds len × len; the
+            // context rows `start..start + len`, columns of head `hd`.
+            unsafe {
+                gemm::gemm(
+                    len,
+                    len,
+                    head,
+                    sc.as_mut_ptr(),
+                    1,
+                    len as isize,
+                    false,
+                    q,
+                    1,
+                    (3 * h) as isize,
+                    k,
+                    (3 * h) as isize,
+                    1,
+                    0.0,
+                    scale,
+                    false,
+                    false,
+                    false,
+                    Parallelism::None,
+                );
+            }
+            wide(|| sc.chunks_exact_mut(len).for_each(softmax));
+            let c = context[start * h + hd * head..].as_mut_ptr();
+            // SAFETY: as above.
+            unsafe {
+                gemm::gemm(
+                    len,
+                    head,
+                    len,
+                    c,
+                    1,
+                    h as isize,
+                    false,
+                    sc.as_ptr(),
+                    1,
+                    len as isize,
+                    v,
+                    1,
+                    (3 * h) as isize,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    Parallelism::None,
+                );
+            }
+        }
+        start += len;
+    }
+}
+
+/// The mean of each segment's rows of `x` (H values a row), `segments.len() × H` values.
+fn mean_pool(segments: &[&[u32]], x: &[f32], h: usize) -> Vec<f32> {
+    let mut out = vec![0.0; segments.len() * h];
+    let mut start = 0;
+    for (seg, o) in segments.iter().zip(out.chunks_exact_mut(h)) {
+        for row in x[start * h..(start + seg.len()) * h].chunks_exact(h) {
+            for (o, v) in o.iter_mut().zip(row) {
+                *o += v;
+            }
+        }
+        let inv = 1.0 / seg.len().max(1) as f32;
+        o.iter_mut().for_each(|v| *v *= inv);
+        start += seg.len();
+    }
+    out
 }
 
 /// `y[t][out] = x[t][in] · W[out][in]ᵀ + b[out]` for every row of `x`.
