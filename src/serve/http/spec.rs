@@ -444,94 +444,7 @@ fn tighten(
             schema.insert("minimum".into(), json!(min));
             schema.insert("maximum".into(), json!(max));
         }
-        let example_page = options.example_page.as_ref();
-        match (name.as_str(), location.as_str()) {
-            ("knowledgeBaseId", "path") => {
-                schema.insert("enum".into(), json!(options.knowledge_base_ids));
-                param.insert(
-                    "description".into(),
-                    json!("Identifier of a knowledge base this server serves (`GET /openapi/v2/knowledge-bases` lists them); any other id is a 404."),
-                );
-                if let Some(first) = options.knowledge_base_ids.first() {
-                    param.insert("example".into(), json!(first));
-                }
-            }
-            ("fileId", _) => {
-                schema.insert("pattern".into(), json!(FILE_ID_PATTERN));
-                if route == "/files/{fileId}" {
-                    // `/files/search` and `/files/content` are other operations.
-                    schema.insert("not".into(), json!({ "enum": ["search", "content"] }));
-                }
-                if let Some((id, _)) = example_page {
-                    param.insert("example".into(), json!(id));
-                }
-                param.insert(
-                    "description".into(),
-                    json!(format!(
-                        "{} A bundle path is accepted too. Leading and trailing white space is ignored; an empty or blank value is a 422.",
-                        param.get("description").and_then(Value::as_str).unwrap_or("")
-                    )),
-                );
-            }
-            ("path", "query") => {
-                schema.insert(
-                    "pattern".into(),
-                    json!(file_path_pattern(options.virtual_index_graphs)),
-                );
-                schema.insert("maxLength".into(), json!(2048));
-                if let Some((_, path)) = example_page {
-                    schema.insert("example".into(), json!(path));
-                }
-                param.insert(
-                    "description".into(),
-                    json!("Canonical bundle path of a readable file: `index.md`, `log.md`, `pages/**.md`, or a record under `_index/` or `_graph/` (the pattern lists the forms). Canonical means relative, `/`-separated, in Unicode NFC, at most 2,048 UTF-16 code units with segments of at most 1,000 characters, no empty, `.` or `..` segment, no backslash, control or bidi-control character, no trailing white space, and no segment that percent-decodes to a traversal, separator, control character or invalid UTF-8. Any other value is a 422; a canonical path with no file is a 404."),
-                );
-            }
-            ("parentPath", _) => {
-                schema.insert("pattern".into(), json!(parent_path_pattern()));
-                schema.insert("maxLength".into(), json!(2048));
-                param.insert(
-                    "description".into(),
-                    json!("Directory to list: `root`, empty or absent for the bundle root, else an allowed directory (`pages[/…]` not ending in `.md`, `_index`, `_index/pages[/…]`, `_index/terms[/latin|han|kana|hangul|number|other]`, `_graph`, `_graph/by-directory[/…]`, `_graph/by-file[/…]`) in canonical form (see `path` of `getFileContentByPath`). Any other value is a 422; an allowed directory that does not exist lists nothing."),
-                );
-            }
-            ("query", "query") if route == "/files/search" => {
-                schema.insert("pattern".into(), json!(query_pattern()));
-                param.insert(
-                    "description".into(),
-                    json!("One standalone natural-language question or search text. No control character other than tab. After NFKC normalization and white-space collapsing it must hold 2 through 512 grapheme clusters and at most 2,048 UTF-8 bytes; otherwise 422."),
-                );
-            }
-            ("cursor", _) => {
-                param.insert(
-                    "description".into(),
-                    json!("`nextCursor` of the previous page of this operation, with the same other parameters; an empty value means none. Any other value (made up, from another operation or other parameters, or from an older revision) is a 422: restart without a cursor."),
-                );
-            }
-            ("rerank", _) => {
-                // The examples of the rerank controls only go together with `rerank=true`.
-                param.insert("example".into(), json!(true));
-            }
-            ("rerankTopK", _) | ("rerankScoreThreshold", _) => {
-                schema.remove("example");
-                let example = if name == "rerankTopK" {
-                    json!(30)
-                } else {
-                    json!(0.35)
-                };
-                param.insert("example".into(), example);
-                let text = param
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                param.insert(
-                    "description".into(),
-                    json!(format!("{text} Given without `rerank=true`, or `rerankTopK` below `limit`, it is a 422 (`INVALID_FILE_SEARCH_RERANK_CONTROLS`)."))
-                );
-            }
-            _ => {}
-        }
+        describe(route, (&name, &location), param, &mut schema, options);
         if location == "query" && (BLANK_MEANS_OMITTED.contains(&name.as_str()) || name == "rerank")
         {
             schema = blank_or(schema, name == "rerank");
@@ -548,6 +461,106 @@ fn tighten(
             param.insert("description".into(), json!(format!("{text} {note}")));
         }
         param.insert("schema".into(), Value::Object(schema));
+    }
+}
+
+/// What kbtools serves of parameter `name` in `location` of `route` beyond the online
+/// document: the ids it serves, the patterns and limits its validation applies, examples from
+/// the served knowledge base, and what a value outside them answers.
+fn describe(
+    route: &str,
+    (name, location): (&str, &str),
+    param: &mut Map<String, Value>,
+    schema: &mut Map<String, Value>,
+    options: &SpecOptions,
+) {
+    let example_page = options.example_page.as_ref();
+    match (name, location) {
+        ("knowledgeBaseId", "path") => {
+            schema.insert("enum".into(), json!(options.knowledge_base_ids));
+            param.insert(
+                "description".into(),
+                json!("Identifier of a knowledge base this server serves (`GET /openapi/v2/knowledge-bases` lists them); any other id is a 404."),
+            );
+            if let Some(first) = options.knowledge_base_ids.first() {
+                param.insert("example".into(), json!(first));
+            }
+        }
+        ("fileId", _) => {
+            schema.insert("pattern".into(), json!(FILE_ID_PATTERN));
+            if route == "/files/{fileId}" {
+                // `/files/search` and `/files/content` are other operations.
+                schema.insert("not".into(), json!({ "enum": ["search", "content"] }));
+            }
+            if let Some((id, _)) = example_page {
+                param.insert("example".into(), json!(id));
+            }
+            param.insert(
+                "description".into(),
+                json!(format!(
+                    "{} A bundle path is accepted too. Leading and trailing white space is ignored; an empty or blank value is a 422.",
+                    param.get("description").and_then(Value::as_str).unwrap_or("")
+                )),
+            );
+        }
+        ("path", "query") => {
+            schema.insert(
+                "pattern".into(),
+                json!(file_path_pattern(options.virtual_index_graphs)),
+            );
+            schema.insert("maxLength".into(), json!(2048));
+            if let Some((_, path)) = example_page {
+                schema.insert("example".into(), json!(path));
+            }
+            param.insert(
+                "description".into(),
+                json!("Canonical bundle path of a readable file: `index.md`, `log.md`, `pages/**.md`, or a record under `_index/` or `_graph/` (the pattern lists the forms). Canonical means relative, `/`-separated, in Unicode NFC, at most 2,048 UTF-16 code units with segments of at most 1,000 characters, no empty, `.` or `..` segment, no backslash, control or bidi-control character, no trailing white space, and no segment that percent-decodes to a traversal, separator, control character or invalid UTF-8. Any other value is a 422; a canonical path with no file is a 404."),
+            );
+        }
+        ("parentPath", _) => {
+            schema.insert("pattern".into(), json!(parent_path_pattern()));
+            schema.insert("maxLength".into(), json!(2048));
+            param.insert(
+                "description".into(),
+                json!("Directory to list: `root`, empty or absent for the bundle root, else an allowed directory (`pages[/…]` not ending in `.md`, `_index`, `_index/pages[/…]`, `_index/terms[/latin|han|kana|hangul|number|other]`, `_graph`, `_graph/by-directory[/…]`, `_graph/by-file[/…]`) in canonical form (see `path` of `getFileContentByPath`). Any other value is a 422; an allowed directory that does not exist lists nothing."),
+            );
+        }
+        ("query", "query") if route == "/files/search" => {
+            schema.insert("pattern".into(), json!(query_pattern()));
+            param.insert(
+                "description".into(),
+                json!("One standalone natural-language question or search text. No control character other than tab. After NFKC normalization and white-space collapsing it must hold 2 through 512 grapheme clusters and at most 2,048 UTF-8 bytes; otherwise 422."),
+            );
+        }
+        ("cursor", _) => {
+            param.insert(
+                "description".into(),
+                json!("`nextCursor` of the previous page of this operation, with the same other parameters; an empty value means none. Any other value (made up, from another operation or other parameters, or from an older revision) is a 422: restart without a cursor."),
+            );
+        }
+        ("rerank", _) => {
+            // The examples of the rerank controls only go together with `rerank=true`.
+            param.insert("example".into(), json!(true));
+        }
+        ("rerankTopK", _) | ("rerankScoreThreshold", _) => {
+            schema.remove("example");
+            let example = if name == "rerankTopK" {
+                json!(30)
+            } else {
+                json!(0.35)
+            };
+            param.insert("example".into(), example);
+            let text = param
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            param.insert(
+                "description".into(),
+                json!(format!("{text} Given without `rerank=true`, or `rerankTopK` below `limit`, it is a 422 (`INVALID_FILE_SEARCH_RERANK_CONTROLS`)."))
+            );
+        }
+        _ => {}
     }
 }
 
@@ -703,97 +716,4 @@ fn collect_refs(value: &Value, out: &mut Vec<String>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn options(with_auth: bool) -> SpecOptions {
-        SpecOptions {
-            with_auth,
-            knowledge_base_ids: vec!["knowledge-base-1".into()],
-            virtual_index_graphs: false,
-            example_page: Some(("source-file-1".into(), "pages/a.md".into())),
-        }
-    }
-
-    fn parameter_names(operation: &Value, location: &str) -> Vec<String> {
-        operation["parameters"]
-            .as_array()
-            .map(|ps| {
-                ps.iter()
-                    .filter(|p| p["in"] == location)
-                    .map(|p| p["name"].as_str().unwrap().to_string())
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    #[test]
-    fn serves_the_read_routes_only_with_kbtools_bounds() {
-        let spec = served_spec(&options(false));
-        let paths = spec["paths"].as_object().unwrap();
-        assert_eq!(paths.len(), 3 + 2 * KB_ROUTES.len());
-        assert!(paths.values().all(|p| p.as_object().unwrap().len() == 1));
-        let tree = &paths["/openapi/v2/knowledge-bases/{knowledgeBaseId}/tree"]["get"];
-        assert!(!parameter_names(tree, "query").contains(&"entryType".to_string()));
-        let limit = tree["parameters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == "limit")
-            .unwrap();
-        // An integer 1–500, or a blank value (omitted).
-        assert_eq!(limit["schema"]["anyOf"][0]["maximum"], 500);
-        assert_eq!(limit["schema"]["anyOf"][0]["minimum"], 1);
-        assert_eq!(limit["schema"]["anyOf"][1]["type"], "string");
-        assert!(tree.get("security").is_none());
-        assert_eq!(spec["security"], json!([]));
-        let short = &paths["/search"]["get"];
-        assert_eq!(short["operationId"], "searchGeneratedFilesShort");
-        assert!(served_spec(&options(true))["paths"]["/tree"]["get"]["security"].is_array());
-    }
-
-    #[test]
-    fn query_parameters_are_exactly_the_server_allowlist() {
-        let spec = served_spec(&options(false));
-        for route in &KB_ROUTES {
-            for path in [format!("{BASE}{}", route.path), route.short.to_string()] {
-                let operation = &spec["paths"][&path]["get"];
-                let mut declared = parameter_names(operation, "query");
-                declared.sort();
-                let mut allowed: Vec<String> =
-                    route.query().iter().map(|s| s.to_string()).collect();
-                allowed.sort();
-                assert_eq!(declared, allowed, "{path}");
-                for status in ["404", "413", "422", "500", "503"] {
-                    assert!(
-                        operation["responses"].get(status).is_some(),
-                        "{path} {status}"
-                    );
-                }
-                assert!(operation["responses"].get("429").is_none());
-            }
-        }
-        let kbs = &spec["paths"]["/openapi/v2/knowledge-bases"]["get"];
-        assert_eq!(
-            parameter_names(kbs, "query"),
-            KNOWLEDGE_BASES_PARAMETERS.to_vec()
-        );
-    }
-
-    #[test]
-    fn component_schemas_are_only_those_referenced() {
-        let spec = served_spec(&options(false));
-        let schemas = spec["components"]["schemas"].as_object().unwrap();
-        assert!(schemas.contains_key("GeneratedTreeEntry"));
-        assert!(schemas.contains_key("Error"));
-        assert!(!schemas.contains_key("UploadSession"));
-        assert!(!schemas.contains_key("Webhook"));
-        let text = spec.to_string();
-        let mut refs = Vec::new();
-        collect_refs(&spec, &mut refs);
-        for name in refs {
-            assert!(schemas.contains_key(&name), "{name} referenced but dropped");
-        }
-        assert!(!text.contains("\"Upload Sessions\""));
-    }
-}
+mod tests;
