@@ -243,7 +243,31 @@ pub(super) fn render_page(plan: &Plan, v: &Vocab, i: usize) -> (Vec<u8>, Rendere
     let mut rng = Rng::derive(plan.options.seed, STREAM_PAGE, i as u64);
     let (fields, metadata_terms) = page_frontmatter(p, &mut rng, v);
     let frontmatter = frontmatter_yaml(&fields);
+    let appendix = related_appendix(plan, i, dir);
+    let target = plan
+        .options
+        .page_bytes
+        .saturating_sub(frontmatter.len() + appendix.len())
+        .max(300);
+    let body = page_body(plan, v, i, &mut rng, target);
+    let source_body = body.text.trim_end();
+    let page = format!("{frontmatter}{source_body}{appendix}");
+    let bytes = page.into_bytes();
+    let record = document_record(plan, i, &fields, source_body, &bytes, &body.headings);
+    let terms = navigation_terms(plan, v, i, &body, &metadata_terms);
+    let query =
+        plan.query_of[i].and_then(|kind| make_query(plan, v, i, kind, &body.sentences, &mut rng));
+    let rendered = Rendered {
+        record,
+        byte_count: bytes.len() as u64,
+        terms,
+        query,
+    };
+    (bytes, rendered)
+}
 
+/// The `## Related` list a page with relations ends with: each related page and the reason.
+fn related_appendix(plan: &Plan, i: usize, dir: &str) -> String {
     let mut appendix = String::new();
     if !plan.page_relations[i].is_empty() {
         appendix.push_str("\n\n\n## Related\n");
@@ -258,92 +282,64 @@ pub(super) fn render_page(plan: &Plan, v: &Vocab, i: usize) -> (Vec<u8>, Rendere
             ));
         }
     }
+    appendix
+}
 
-    // The source body: H1, lead paragraph, sections until the page is about `page_bytes`.
-    let target = plan
-        .options
-        .page_bytes
-        .saturating_sub(frontmatter.len() + appendix.len())
-        .max(300);
-    let mut body = format!("# {}\n\n", p.title);
-    let mut headings = vec![p.title.clone()];
-    let mut heading_terms: Vec<String> = Vec::new();
-    let mut sentences: Vec<Vec<Tok>> = Vec::new();
+/// A page's source body, and what its record and terms are made from.
+struct Body {
+    text: String,
+    headings: Vec<String>,
+    heading_terms: Vec<String>,
+    sentences: Vec<Vec<Tok>>,
+}
+
+/// The source body of page `i`: H1, lead paragraph, sections until the page is about
+/// `target` bytes, its links in the paragraphs and the rest in a closing line.
+fn page_body(plan: &Plan, v: &Vocab, i: usize, rng: &mut Rng, target: usize) -> Body {
+    let p = &plan.pages[i];
+    let dir = parent_of(&p.path);
+    let mut body = Body {
+        text: format!("# {}\n\n", p.title),
+        headings: vec![p.title.clone()],
+        heading_terms: Vec::new(),
+        sentences: Vec::new(),
+    };
     let sep = if p.zh { "" } else { " " };
-    body.push_str(&p.lead);
+    body.text.push_str(&p.lead);
     for _ in 0..rng.range(1, 2) {
-        let toks = sentence(&mut rng, v, p.zh, &p.topic, true);
-        body.push_str(sep);
-        render_sentence(&mut body, &toks, v, p.zh);
-        sentences.push(toks);
+        let toks = sentence(rng, v, p.zh, &p.topic, true);
+        body.text.push_str(sep);
+        render_sentence(&mut body.text, &toks, v, p.zh);
+        body.sentences.push(toks);
     }
-    body.push_str("\n\n");
+    body.text.push_str("\n\n");
     let mut links = p.links.iter().peekable();
     // A section adds about 500 bytes: stop when the next one would overshoot by more than half.
-    while body.len() + 250 < target {
-        let (h, terms) = heading(&mut rng, v, p);
-        body.push_str(&format!("## {h}\n\n"));
-        headings.push(h);
-        heading_terms.extend(terms);
+    while body.text.len() + 250 < target {
+        let (h, terms) = heading(rng, v, p);
+        body.text.push_str(&format!("## {h}\n\n"));
+        body.headings.push(h);
+        body.heading_terms.extend(terms);
         for _ in 0..rng.range(1, 3) {
             for s in 0..rng.range(2, 4) {
                 if s > 0 {
-                    body.push_str(sep);
+                    body.text.push_str(sep);
                 }
-                let toks = sentence(&mut rng, v, p.zh, &p.topic, true);
-                render_sentence(&mut body, &toks, v, p.zh);
-                sentences.push(toks);
+                let toks = sentence(rng, v, p.zh, &p.topic, true);
+                render_sentence(&mut body.text, &toks, v, p.zh);
+                body.sentences.push(toks);
             }
             if links.peek().is_some() && rng.percent(45) {
                 if let Some(&t) = links.next() {
                     let t = &plan.pages[t];
-                    body.push_str(sep);
-                    body.push_str(&link_sentence(
-                        &mut rng,
-                        p.zh,
-                        &t.title,
-                        &href(dir, &t.path),
-                    ));
+                    body.text.push_str(sep);
+                    let link = link_sentence(rng, p.zh, &t.title, &href(dir, &t.path));
+                    body.text.push_str(&link);
                 }
             }
-            body.push_str("\n\n");
+            body.text.push_str("\n\n");
         }
-        match rng.below(100) {
-            0..=19 => {
-                for _ in 0..rng.range(3, 5) {
-                    let toks = clip(sentence(&mut rng, v, p.zh, &p.topic, true), 8);
-                    body.push_str("- ");
-                    render_sentence(&mut body, &toks, v, p.zh);
-                    body.push('\n');
-                    sentences.push(toks);
-                }
-                body.push('\n');
-            }
-            20..=25 => {
-                body.push_str("```yaml\n");
-                for _ in 0..rng.range(2, 4) {
-                    let key = v.en.words[v.en.content(&mut rng, EN_SKIP) as usize];
-                    body.push_str(&format!("{key}: {}\n", rng.range(1, 9999)));
-                }
-                body.push_str("```\n\n");
-            }
-            26..=31 => {
-                body.push_str(if p.zh {
-                    "| 名称 | 说明 |\n| --- | --- |\n"
-                } else {
-                    "| Name | Meaning |\n| --- | --- |\n"
-                });
-                for _ in 0..rng.range(2, 4) {
-                    let name = rng.pick(&p.topic).word(v);
-                    let toks = clip(sentence(&mut rng, v, p.zh, &p.topic, false), 6);
-                    let mut cell = String::new();
-                    render_sentence(&mut cell, &toks, v, p.zh);
-                    body.push_str(&format!("| {name} | {cell} |\n"));
-                }
-                body.push('\n');
-            }
-            _ => {}
-        }
+        section_block(&mut body, p, v, rng);
     }
     let rest: Vec<usize> = links.copied().collect();
     if !rest.is_empty() {
@@ -355,17 +351,67 @@ pub(super) fn render_page(plan: &Plan, v: &Vocab, i: usize) -> (Vec<u8>, Rendere
             })
             .collect();
         if p.zh {
-            body.push_str(&format!("另见{}。", items.join("、")));
+            body.text.push_str(&format!("另见{}。", items.join("、")));
         } else {
-            body.push_str(&format!("See also {}.", items.join(", ")));
+            body.text
+                .push_str(&format!("See also {}.", items.join(", ")));
         }
     }
-    let source_body = body.trim_end();
-    let page = format!("{frontmatter}{source_body}{appendix}");
-    let bytes = page.into_bytes();
+    body
+}
 
-    // The document record.
-    let checksum = hex::encode(Sha256::digest(&bytes));
+/// What may close a section: a list (a fifth of them), a YAML block or a table, or nothing.
+fn section_block(body: &mut Body, p: &PagePlan, v: &Vocab, rng: &mut Rng) {
+    match rng.below(100) {
+        0..=19 => {
+            for _ in 0..rng.range(3, 5) {
+                let toks = clip(sentence(rng, v, p.zh, &p.topic, true), 8);
+                body.text.push_str("- ");
+                render_sentence(&mut body.text, &toks, v, p.zh);
+                body.text.push('\n');
+                body.sentences.push(toks);
+            }
+            body.text.push('\n');
+        }
+        20..=25 => {
+            body.text.push_str("```yaml\n");
+            for _ in 0..rng.range(2, 4) {
+                let key = v.en.words[v.en.content(rng, EN_SKIP) as usize];
+                body.text
+                    .push_str(&format!("{key}: {}\n", rng.range(1, 9999)));
+            }
+            body.text.push_str("```\n\n");
+        }
+        26..=31 => {
+            body.text.push_str(if p.zh {
+                "| 名称 | 说明 |\n| --- | --- |\n"
+            } else {
+                "| Name | Meaning |\n| --- | --- |\n"
+            });
+            for _ in 0..rng.range(2, 4) {
+                let name = rng.pick(&p.topic).word(v);
+                let toks = clip(sentence(rng, v, p.zh, &p.topic, false), 6);
+                let mut cell = String::new();
+                render_sentence(&mut cell, &toks, v, p.zh);
+                body.text.push_str(&format!("| {name} | {cell} |\n"));
+            }
+            body.text.push('\n');
+        }
+        _ => {}
+    }
+}
+
+/// Page `i`'s document record (one JSON line of its packet).
+fn document_record(
+    plan: &Plan,
+    i: usize,
+    fields: &[(&str, Value)],
+    source_body: &str,
+    bytes: &[u8],
+    headings: &[String],
+) -> String {
+    let p = &plan.pages[i];
+    let checksum = hex::encode(Sha256::digest(bytes));
     let collapsed = collapse_whitespace(source_body);
     let summary = utf16_prefix(&collapsed, SUMMARY_UNITS);
     let field = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v);
@@ -403,7 +449,7 @@ pub(super) fn render_page(plan: &Plan, v: &Vocab, i: usize) -> (Vec<u8>, Rendere
         subjects: [],
         tags: &tags,
         metadata: OrderedMap(&metadata),
-        headings: &headings,
+        headings,
         language,
         keywords: [],
         entities: [],
@@ -413,61 +459,60 @@ pub(super) fn render_page(plan: &Plan, v: &Vocab, i: usize) -> (Vec<u8>, Rendere
         relationship_count: u8::from(has_relations),
         graph_path: has_relations.then(|| by_file_path(&p.path)),
     };
-    let record = serde_json::to_string(&record).unwrap_or_default();
+    serde_json::to_string(&record).unwrap_or_default()
+}
 
-    // Navigation terms: scored by field as the production generator does, the best kept.
-    let terms = if plan.options.terms_per_page == 0 {
-        Vec::new()
-    } else {
-        let mut masks: HashMap<String, u8> = HashMap::new();
-        let mut add = |term: &str, field: u8| {
-            let term = term.to_lowercase();
-            let keep = term.chars().count() > 1 && term.chars().any(char::is_alphanumeric);
-            if keep {
-                *masks.entry(term).or_default() |= field;
-            }
-        };
-        for t in &p.title_terms {
-            add(t, FIELD_TITLE);
+/// Navigation terms of page `i`: scored by field as the production generator does, the best
+/// kept.
+fn navigation_terms(
+    plan: &Plan,
+    v: &Vocab,
+    i: usize,
+    body: &Body,
+    metadata_terms: &[String],
+) -> Vec<(String, u8)> {
+    if plan.options.terms_per_page == 0 {
+        return Vec::new();
+    }
+    let p = &plan.pages[i];
+    let mut masks: HashMap<String, u8> = HashMap::new();
+    let mut add = |term: &str, field: u8| {
+        let term = term.to_lowercase();
+        let keep = term.chars().count() > 1 && term.chars().any(char::is_alphanumeric);
+        if keep {
+            *masks.entry(term).or_default() |= field;
         }
-        for d in std::iter::successors(Some(p.dir), |&d| plan.dirs[d].parent) {
-            for t in &plan.dirs[d].name_terms {
-                add(t, FIELD_PATH);
-            }
-        }
-        for t in &p.stem_terms {
+    };
+    for t in &p.title_terms {
+        add(t, FIELD_TITLE);
+    }
+    for d in std::iter::successors(Some(p.dir), |&d| plan.dirs[d].parent) {
+        for t in &plan.dirs[d].name_terms {
             add(t, FIELD_PATH);
         }
-        for t in &heading_terms {
-            add(t, FIELD_HEADING);
+    }
+    for t in &p.stem_terms {
+        add(t, FIELD_PATH);
+    }
+    for t in &body.heading_terms {
+        add(t, FIELD_HEADING);
+    }
+    for t in metadata_terms {
+        add(t, FIELD_METADATA);
+    }
+    for toks in &body.sentences {
+        for t in token_terms(toks, v) {
+            add(&t, FIELD_BODY);
         }
-        for t in &metadata_terms {
-            add(t, FIELD_METADATA);
-        }
-        for toks in &sentences {
-            for t in token_terms(toks, v) {
-                add(&t, FIELD_BODY);
-            }
-        }
-        let mut scored: Vec<(String, u8)> = masks.into_iter().collect();
-        scored.sort_by(|a, b| {
-            field_score(b.1)
-                .cmp(&field_score(a.1))
-                .then_with(|| a.0.cmp(&b.0))
-        });
-        scored.truncate(plan.options.terms_per_page);
-        scored
-    };
-
-    let query =
-        plan.query_of[i].and_then(|kind| make_query(plan, v, i, kind, &sentences, &mut rng));
-    let rendered = Rendered {
-        record,
-        byte_count: bytes.len() as u64,
-        terms,
-        query,
-    };
-    (bytes, rendered)
+    }
+    let mut scored: Vec<(String, u8)> = masks.into_iter().collect();
+    scored.sort_by(|a, b| {
+        field_score(b.1)
+            .cmp(&field_score(a.1))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    scored.truncate(plan.options.terms_per_page);
+    scored
 }
 
 /// A query drawn from page `i`'s own text.

@@ -1,3 +1,5 @@
+//! Unit tests of the benchmark bundle generator.
+
 use super::*;
 
 #[test]

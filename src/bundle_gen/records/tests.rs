@@ -1,3 +1,5 @@
+//! Unit tests of the generated bundle's records.
+
 use super::*;
 
 #[test]
