@@ -1,3 +1,5 @@
+//! Unit tests of the analyzers, the dictionary and the query terms.
+
 use std::sync::Arc;
 
 use tantivy::tokenizer::{RemoveLongFilter, TextAnalyzer};

@@ -1,3 +1,5 @@
+//! Unit tests of the text renderers: cuts, budgets, odd text.
+
 use super::*;
 use serde_json::{json, Map};
 

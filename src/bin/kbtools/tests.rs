@@ -1,3 +1,5 @@
+//! Unit tests of the command line.
+
 use std::path::PathBuf;
 
 use super::*;

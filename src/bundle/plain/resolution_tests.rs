@@ -1,3 +1,5 @@
+//! Unit tests of how a plain folder's links resolve to pages.
+
 use super::*;
 
 fn link(destination: &str) -> Link {

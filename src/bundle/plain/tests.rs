@@ -1,3 +1,5 @@
+//! Unit tests of the plain folder's pages and relations.
+
 use super::*;
 
 /// Pages sharing a translation key in their frontmatter are translations of one another,

@@ -1,3 +1,5 @@
+//! Unit tests of the ingest cache.
+
 use super::*;
 
 fn problems(i: usize) -> Vec<Problem> {

@@ -1,3 +1,5 @@
+//! Unit tests of the search index.
+
 use super::*;
 
 /// The segments `meta.json` of the index in `dir` lists, and the segment ids of its
