@@ -266,7 +266,7 @@ fn prepare() -> Scale {
     assert_eq!(manifest.counts.diagnostics, 0);
     // The tools are measured as a server answers them, with jieba's whole dictionary loaded (a
     // build loads it; a reused index is not built).
-    kbtools::analysis::load_dictionary();
+    kbtools::ingest::analysis::load_dictionary();
     scale
 }
 
@@ -275,7 +275,7 @@ fn bench_ingest_and_full_build(c: &mut Criterion, scale: &Scale) {
     group.sample_size(10).sampling_mode(SamplingMode::Flat);
     group.bench_function("bundle", |b| {
         b.iter(|| {
-            let ingested = kbtools::bundle::ingest(&scale.bundle).unwrap();
+            let ingested = kbtools::ingest::bundle::ingest(&scale.bundle).unwrap();
             let source_pages = ingested.source_page_count();
             assert_eq!(source_pages, scale.pages);
             assert_eq!(ingested.assembly.relations.len(), 2 * scale.relations);

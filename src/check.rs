@@ -22,9 +22,9 @@ use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::bundle::paths::{self, PathClass};
-use crate::bundle::{self, records, BundleKind, Code, Diagnostic, ReadFile, Severity};
 use crate::error::IndexError;
+use crate::ingest::bundle::paths::{self, PathClass};
+use crate::ingest::bundle::{self, records, BundleKind, Code, Diagnostic, ReadFile, Severity};
 
 /// The files the generator always writes. `_graph/catalog.json` and
 /// `_index/terms/index.json` are left out: the generator may omit them in a knowledge base
@@ -485,7 +485,7 @@ fn check_markdown(
     } else {
         Code::BrokenNavigationLink
     };
-    for (destination, offset) in crate::markdown::link_destinations(&text[body_start..]) {
+    for (destination, offset) in crate::ingest::markdown::link_destinations(&text[body_start..]) {
         let Some(target) = bundle_target(&destination) else {
             continue;
         };

@@ -6,9 +6,10 @@
 
 use serde_json::{json, Value};
 
-use crate::bundle::records::{self, DocumentRecord, LocalRelationship};
-use crate::bundle::{frontmatter, paths};
-use crate::{analysis, cursor, markdown, text};
+use crate::ingest::bundle::records::{self, DocumentRecord, LocalRelationship};
+use crate::ingest::bundle::{frontmatter, paths};
+use crate::ingest::{analysis, markdown};
+use crate::{cursor, text};
 
 /// One fuzz target: its entry function, taking the raw input.
 pub type Entry = fn(&[u8]);
@@ -52,7 +53,7 @@ pub fn frontmatter(data: &[u8]) {
     }
     let summary = markdown::summarize(body);
     let _ = summary.first_h1;
-    let _ = crate::bundle::indexed_body_text(body);
+    let _ = crate::ingest::bundle::indexed_body_text(body);
 }
 
 /// A `_index/**` or `_graph/**` JSON record as ingest reads it: lenient parse (lone surrogates,

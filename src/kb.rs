@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 mod content;
 
-use crate::bundle::{self, Diagnostic};
 use crate::error::IndexError;
 use crate::index::catalog::Catalog;
 use crate::index::search_index::SearchIndex;
@@ -15,6 +14,7 @@ use crate::index::{
     self, damage_line, generation_manifest, live_generation, open_catalog, read_manifest,
     stale_reason, verify_generation, BuildOptions, BuildReport, Manifest, Verify,
 };
+use crate::ingest::bundle::{self, Diagnostic};
 
 /// How an opened knowledge base answers.
 #[derive(Debug, Clone)]

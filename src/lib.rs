@@ -3,13 +3,12 @@
 //! `get_file`, `read_related`, `expand_graph` — with the output contracts of the online
 //! Developer OpenAPI.
 //!
-//! Data flows one way: [`bundle`] (walk, classify, frontmatter, records, diagnostics) →
-//! [`markdown`] → [`index`] (catalog, tantivy, manifest) → [`tools`]. The library never prints.
+//! Data flows one way: [`ingest`] (walk, classify, frontmatter, records, diagnostics, Markdown,
+//! analysis) → [`index`] (catalog, tantivy, manifest) → [`search`] → [`tools`] → [`render`].
+//! The library never prints.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod analysis;
-pub mod bundle;
 #[cfg(feature = "gen-bundle")]
 pub mod bundle_gen;
 pub mod check;
@@ -25,9 +24,9 @@ pub mod fuzz_entry;
 pub mod graph;
 pub mod ids;
 pub mod index;
+pub mod ingest;
 pub mod json_text;
 pub mod kb;
-pub mod markdown;
 pub mod memory;
 pub mod okf;
 pub mod relation;

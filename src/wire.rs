@@ -1,5 +1,5 @@
 //! Closed sets of names on the wire: an enum whose every value has one spelling in the
-//! contract, the CLI or a report. [`wire_enum!`] declares the enum once; its spellings, its
+//! contract, the CLI or a report. `wire_enum!` declares the enum once; its spellings, its
 //! parsing, its serde form and its JSON Schema (`{"type": "string", "enum": [...]}`) all come
 //! from that one list, so a value added to it reaches every door.
 
@@ -99,7 +99,7 @@ macro_rules! wire_enum {
 
 pub(crate) use wire_enum;
 
-/// What every [`wire_enum!`] has, for code that takes any of them (the CLI's value parsers).
+/// What every `wire_enum!` has, for code that takes any of them (the CLI's value parsers).
 pub trait WireName: Copy + std::str::FromStr<Err = UnknownName> + Send + Sync + 'static {
     /// Every spelling, in declaration order.
     const NAMES: &'static [&'static str];

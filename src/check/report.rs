@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::Report;
-use crate::bundle::{Code, Diagnostic, Severity};
+use crate::ingest::bundle::{Code, Diagnostic, Severity};
 use crate::text::{terminal_safe, xml_escape};
 
 crate::wire::wire_enum! {

@@ -40,10 +40,10 @@ use super::{
     erased, last_revision, remove_leftovers, sync_dir, write_file, BuildOptions, BuildReport,
     BuildWork, Counts, Manifest, Previous, Verify, BUILD_LOCK, CATALOG_FILE, INDEX_FORMAT_VERSION,
 };
-use crate::bundle::paths::PathClass;
-use crate::bundle::{self, BundleKind, Code, Diagnostic, Job, ReadFile};
 use crate::error::IndexError;
 use crate::ids;
+use crate::ingest::bundle::paths::PathClass;
+use crate::ingest::bundle::{self, BundleKind, Code, Diagnostic, Job, ReadFile};
 
 mod assemble;
 mod patch;

@@ -33,8 +33,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bundle::paths::PathClass;
-use crate::bundle::{BundleKind, Code, Detail, Diagnostic, Problem};
+use crate::ingest::bundle::paths::PathClass;
+use crate::ingest::bundle::{BundleKind, Code, Detail, Diagnostic, Problem};
 
 const MAGIC: &[u8; 8] = b"KBING08\n";
 /// A chunk ends after a file whose path hashes to 0 modulo this (about this many files a chunk)…

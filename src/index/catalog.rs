@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bundle::paths::{self, PathClass};
-use crate::bundle::BundleKind;
+use crate::ingest::bundle::paths::{self, PathClass};
+use crate::ingest::bundle::BundleKind;
 
 pub mod store;
 
@@ -499,9 +499,9 @@ impl Catalog {
     pub fn virtual_content(&self, file: &CatalogFile) -> Option<String> {
         let page = self.file(file.graph_of?);
         let relations = self.relations_of(file.graph_of?);
-        let views: Vec<crate::bundle::RelationView<'_>> = relations
+        let views: Vec<crate::ingest::bundle::RelationView<'_>> = relations
             .iter()
-            .map(|rel| crate::bundle::RelationView {
+            .map(|rel| crate::ingest::bundle::RelationView {
                 to: &self.file(rel.to).path,
                 to_title: self.file(rel.to).title.as_deref().unwrap_or(""),
                 relation_type: &rel.relation_type,
@@ -509,7 +509,7 @@ impl Catalog {
                 reason: rel.reason.as_deref(),
             })
             .collect();
-        Some(crate::bundle::render_per_file_graph(
+        Some(crate::ingest::bundle::render_per_file_graph(
             &page.path,
             page.title.as_deref().unwrap_or(""),
             &views,

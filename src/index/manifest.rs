@@ -8,8 +8,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{Previous, Verify, BUILD_LOCK, CATALOG_FILE, INDEX_FORMAT_VERSION, INGEST_CACHE_FILE};
-use crate::bundle::BundleKind;
 use crate::error::IndexError;
+use crate::ingest::bundle::BundleKind;
 
 /// Counts recorded in the manifest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]

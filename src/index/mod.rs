@@ -84,8 +84,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bundle::Diagnostic;
 use crate::error::IndexError;
+use crate::ingest::bundle::Diagnostic;
 pub(crate) use manifest::generation_manifest;
 pub(crate) use manifest::CrcWriter;
 pub use manifest::{verify_generation, Counts, FileRecord, Manifest};
@@ -162,7 +162,7 @@ pub fn semantic_fits(options: &BuildOptions, manifest: &Manifest) -> bool {
 }
 
 /// Whether the generation of `manifest` is what a build with `options` makes of files whose
-/// stat fingerprint is `stat_fingerprint` ([`crate::bundle::walk::stat_fingerprint`]): the same
+/// stat fingerprint is `stat_fingerprint` ([`crate::ingest::bundle::walk::stat_fingerprint`]): the same
 /// files, the same derivation, the vectors wanted, the same knowledge-base id. A build then
 /// keeps it, and a query command opens it as it is.
 pub fn up_to_date(options: &BuildOptions, manifest: &Manifest, stat_fingerprint: &str) -> bool {

@@ -12,9 +12,9 @@ use tantivy::schema::{
 use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher};
 
 use super::catalog::store::KeyTable;
-use crate::analysis::{self, BODY_ANALYZER, TEXT_ANALYZER, WORDS_ANALYZER};
-use crate::bundle::PageText;
 use crate::error::IndexError;
+use crate::ingest::analysis::{self, BODY_ANALYZER, TEXT_ANALYZER, WORDS_ANALYZER};
+use crate::ingest::bundle::PageText;
 
 pub mod stats;
 mod writer;

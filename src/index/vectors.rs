@@ -1,7 +1,7 @@
 //! The semantic lane's vectors (`vectors.bin` in a generation): one vector per passage window
 //! of every source page, and how a build makes them.
 //!
-//! A page's passages are its heading sections ([`crate::markdown::sections`], the passage
+//! A page's passages are its heading sections ([`crate::ingest::markdown::sections`], the passage
 //! lane's units, so a vector hit names the section its excerpt comes from), each under its
 //! page's title and cut into windows of at most [`MAX_PASSAGE_TOKENS`] tokens. Generated
 //! navigation pages have none.
@@ -468,11 +468,11 @@ fn read_sections(
     changed
         .par_iter()
         .map(|p| {
-            let text = crate::bundle::read_page_text(bundle_root, &p.disk, &p.path)?;
+            let text = crate::ingest::bundle::read_page_text(bundle_root, &p.disk, &p.path)?;
             let body = &text.body;
             Some((
                 Script::of(body),
-                crate::markdown::sections(body)
+                crate::ingest::markdown::sections(body)
                     .into_iter()
                     .enumerate()
                     .map(|(i, range)| {

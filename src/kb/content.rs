@@ -24,8 +24,12 @@ impl KnowledgeBase {
             return Some(content);
         }
         let bytes = self.read_bytes(file).ok()?;
-        let hashed = &bytes[..bytes.len().min(crate::bundle::MAX_PARSE_BYTES as usize)];
-        if bytes.len() as u64 != file.size || crate::bundle::sha256_hex(hashed) != file.sha256 {
+        let hashed = &bytes[..bytes
+            .len()
+            .min(crate::ingest::bundle::MAX_PARSE_BYTES as usize)];
+        if bytes.len() as u64 != file.size
+            || crate::ingest::bundle::sha256_hex(hashed) != file.sha256
+        {
             return None;
         }
         Some(lossy_text(bytes))
@@ -46,7 +50,7 @@ impl KnowledgeBase {
         // link out of the bundle meanwhile leads nowhere.
         let opened = match &self.bundle_dir {
             Some(root) if root.still_named(&self.bundle_root) => root.open_file(relative),
-            _ => crate::bundle::beneath::open_under(&self.bundle_root, relative),
+            _ => crate::ingest::bundle::beneath::open_under(&self.bundle_root, relative),
         };
         let handle = opened.map_err(|_| ToolError::not_found())?;
         let metadata = handle.metadata().map_err(|_| ToolError::not_found())?;

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use crate::analysis::{self};
+use crate::ingest::analysis::{self};
 
 /// Bytes of body text around the best passage that an excerpt covers before trimming.
 pub(super) const EXCERPT_WINDOW_BYTES: usize = 900;
@@ -51,7 +51,7 @@ struct Fragment {
 
 impl Excerpter {
     /// Plain text around the best-matching passage of `body` (a page's indexed body text, see
-    /// [`crate::bundle::indexed_body_text`]); the start of the body when no body term matched.
+    /// [`crate::ingest::bundle::indexed_body_text`]); the start of the body when no body term matched.
     pub fn excerpt(&self, body: &str) -> Option<String> {
         let fragment = self.best_fragment(body);
         let text = if fragment.trim().is_empty() {
@@ -153,7 +153,7 @@ mod tests {
     use tantivy::snippet::SnippetGenerator;
 
     use super::*;
-    use crate::analysis;
+    use crate::ingest::analysis;
 
     #[test]
     fn excerpts_pick_the_snippet_generator_fragment() {

@@ -42,7 +42,7 @@ pub type Scored = rustc_hash::FxHashMap<u32, Entry>;
 /// Japanese, Korean) and the other not, the page's by its language root (a page outside
 /// language roots is in no particular script).
 fn other_script(question_is_cjk: bool, path: &str) -> bool {
-    crate::bundle::paths::language_root(path).is_some_and(|code| {
+    crate::ingest::bundle::paths::language_root(path).is_some_and(|code| {
         let cjk = ["zh", "ja", "ko"].iter().any(|c| code.starts_with(c));
         cjk != question_is_cjk
     })
@@ -53,7 +53,7 @@ fn other_script(question_is_cjk: bool, path: &str) -> bool {
 fn page_in_other_script(kb: &KnowledgeBase, question_is_cjk: bool, position: u32) -> bool {
     use crate::index::vectors::Script;
     let path = &kb.catalog.file(position).path;
-    if crate::bundle::paths::language_root(path).is_some() {
+    if crate::ingest::bundle::paths::language_root(path).is_some() {
         return other_script(question_is_cjk, path);
     }
     let script = kb
@@ -87,7 +87,7 @@ pub fn file_scores(
     explain: bool,
 ) -> Scored {
     let w = &WEIGHTS;
-    let question_is_cjk = crate::analysis::has_cjk(question);
+    let question_is_cjk = crate::ingest::analysis::has_cjk(question);
     let mut scored = Scored::default();
     for lane in direct {
         let weight = lane_weight(w, lane.lane);

@@ -358,7 +358,7 @@ pub fn plan(scope: Scope, mode: Mode, query: &str, semantic: bool, cross: bool) 
                 lanes.push(Lane::Passage);
                 // The CJK word lane segments CJK text; a query without CJK has nothing for it
                 // to add (it would repeat the lexical lane), so it does not run.
-                if crate::analysis::has_cjk(query) {
+                if crate::ingest::analysis::has_cjk(query) {
                     lanes.push(Lane::Jieba);
                 }
             }

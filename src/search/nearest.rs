@@ -96,7 +96,10 @@ pub fn candidates(
 /// letters long at least; one edit, two from eight letters.
 fn fuzzy_terms(terms: &[String]) -> Vec<(String, u8)> {
     let mut out: Vec<(String, u8)> = Vec::new();
-    for term in terms.iter().filter(|t| !crate::analysis::has_cjk(t)) {
+    for term in terms
+        .iter()
+        .filter(|t| !crate::ingest::analysis::has_cjk(t))
+    {
         let chars: Vec<char> = term.chars().collect();
         if chars.len() < 4 {
             continue;

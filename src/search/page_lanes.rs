@@ -14,11 +14,11 @@ use super::bm25;
 use super::excerpt::{Excerpter, EXCERPT_WINDOW_BYTES};
 pub use super::lane_hit::LaneHit;
 use super::passages::{self, Passages};
-use crate::analysis;
 use crate::error::IndexError;
 use crate::index::search_index::{
     exact_term, field, lock, stats, SearchIndex, TitleTerms, IDF_MEMO_ENTRIES,
 };
+use crate::ingest::analysis;
 
 /// Field weights of the `lexical` lane (BM25F: per term, the fields' normalized frequencies
 /// are weighted and summed, then saturated once). Tuned with `kbtools eval` on the SciFact train

@@ -1,4 +1,4 @@
-//! The passage lane's scores: BM25 over the heading sections ([`crate::markdown::sections`])
+//! The passage lane's scores: BM25 over the heading sections ([`crate::ingest::markdown::sections`])
 //! of the page lane's candidates, read from the pages' index itself. The `kb_body` analysis ends
 //! each section of a page of two or more with [`SECTION_MARK`] at a position of its own, so the
 //! mark's positions in a page are its sections' bounds, and a query term's positions in the
@@ -17,9 +17,9 @@ use tantivy::{DocId, DocSet, Searcher, Term, TERMINATED};
 
 use super::bm25;
 use super::lane_hit::LaneHit;
-use crate::analysis::SECTION_MARK;
 use crate::error::IndexError;
 use crate::index::search_index::stats::{section_lengths, SectionStats};
+use crate::ingest::analysis::SECTION_MARK;
 
 /// Most a section's score gains from its query terms standing close together (`proximity`).
 pub const PROXIMITY_WEIGHT: f32 = 10.0;
@@ -27,7 +27,7 @@ pub const PROXIMITY_WEIGHT: f32 = 10.0;
 /// Two occurrences of query terms count as close within this many positions.
 pub const PROXIMITY_WINDOW: u32 = 8;
 
-/// A section of a page: its number among the page's [`crate::markdown::sections`].
+/// A section of a page: its number among the page's [`crate::ingest::markdown::sections`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Section(pub u32);
 
@@ -35,7 +35,7 @@ impl Section {
     /// The section's text in `body` (the page's indexed body text); `None` when the page has
     /// no such section (it changed since it was indexed).
     pub fn text(self, body: &str) -> Option<&str> {
-        let range = crate::markdown::sections(body)
+        let range = crate::ingest::markdown::sections(body)
             .into_iter()
             .nth(self.0 as usize)?;
         body.get(range)
@@ -164,7 +164,10 @@ fn read_segment(
     }
     let mut positions: Vec<u32> = Vec::new();
     // The terms whose positions are words: CJK terms are characters and character pairs.
-    let spaced: Vec<bool> = terms.iter().map(|t| !crate::analysis::has_cjk(t)).collect();
+    let spaced: Vec<bool> = terms
+        .iter()
+        .map(|t| !crate::ingest::analysis::has_cjk(t))
+        .collect();
     for (ti, t) in terms.iter().enumerate() {
         let term = Term::from_field_text(index.body, t);
         if let Some(mut postings) = body
@@ -377,10 +380,10 @@ fn seek(postings: &mut tantivy::postings::SegmentPostings, doc: DocId) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::PageText;
     use crate::index::search_index::stats::deleted_docs;
     use crate::index::search_index::{page_key, IndexedPage, Writer};
-    use crate::markdown::SECTION_BREAK;
+    use crate::ingest::bundle::PageText;
+    use crate::ingest::markdown::SECTION_BREAK;
     use crate::search::page_lanes::{QueryTerms, BM25};
 
     /// Random pages: English and Chinese words, headings (section breaks) at random, some
@@ -432,7 +435,7 @@ mod tests {
         let quantize = |n: usize| {
             FieldNormReader::id_to_fieldnorm(FieldNormReader::fieldnorm_to_id(n as u32)) as f32
         };
-        let mut analyzer = crate::analysis::text_analyzer();
+        let mut analyzer = crate::ingest::analysis::text_analyzer();
         let mut tokens = |text: &str| {
             let mut out = Vec::new();
             let mut stream = analyzer.token_stream(text);
@@ -447,7 +450,7 @@ mod tests {
         // Per page of two or more sections, its sections' rows.
         let mut scored: Vec<(usize, Vec<Row>)> = Vec::new();
         for (i, (_, title, text)) in pages.iter().enumerate() {
-            let sections = crate::markdown::sections(&text.body);
+            let sections = crate::ingest::markdown::sections(&text.body);
             if sections.len() < 2 {
                 continue;
             }
@@ -461,12 +464,12 @@ mod tests {
                     // positions there as it has characters and pairs).
                     let mut at: Vec<(u32, u16)> = Vec::new();
                     let section_text = &text.body[range.clone()];
-                    let mut body = crate::analysis::body_analyzer();
+                    let mut body = crate::ingest::analysis::body_analyzer();
                     let mut stream = body.token_stream(section_text);
                     while stream.advance() {
                         let token = stream.token();
                         if let Some(term) = query.terms.iter().position(|t| *t == token.text) {
-                            if !crate::analysis::has_cjk(&token.text) {
+                            if !crate::ingest::analysis::has_cjk(&token.text) {
                                 at.push((token.position as u32, term as u16));
                             }
                         }
@@ -547,7 +550,7 @@ mod tests {
         let query = QueryTerms::of("renewal notice 知识库续费 graph");
         let check = |live: &[(String, String, PageText)]| {
             let index = tantivy::Index::open_in_dir(dir).unwrap();
-            crate::analysis::register(&index);
+            crate::ingest::analysis::register(&index);
             let searcher = index.reader().unwrap().searcher();
             let schema = index.schema();
             let (title, body) = (
@@ -595,7 +598,7 @@ mod tests {
             }
             // The other candidates are pages of one section.
             let single: Vec<usize> = (0..live.len())
-                .filter(|i| crate::markdown::sections(&live[*i].2.body).len() < 2)
+                .filter(|i| crate::ingest::markdown::sections(&live[*i].2.body).len() < 2)
                 .collect();
             assert!(!single.is_empty());
             let mut found_single: Vec<usize> =
@@ -620,7 +623,7 @@ mod tests {
     #[test]
     fn sections_are_found_again_by_number() {
         let brk = SECTION_BREAK;
-        let long = |c: &str| c.repeat(crate::markdown::MIN_SECTION_BYTES);
+        let long = |c: &str| c.repeat(crate::ingest::markdown::MIN_SECTION_BYTES);
         let body = format!("{}{brk}{}", long("a"), long("b"));
         assert_eq!(Section(0).text(&body), Some(long("a").as_str()));
         assert_eq!(Section(1).text(&body), Some(long("b").as_str()));

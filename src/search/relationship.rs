@@ -21,7 +21,7 @@ use crate::kb::KnowledgeBase;
 /// tokens never span whitespace, so text is analysed one whitespace-separated chunk at a time,
 /// each distinct chunk once per query: titles and reason sentences repeat their words, so most
 /// relations cost a few hash lookups. A chunk's tokens are its token spans through the thread's
-/// span analyzer (the same terms as the analyzer's, see [`crate::analysis::SpanAnalyzer`]),
+/// span analyzer (the same terms as the analyzer's, see [`crate::ingest::analysis::SpanAnalyzer`]),
 /// which remembers the terms of words across queries.
 struct TermMatcher<'q, 'c> {
     term_index: FxHashMap<&'q str, usize>,
@@ -48,8 +48,8 @@ impl<'q, 'c> TermMatcher<'q, 'c> {
                 std::collections::hash_map::Entry::Vacant(e) => {
                     let mut found = Vec::new();
                     let term_index = &self.term_index;
-                    crate::analysis::with_span_analyzer(|spans| {
-                        crate::analysis::text_token_spans(chunk, |from, to, _| {
+                    crate::ingest::analysis::with_span_analyzer(|spans| {
+                        crate::ingest::analysis::text_token_spans(chunk, |from, to, _| {
                             let Some(term) = spans.term(&chunk[from..to]) else {
                                 return;
                             };

@@ -51,7 +51,7 @@ pub fn covered_pages(
             Some(title) if !title.trim().is_empty() => crate::index::catalog::title_words(title),
             _ => file_stem(&file.path),
         };
-        crate::analysis::query_terms(title)
+        crate::ingest::analysis::query_terms(title)
     })?;
     let mut covered: Vec<(u32, f64)> = Vec::new();
     for (&position, title_terms) in pages.iter().zip(&titles) {

@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 
 use notify::Watcher as _;
 
-use crate::bundle::walk;
 use crate::error::IndexError;
 use crate::index::{self, BuildOptions};
+use crate::ingest::bundle::walk;
 use crate::kb::{KnowledgeBase, ServeOptions};
 
 /// How much a log line matters.

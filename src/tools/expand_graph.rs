@@ -7,9 +7,9 @@ use serde_json::{json, Value};
 
 use super::ToolName;
 use super::{page_limit, require_revision, GeneratedFile, Input, RelatedFile};
-use crate::bundle::paths;
 use crate::cursor;
 use crate::error::{messages, ErrorCode, ToolError};
+use crate::ingest::bundle::paths;
 use crate::kb::KnowledgeBase;
 
 pub const NAME: &str = ToolName::ExpandGraph.as_str();

@@ -185,7 +185,7 @@ fn not_found(kb: &KnowledgeBase, target: &str, what: &str) -> Option<String> {
     } else {
         target
     };
-    let mut dir = crate::bundle::paths::parent_of(target).to_string();
+    let mut dir = crate::ingest::bundle::paths::parent_of(target).to_string();
     let mut near = children(kb, &dir);
     while near.is_empty() && !dir.is_empty() {
         dir = match dir.rsplit_once('/') {

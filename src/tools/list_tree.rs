@@ -7,11 +7,11 @@ use serde_json::{json, Value};
 
 use super::ToolName;
 use super::{page_limit, read_actions, Input};
-use crate::bundle::paths;
 use crate::cursor;
 use crate::error::{messages, ToolError};
 use crate::ids::{self, ReadActions};
 use crate::index::catalog::TreeChild;
+use crate::ingest::bundle::paths;
 use crate::kb::KnowledgeBase;
 
 pub const NAME: &str = ToolName::ListTree.as_str();

@@ -19,10 +19,10 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::bundle::BundleKind;
 use crate::error::{ErrorCode, ToolError};
 use crate::ids::ReadActions;
 use crate::index::catalog::{CatalogFile, CatalogRelation};
+use crate::ingest::bundle::BundleKind;
 use crate::kb::KnowledgeBase;
 use crate::okf::OkfSignals;
 use crate::relation::Direction;

@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use super::ToolName;
 use super::{require_revision, GeneratedFile, Input};
-use crate::bundle::paths::{self, PathClass};
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::catalog::CatalogFile;
+use crate::ingest::bundle::paths::{self, PathClass};
 use crate::kb::KnowledgeBase;
 use crate::text;
 

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use kbtools::bundle::{Code, Diagnostic, Severity};
 use kbtools::check::report::{self, Context, Format};
+use kbtools::ingest::bundle::{Code, Diagnostic, Severity};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -415,7 +415,7 @@ fn a_plain_folder_is_checked_by_its_generator_conventions() {
     );
     let listed = Code::ALL
         .iter()
-        .filter(|c| c.applies_to(kbtools::bundle::BundleKind::PlainFolder))
+        .filter(|c| c.applies_to(kbtools::ingest::bundle::BundleKind::PlainFolder))
         .count();
     assert_eq!(junit.matches("<testcase ").count(), listed, "{junit}");
     let codes: Vec<(Code, &str)> = report

@@ -20,8 +20,8 @@ use crate::common;
 use std::path::Path;
 
 use common::{checked_call, open_bundle, open_fixture};
-use kbtools::bundle::Diagnostic;
 use kbtools::index::{self, BuildOptions};
+use kbtools::ingest::bundle::Diagnostic;
 use kbtools::kb::KnowledgeBase;
 use serde_json::{json, Value};
 
@@ -1092,7 +1092,7 @@ fn navigation_files_of_graph_and_index_have_their_folders_file_kind() {
 fn virtual_graph_records_point_at_nothing_missing() {
     let opened = open_fixture("plain-notes");
     let kb = &opened.kb;
-    let graph = kbtools::bundle::paths::per_file_graph_path(GS);
+    let graph = kbtools::ingest::bundle::paths::per_file_graph_path(GS);
     let read = checked_call(kb, "read_file", json!({ "path": graph })).unwrap();
     let record: Value = serde_json::from_str(read["content"].as_str().unwrap()).unwrap();
     for key in ["indexPath", "directoryGraphPath"] {

@@ -78,7 +78,7 @@ fn kbignore_and_gitignore_keep_files_out_of_search_tree_and_relations() {
 
 /// The files a walk of `root` finds, relative to it.
 fn walked(root: &std::path::Path) -> Vec<String> {
-    let walk = kbtools::bundle::walk::walk(root);
+    let walk = kbtools::ingest::bundle::walk::walk(root);
     walk.files.into_iter().map(|f| f.relative).collect()
 }
 

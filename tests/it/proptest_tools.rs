@@ -617,7 +617,7 @@ fn escaped_lone_surrogates_in_json_text_never_reach_a_tool_unrepaired() {
         };
         let text = format!("{{\"{field}\": \"{inner}\"{limit}}}");
         let strict = serde_json::from_str::<Value>(&text);
-        let lenient = kbtools::bundle::records::parse_json(&text);
+        let lenient = kbtools::ingest::bundle::records::parse_json(&text);
         let lenient = lenient.map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
         if let Ok(strict) = &strict {
             prop_assert_eq!(strict, &lenient);

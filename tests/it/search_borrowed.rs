@@ -1,6 +1,6 @@
 //! Two rules of the default ranking on a rule reference (`fixtures/rule-reference`, English
 //! pages): a Chinese question finds the English rule page it asks about through the words it
-//! borrows from the glossary (`src/analysis/glossary.rs`), with no model; and the graph lanes
+//! borrows from the glossary (`src/ingest/analysis/glossary.rs`), with no model; and the graph lanes
 //! add pages without reordering those the direct lanes found, so `hybrid` keeps `file` mode's
 //! order of them.
 

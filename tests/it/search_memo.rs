@@ -58,7 +58,7 @@ fn remembered_title_terms_and_idfs_are_the_ones_read() {
     let pages: Vec<u32> = (0..kb.catalog.file_count() as u32).collect();
     let terms_of = |position: u32| {
         let title = kb.catalog.file(position).title.clone().unwrap_or_default();
-        kbtools::analysis::query_terms(&title)
+        kbtools::ingest::analysis::query_terms(&title)
     };
     let first = kb.search.title_terms(&searcher, &pages, terms_of).unwrap();
     assert!(first.iter().any(|terms| !terms.is_empty()));

@@ -413,7 +413,7 @@ fn make_deep(dir: &Path, depth: usize) -> Case {
         std::fs::create_dir_all(&path).unwrap();
         let marker = match level {
             3 => Some("walrusshallow"),
-            l if l + 1 == kbtools::bundle::walk::MAX_DEPTH => Some("walruslimit"),
+            l if l + 1 == kbtools::ingest::bundle::walk::MAX_DEPTH => Some("walruslimit"),
             l if l == depth => Some("walrusbottom"),
             _ => None,
         };
@@ -645,7 +645,10 @@ fn a_single_line_page_larger_than_the_parse_cap() {
     // The title is the page's one `# ` line, cut (markdown::MAX_HEADING_CHARS).
     let title = file["title"].as_str().unwrap();
     assert!(title.starts_with("Long walruslongstart"));
-    assert_eq!(title.chars().count(), kbtools::markdown::MAX_HEADING_CHARS);
+    assert_eq!(
+        title.chars().count(),
+        kbtools::ingest::markdown::MAX_HEADING_CHARS
+    );
     let whole = common::call(&kb, "read_file", json!({ "path": "pages/long.md" })).unwrap();
     assert_eq!(whole["content"].as_str().unwrap().len(), sizes.line_bytes);
     let range = common::call(
@@ -710,7 +713,7 @@ fn directories_nested_past_the_walk_limit() {
     let dir = tempfile::tempdir().unwrap();
     let case = make_deep(dir.path(), sizes.depth);
     let built = build(&format!("{} levels", sizes.depth), &case.bundle);
-    let max = kbtools::bundle::walk::MAX_DEPTH;
+    let max = kbtools::ingest::bundle::walk::MAX_DEPTH;
     let limit_dir = vec!["d"; max].join("/");
     assert_eq!(
         built.diagnostics_for("d/d", "nest deeper").len(),
@@ -733,7 +736,7 @@ fn directories_nested_past_the_walk_limit() {
 
     // In process, on a test thread (Rust's default 2 MiB stack): the walk is iterative, so the
     // depth costs no stack.
-    let ingested = kbtools::bundle::ingest(&case.bundle).unwrap();
+    let ingested = kbtools::ingest::bundle::ingest(&case.bundle).unwrap();
     assert_eq!(ingested.source_page_count(), 3);
 }
 
@@ -879,7 +882,7 @@ fn deep_truncated_and_mistyped_records() {
 /// file removed in between), and one removed after indexing, before it is read or searched.
 #[test]
 fn a_page_deleted_while_indexing() {
-    use kbtools::bundle;
+    use kbtools::ingest::bundle;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(&root.join("good.md"), &page("Good", "walrusgood"));

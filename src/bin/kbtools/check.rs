@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
 
-use kbtools::bundle::{Code, Severity};
 use kbtools::check::report::{self, Context, Format};
+use kbtools::ingest::bundle::{Code, Severity};
 
 use crate::open::one_bundle;
 use crate::Source;

@@ -530,7 +530,7 @@ pub(crate) fn run(source: &Source, args: EvalArgs) -> Result<i32> {
     let fail_on_miss = args.fail_on_miss || args.must_find.is_some();
     let judged = load(args.queries, args.qrels, args.questions, args.must_find)?;
     // Thousands of queries: the whole dictionary, loaded before any is timed.
-    kbtools::analysis::load_dictionary();
+    kbtools::ingest::analysis::load_dictionary();
     let options = EvalOptions {
         modes: args.mode,
         json: args.json,

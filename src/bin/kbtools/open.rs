@@ -225,7 +225,7 @@ pub(super) fn build_index(
 }
 
 /// Shows up to 20 diagnostics and a count; the full list is in the index's diagnostics.json.
-pub(super) fn print_diagnostics(diagnostics: &[kbtools::bundle::Diagnostic], quiet: bool) {
+pub(super) fn print_diagnostics(diagnostics: &[kbtools::ingest::bundle::Diagnostic], quiet: bool) {
     if quiet || diagnostics.is_empty() {
         return;
     }

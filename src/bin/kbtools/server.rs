@@ -23,7 +23,7 @@ pub(super) fn mcp_stdio(
     watch: bool,
 ) -> Result<i32> {
     init_tracing(source.quiet);
-    kbtools::analysis::load_dictionary_at_first_cjk_query();
+    kbtools::ingest::analysis::load_dictionary_at_first_cjk_query();
     let mut source = source;
     source.bundle = one_bundle(bundle_path, source.bundle.clone())?;
     let (live, watcher) = open_live(&source, watch)?;
@@ -266,7 +266,7 @@ pub(super) fn serve_http(
 
 /// `kbtools serve`: the HTTP server over the bundles until Ctrl-C.
 pub(crate) fn serve_command(source: &Source, args: ServeArgs) -> Result<i32> {
-    kbtools::analysis::load_dictionary_at_first_cjk_query();
+    kbtools::ingest::analysis::load_dictionary_at_first_cjk_query();
     let limits = ServeLimits {
         request_timeout: args.request_timeout,
         header_timeout: args.header_timeout,

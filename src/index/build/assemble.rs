@@ -9,8 +9,6 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{assembly_key, index_fingerprint, Files, Got, Page, Stamp, Written};
-use crate::bundle::paths::PathClass;
-use crate::bundle::{self, BundleKind, Code, Diagnostic, Job, ReadFile};
 use crate::error::IndexError;
 use crate::ids;
 use crate::index::cache::{self, Cache, Entry, Sha};
@@ -19,6 +17,8 @@ use crate::index::{
     open_catalog, search_index, while_creating, BuildingGeneration, Counts, CrcWriter, FileLock,
     Previous, BUILD_LOCK, CATALOG_FILE, INGEST_CACHE_FILE,
 };
+use crate::ingest::bundle::paths::PathClass;
+use crate::ingest::bundle::{self, BundleKind, Code, Diagnostic, Job, ReadFile};
 use crate::relation::Direction;
 
 /// A file as the catalog stores it ([`CatalogFile`]'s encoding, borrowed).

@@ -7,15 +7,16 @@ use std::path::Path;
 
 use super::assemble::write_with;
 use super::{index_fingerprint, Files, Got, Page, Stamp, Written};
-use crate::bundle::paths::PathClass;
-use crate::bundle::BundleKind;
 use crate::error::IndexError;
+use crate::ids;
 use crate::index::cache::{Cache, Entry, Sha};
 use crate::index::catalog::{store, Catalog, CatalogFile};
 use crate::index::{
     cache, open_catalog, BuildOptions, Counts, Previous, CATALOG_FILE, INGEST_CACHE_FILE,
 };
-use crate::{bundle, ids};
+use crate::ingest::bundle;
+use crate::ingest::bundle::paths::PathClass;
+use crate::ingest::bundle::BundleKind;
 
 /// A patch of the previous generation: the files that changed (read again, with a checksum
 /// that differs) and their previous catalog entries.

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{Build, Got, RACY_WINDOW_NS, UNINDEXED_FILE};
-use crate::bundle::{self, Diagnostic, Job};
 use crate::error::IndexError;
 use crate::index::cache::Cache;
 use crate::index::generations::FileLock;
@@ -14,6 +13,7 @@ use crate::index::{
     damage_line, load_previous, lock_for_writing, read_json, read_manifest, BuildOptions,
     BuildReport, BuildWork, Previous, Verify, INGEST_CACHE_FILE,
 };
+use crate::ingest::bundle::{self, Diagnostic, Job};
 
 /// Why `index_dir` cannot hold the index of the bundle at `canonical_root`: it is the bundle's
 /// folder, or a folder inside it that the walk reads (not hidden), so builds would write their
@@ -278,7 +278,7 @@ pub(super) fn scan(start: Start<'_>) -> Result<(Build<'_>, Scanned), IndexError>
         // An update indexes a few pages, and a Chinese one needs the segmenter's dictionary:
         // loaded meanwhile. (Not at a lower priority: indexing waits for it, and on a busy
         // machine a thread at nice 19 can take seconds for a tenth of a second of work.)
-        std::thread::spawn(crate::analysis::load_dictionary);
+        std::thread::spawn(crate::ingest::analysis::load_dictionary);
     }
     let threads = if options.threads == 0 {
         std::thread::available_parallelism()

@@ -7,13 +7,13 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use super::{index_fingerprint, Page, Unread, Written, BATCH_BYTES};
-use crate::bundle;
-use crate::bundle::paths::PathClass;
-use crate::bundle::{BundleKind, Job, ReadFile};
 use crate::error::IndexError;
 use crate::index::catalog::{store, Catalog};
 use crate::index::search_index::IndexedPage;
 use crate::index::{link_dir, search_index};
+use crate::ingest::bundle;
+use crate::ingest::bundle::paths::PathClass;
+use crate::ingest::bundle::{BundleKind, Job, ReadFile};
 
 /// The catalog a build just wrote at `path`.
 pub(super) fn open_written_catalog(path: &Path) -> Result<Catalog, IndexError> {

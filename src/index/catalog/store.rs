@@ -28,7 +28,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::{CatalogData, CatalogFile, CatalogRelation};
-use crate::bundle::BundleKind;
+use crate::ingest::bundle::BundleKind;
 
 /// Files per block.
 pub const BLOCK: usize = 64;
@@ -635,7 +635,7 @@ fn sort_files(data: &mut CatalogData) {
 mod tests {
     use super::super::{Catalog, CatalogData, CatalogFile, CatalogRelation};
     use super::*;
-    use crate::bundle::paths::PathClass;
+    use crate::ingest::bundle::paths::PathClass;
 
     fn file(path: &str, source: bool, key: Option<u64>) -> CatalogFile {
         CatalogFile {

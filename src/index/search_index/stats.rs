@@ -6,8 +6,8 @@ use tantivy::postings::Postings;
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, DocId, DocSet, Searcher, Term, TERMINATED};
 
-use crate::analysis::SECTION_MARK;
 use crate::error::IndexError;
+use crate::ingest::analysis::SECTION_MARK;
 
 /// What scoring needs of the index beyond the searcher.
 pub struct Collection<'a> {

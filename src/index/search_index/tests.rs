@@ -31,7 +31,7 @@ fn merges_leave_no_files_of_the_merged_segments() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("search");
     std::fs::create_dir(&dir).unwrap();
-    let brk = crate::markdown::SECTION_BREAK;
+    let brk = crate::ingest::markdown::SECTION_BREAK;
     let pages: Vec<(String, PageText)> = (0..400)
         .map(|i| {
             let body = format!(

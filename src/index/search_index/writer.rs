@@ -7,8 +7,8 @@ use tantivy::schema::{Field, Schema};
 use tantivy::{Index, TantivyDocument, Term};
 
 use super::{exact_path_keys, exact_term, field, page_schema, IndexedPage};
-use crate::analysis::{self};
 use crate::error::IndexError;
+use crate::ingest::analysis::{self};
 
 /// Writer memory per indexing thread (bytes) of an update. Tantivy flushes a segment when a
 /// thread's arena is full, so this bounds the build's memory, not what it can index.

@@ -10,13 +10,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{new_request_id, ErrorCode, ToolError};
 
-use super::routes::{error_response, JSON_CONTENT_TYPE};
+use super::responses::{error_response, RequestId, JSON_CONTENT_TYPE};
 use super::{mcp, web, Shared};
-
-/// The request id of a request: the incoming `x-request-id` when it is a sane token, otherwise
-/// `req-<uuid v4>`.
-#[derive(Clone)]
-pub(super) struct RequestId(pub(super) String);
 
 pub(super) fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()

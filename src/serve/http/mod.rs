@@ -25,6 +25,7 @@ mod accept;
 mod front_door;
 pub mod hosts;
 pub mod mcp;
+mod responses;
 mod routes;
 pub mod spec;
 pub mod web;

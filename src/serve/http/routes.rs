@@ -5,49 +5,18 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{MatchedPath, Path, RawQuery, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Map, Value};
 
-use crate::error::{new_request_id, ErrorCode, ToolError};
+use crate::error::{ErrorCode, ToolError};
 use crate::kb::KnowledgeBase;
 use crate::serve::live::LiveKnowledgeBase;
 use crate::tools;
 
-use super::front_door::RequestId;
+use super::responses::{error_response, json_response, request_id};
 use super::{spec, Served, Shared};
-
-pub(super) const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
-
-fn json_response(status: StatusCode, body: &Value) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut response = Response::new(Body::from(bytes));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(JSON_CONTENT_TYPE),
-    );
-    response
-}
-
-pub(super) fn error_response(error: &ToolError, request_id: &str) -> Response {
-    let status =
-        StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = json_response(status, &error.envelope(request_id));
-    if let Ok(value) = HeaderValue::from_str(request_id) {
-        response.headers_mut().insert("x-request-id", value);
-    }
-    response
-}
-
-pub(super) fn request_id(headers_source: &axum::http::Extensions) -> String {
-    headers_source
-        .get::<RequestId>()
-        .map(|r| r.0.clone())
-        .unwrap_or_else(new_request_id)
-}
 
 pub(super) async fn unsupported(request: Request) -> Response {
     let id = request_id(request.extensions());

@@ -4,8 +4,8 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::bundle::paths;
 use crate::ids::ReadActions;
+use crate::ingest::bundle::paths;
 use crate::kb::KnowledgeBase;
 use crate::okf::{Freshness, OkfSignals, OkfStatus, TrustTier};
 pub use crate::search::{Candidate, FileKind, Lane, LaneSet, Mode, Ranking, Scope};
@@ -265,7 +265,7 @@ pub(super) fn result(
         };
     let source_excerpt = match (candidate.content, excerpter) {
         (true, Some(excerpter)) => kb.indexed_content(file).and_then(|content| {
-            let body = crate::bundle::indexed_body_text(&content);
+            let body = crate::ingest::bundle::indexed_body_text(&content);
             // The best section's passage, else the best passage of the page.
             candidate
                 .section

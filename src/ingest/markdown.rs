@@ -76,7 +76,7 @@ pub const MAX_SECTIONS: usize = 256;
 /// `body` split at [`SECTION_BREAK`], short ones joined to the next (a short last one to the
 /// one before), in order; one break character lies between two sections, and a page without
 /// headings is one section. The index marks where each ends
-/// ([`crate::analysis::SECTION_MARK`]) and a section is named by its number here, so this is
+/// ([`crate::ingest::analysis::SECTION_MARK`]) and a section is named by its number here, so this is
 /// computed the same way at indexing and when an excerpt is cut from the page again.
 pub fn sections(body: &str) -> Vec<std::ops::Range<usize>> {
     let mut out: Vec<std::ops::Range<usize>> = Vec::new();

@@ -10,7 +10,7 @@ use super::{
     string_field, with_read_buffer, BundleKind, Code, Detail, OnPage, PageText, ParsedRecord,
     Problem, ReadFile, SplitPage, MAX_PARSE_BYTES,
 };
-use crate::markdown;
+use crate::ingest::markdown;
 
 /// What [`read_bytes`] read of a file.
 pub(super) struct ReadBytes {

@@ -31,7 +31,7 @@ pub fn load_dictionary_at_first_cjk_query() {
     LOAD_AT_FIRST_CJK_QUERY.store(true, Ordering::Relaxed);
 }
 
-/// jieba's dictionary, as `Jieba::new` loads it (a copy: `src/analysis/SOURCE.txt`).
+/// jieba's dictionary, as `Jieba::new` loads it (a copy: `src/ingest/analysis/SOURCE.txt`).
 pub(super) const JIEBA_DICT: &str = include_str!("jieba-dict.txt");
 /// The sum of [`JIEBA_DICT`]'s frequencies: jieba scores a word by its frequency over this.
 pub(super) const JIEBA_DICT_TOTAL: u64 = 60_101_964;

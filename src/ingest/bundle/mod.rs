@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::error::IndexError;
-use crate::markdown;
+use crate::ingest::markdown;
 use crate::relation::Direction;
 use markdown::Link;
 use paths::PathClass;

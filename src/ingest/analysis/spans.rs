@@ -64,14 +64,14 @@ pub(super) fn push_text_tokens(tokens: &mut Tokens, text: &str, base: usize) {
 }
 
 /// The `kb_body` tokens of a page's body text: `kb_text`'s, and after each section
-/// ([`crate::markdown::sections`]) of a page of two or more, [`SECTION_MARK`]. The marks'
+/// ([`crate::ingest::markdown::sections`]) of a page of two or more, [`SECTION_MARK`]. The marks'
 /// positions are the sections' bounds, and a mark stands as many positions after the one
 /// before it as its section has tokens (a CJK character and the bigram it starts share a
 /// position, so the mark skips one per bigram): the passage lane reads each section's place and
 /// length from the index (`search::passages`), and a section costs the index one position, not
 /// a document.
 pub(super) fn body_tokens(text: &str) -> Tokens {
-    let sections = crate::markdown::sections(text);
+    let sections = crate::ingest::markdown::sections(text);
     if sections.len() < 2 {
         return text_tokens(text);
     }

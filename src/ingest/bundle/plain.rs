@@ -11,7 +11,7 @@ use crate::relation::Direction;
 use serde_json::Value;
 
 use super::{paths, Code, Diagnostic, Relation};
-use crate::markdown::Link;
+use crate::ingest::markdown::Link;
 use crate::text::{exact_key, nfc, percent_decode_once};
 
 const METADATA_KEYS: [&str; 5] = ["references", "related", "links", "see_also", "seeAlso"];

@@ -237,7 +237,7 @@ fn a_dictionary_of_the_words_inside_a_text_segments_it_as_the_whole_one() {
 /// as its section has tokens (a CJK bigram shares its character's position).
 #[test]
 fn body_marks_end_each_section_and_count_its_tokens() {
-    let brk = crate::markdown::SECTION_BREAK;
+    let brk = crate::ingest::markdown::SECTION_BREAK;
     let filler = "lorem ".repeat(80);
     let long = "x".repeat(MAX_TOKEN_BYTES + 1);
     let body = format!(
@@ -266,7 +266,7 @@ fn body_marks_end_each_section_and_count_its_tokens() {
         .filter(|(t, _)| t == SECTION_MARK)
         .map(|(_, p)| *p)
         .collect();
-    assert_eq!(marks.len(), crate::markdown::sections(&body).len());
+    assert_eq!(marks.len(), crate::ingest::markdown::sections(&body).len());
     assert_eq!(marks.len(), 3);
     assert_eq!(marked.last().map(|(t, _)| t.as_str()), Some(SECTION_MARK));
     let mut start = 0;
