@@ -2,6 +2,7 @@
 //! revision, the relations between source pages, and the lookup tables and directory tree built
 //! from them when an index is opened.
 
+use crate::ingest::bundle::paths::ContractFileKind;
 use crate::relation::Direction;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -121,14 +122,14 @@ pub struct CatalogFile {
 
 impl CatalogFile {
     /// `fileKind` in tree entries.
-    pub fn tree_file_kind(&self) -> &'static str {
+    pub fn tree_file_kind(&self) -> ContractFileKind {
         self.class.tree_file_kind(self.source_backed)
     }
 
     /// `fileKind` in file detail (`log.md` is `index` there).
-    pub fn detail_file_kind(&self) -> &'static str {
+    pub fn detail_file_kind(&self) -> ContractFileKind {
         match self.tree_file_kind() {
-            "log" => "index",
+            ContractFileKind::Log => ContractFileKind::Index,
             other => other,
         }
     }

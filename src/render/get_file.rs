@@ -27,9 +27,7 @@ pub(super) fn get_file(output: &Output, budget: usize) -> String {
         lines.push(format!("sourceFileId: {}", identifier(source)));
     }
     let mut kind = Vec::new();
-    if let Some(k) = shown(&file.file_kind) {
-        kind.push(identifier(k));
-    }
+    kind.push(file.file_kind.to_string());
     if source.is_some() {
         kind.push("source page (read_related and expand_graph apply)".into());
     }

@@ -1,7 +1,8 @@
 //! `list_tree` as text: a line per entry (directories first as the tool orders them).
 
 use super::{identifier, parens, path_or_id, plural, revision, shown, shown_opt, Listing};
-use crate::tools::list_tree::{Output, TreeEntry};
+use crate::ingest::bundle::paths::ContractFileKind;
+use crate::tools::list_tree::{EntryType, Output, TreeEntry};
 
 pub(super) fn list_tree(output: &Output) -> Listing {
     let mut listing = Listing::new("entries");
@@ -24,7 +25,7 @@ pub(super) fn list_tree(output: &Output) -> Listing {
 
 fn tree_entry(entry: &TreeEntry) -> String {
     let path = path_or_id(&entry.path, entry.file_id.as_deref().unwrap_or_default());
-    if entry.entry_type == "directory" {
+    if entry.entry_type == EntryType::Directory {
         let n = entry.direct_entry_count as usize;
         return format!("dir  {path}/ · {}", plural(n, "entry", "entries"));
     }
@@ -32,8 +33,8 @@ fn tree_entry(entry: &TreeEntry) -> String {
     if let Some(id) = shown_opt(&entry.file_id) {
         parts.push(identifier(id));
     }
-    if let Some(kind) = entry.file_kind.filter(|k| *k != "page") {
-        parts.push(identifier(kind));
+    if let Some(kind) = entry.file_kind.filter(|k| *k != ContractFileKind::Page) {
+        parts.push(kind.to_string());
     }
     if !entry.content_available {
         parts.push("content unavailable".into());

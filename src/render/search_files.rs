@@ -6,6 +6,7 @@ use super::{
     Listing, EXCERPT_CHARS, MESSAGE_CHARS, QUERY_CHARS, RELATED_PATHS_SHOWN, TITLE_CHARS,
     VALUE_CHARS,
 };
+use crate::ingest::bundle::paths::ContractFileKind;
 use crate::tools::search_files::{Output, SearchResult, Status};
 
 pub(super) fn search_files(output: &Output) -> Listing {
@@ -102,8 +103,8 @@ fn search_item(rank: usize, item: &SearchResult) -> String {
             ids.push(format!("sourceFileId {}", identifier(source)));
         }
     }
-    if let Some(kind) = shown(item.file_kind).filter(|k| *k != "page") {
-        ids.push(format!("kind {}", identifier(kind)));
+    if item.file_kind != ContractFileKind::Page {
+        ids.push(format!("kind {}", item.file_kind));
     }
     let fields = lines_of(&item.matched_fields, VALUE_CHARS);
     if !fields.is_empty() {

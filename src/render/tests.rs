@@ -4,6 +4,7 @@ use super::*;
 use serde_json::{json, Map};
 
 use crate::ids::ReadActions;
+use crate::ingest::bundle::paths::ContractFileKind;
 use crate::okf::OkfSignals;
 use crate::tools::read_file::ReadType;
 use crate::tools::search_files::SearchResult;
@@ -28,7 +29,7 @@ fn file(path: &str) -> GeneratedFile {
         knowledge_base_id: "kb".into(),
         source_file_id: None,
         path: path.into(),
-        file_kind: "page".into(),
+        file_kind: ContractFileKind::Page,
         content_type: "text/markdown".into(),
         size_bytes: 0,
         okf_type: None,
@@ -51,7 +52,7 @@ fn read(path: &str, content: &str, read_type: ReadType) -> Output {
     })
 }
 
-fn tree_file(path: &str, file_id: &str, kind: &'static str) -> list_tree::TreeEntry {
+fn tree_file(path: &str, file_id: &str, kind: ContractFileKind) -> list_tree::TreeEntry {
     list_tree::TreeEntry {
         active_content_revision: Some(1),
         id: file_id.into(),
@@ -62,7 +63,7 @@ fn tree_file(path: &str, file_id: &str, kind: &'static str) -> list_tree::TreeEn
         name: path.into(),
         path: path.into(),
         sort_key: path.into(),
-        entry_type: "file",
+        entry_type: list_tree::EntryType::File,
         file_kind: Some(kind),
         direct_entry_count: 0,
         direct_directory_count: 0,
@@ -99,7 +100,7 @@ fn search_result(path: &str, title: &str) -> SearchResult {
         knowledge_base_id: file.knowledge_base_id,
         source_file_id: None,
         path: file.path,
-        file_kind: "page",
+        file_kind: ContractFileKind::Page,
         title: Some(title.into()),
         description: None,
         tags: Vec::new(),
@@ -222,7 +223,11 @@ fn lists_are_cut_at_a_whole_item_and_point_to_a_smaller_limit() {
         (0..40)
             .map(|i| {
                 let path = format!("pages/file-{i:02}.md");
-                tree_file(&path, &format!("source-file-{i:02}"), "page")
+                tree_file(
+                    &path,
+                    &format!("source-file-{i:02}"),
+                    ContractFileKind::Page,
+                )
             })
             .collect()
     };
@@ -244,12 +249,15 @@ fn lists_are_cut_at_a_whole_item_and_point_to_a_smaller_limit() {
 
 #[test]
 fn whole_lists_keep_the_cursor() {
-    let mut dir = tree_file("pages/en", "d", "page");
-    dir.entry_type = "directory";
+    let mut dir = tree_file("pages/en", "d", ContractFileKind::Page);
+    dir.entry_type = list_tree::EntryType::Directory;
     dir.file_id = None;
     dir.file_kind = None;
     dir.direct_entry_count = 7;
-    let items = vec![dir, tree_file("index.md", "generated-1", "index")];
+    let items = vec![
+        dir,
+        tree_file("index.md", "generated-1", ContractFileKind::Index),
+    ];
     let text = render_output(&tree("", 1, items, Some("abc"), false), DEFAULT_TEXT_BUDGET);
     assert_eq!(
         text,

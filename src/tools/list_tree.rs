@@ -12,11 +12,20 @@ use crate::error::{messages, ToolError};
 use crate::ids::{self, ReadActions};
 use crate::index::catalog::TreeChild;
 use crate::ingest::bundle::paths;
+use crate::ingest::bundle::paths::ContractFileKind;
 use crate::kb::KnowledgeBase;
 
 pub const NAME: &str = ToolName::ListTree.as_str();
 pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 500;
+
+crate::wire::wire_enum! {
+    /// What a tree entry is (`entryType`).
+    pub enum EntryType {
+        File = "file",
+        Directory = "directory",
+    }
+}
 
 /// `TreeResponse`.
 #[derive(Debug, Clone, Serialize)]
@@ -48,8 +57,8 @@ pub struct TreeEntry {
     pub name: String,
     pub path: String,
     pub sort_key: String,
-    pub entry_type: &'static str,
-    pub file_kind: Option<&'static str>,
+    pub entry_type: EntryType,
+    pub file_kind: Option<ContractFileKind>,
     pub direct_entry_count: u64,
     pub direct_directory_count: u64,
     pub direct_file_count: u64,
@@ -145,7 +154,7 @@ fn entry(
                 name,
                 path: path.to_string(),
                 sort_key: format!("{path}:{}", file.file_id),
-                entry_type: "file",
+                entry_type: EntryType::File,
                 file_kind: Some(file.tree_file_kind()),
                 direct_entry_count: 0,
                 direct_directory_count: 0,
@@ -170,7 +179,7 @@ fn entry(
                 parent_path: parent.to_string(),
                 name,
                 path: path.to_string(),
-                entry_type: "directory",
+                entry_type: EntryType::Directory,
                 file_kind: None,
                 direct_entry_count: info.direct_directories + info.direct_files,
                 direct_directory_count: info.direct_directories,

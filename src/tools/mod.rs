@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use crate::error::{ErrorCode, ToolError};
 use crate::ids::ReadActions;
 use crate::index::catalog::{CatalogFile, CatalogRelation};
+use crate::ingest::bundle::paths::ContractFileKind;
 use crate::ingest::bundle::BundleKind;
 use crate::kb::KnowledgeBase;
 use crate::okf::OkfSignals;
@@ -360,7 +361,7 @@ pub struct GeneratedFile {
     pub knowledge_base_id: String,
     pub source_file_id: Option<String>,
     pub path: String,
-    pub file_kind: String,
+    pub file_kind: ContractFileKind,
     pub content_type: String,
     pub size_bytes: u64,
     pub okf_type: Option<String>,
@@ -405,7 +406,7 @@ impl GeneratedFile {
             knowledge_base_id: kb.kb_id().to_string(),
             source_file_id: file.source_file_id().map(str::to_string),
             path: file.path.clone(),
-            file_kind: file.detail_file_kind().to_string(),
+            file_kind: file.detail_file_kind(),
             content_type: file.content_type().to_string(),
             size_bytes,
             okf_type: str_field(&file.frontmatter, "type"),

@@ -137,25 +137,43 @@ pub enum PathClass {
     PerFileGraph,
 }
 
+crate::wire::wire_enum! {
+    /// A file's `fileKind` in the output contract.
+    pub enum ContractFileKind {
+        /// A source page.
+        Page = "page",
+        /// Navigation: `index.md`, a page folder's index, a page that is no source page.
+        Index = "index",
+        /// `log.md` (in tree entries; file detail says `index`).
+        Log = "log",
+        /// A record or navigation file under `_index/`.
+        SearchIndex = "search_index",
+        /// A record or navigation file under `_graph/`.
+        GraphIndex = "graph_index",
+    }
+}
+
 impl PathClass {
     /// `fileKind` as the tree shows it (`log` for `log.md`); file detail maps `log` to `index`.
-    pub fn tree_file_kind(self, source_backed: bool) -> &'static str {
+    pub fn tree_file_kind(self, source_backed: bool) -> ContractFileKind {
         match self {
-            PathClass::Log => "log",
-            PathClass::Page if source_backed => "page",
-            PathClass::RootIndex | PathClass::PageNavigation | PathClass::Page => "index",
+            PathClass::Log => ContractFileKind::Log,
+            PathClass::Page if source_backed => ContractFileKind::Page,
+            PathClass::RootIndex | PathClass::PageNavigation | PathClass::Page => {
+                ContractFileKind::Index
+            }
             PathClass::IndexNavigation
             | PathClass::IndexCatalog
             | PathClass::PageDirectoryRouter
             | PathClass::DocumentPacket
             | PathClass::TermCatalog
             | PathClass::TermBucketRouter
-            | PathClass::TermPostings => "search_index",
+            | PathClass::TermPostings => ContractFileKind::SearchIndex,
             PathClass::GraphNavigation
             | PathClass::GraphCatalog
             | PathClass::GraphDirectoryRouter
             | PathClass::RelationshipPacket
-            | PathClass::PerFileGraph => "graph_index",
+            | PathClass::PerFileGraph => ContractFileKind::GraphIndex,
         }
     }
 }

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use crate::ids::ReadActions;
 use crate::ingest::bundle::paths;
+use crate::ingest::bundle::paths::ContractFileKind;
 use crate::kb::KnowledgeBase;
 use crate::okf::{Freshness, OkfSignals, OkfStatus, TrustTier};
 pub use crate::search::{Candidate, FileKind, Lane, LaneSet, Mode, Ranking, Scope};
@@ -87,7 +88,7 @@ pub struct SearchResult {
     pub knowledge_base_id: String,
     pub source_file_id: Option<String>,
     pub path: String,
-    pub file_kind: &'static str,
+    pub file_kind: ContractFileKind,
     pub title: Option<String>,
     pub description: Option<String>,
     pub tags: Vec<String>,
@@ -326,7 +327,7 @@ pub(super) fn result(
         knowledge_base_id: kb.kb_id().to_string(),
         source_file_id: Some(file.file_id.clone()),
         path: file.path.clone(),
-        file_kind: "page",
+        file_kind: ContractFileKind::Page,
         title: file.title.clone(),
         description: file
             .frontmatter
