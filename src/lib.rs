@@ -26,6 +26,7 @@ pub mod ids;
 pub mod index;
 pub mod ingest;
 pub mod json_text;
+pub mod junit;
 pub mod kb;
 pub mod memory;
 pub mod okf;

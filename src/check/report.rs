@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::Report;
 use crate::ingest::bundle::{Code, Diagnostic, Severity};
-use crate::text::{terminal_safe, xml_escape};
+use crate::text::terminal_safe;
 
 crate::wire::wire_enum! {
     /// A report's form (`--format`).
@@ -177,53 +177,47 @@ fn listed_codes(report: &Report) -> Vec<Code> {
         .collect()
 }
 
+/// A test case per code that applies: failed when its findings reach the failing severity,
+/// else passed (with the findings as output when there are any).
 fn junit(report: &Report, cx: &Context<'_>) -> String {
-    let mut cases = String::new();
-    let mut failures = 0;
-    let codes = listed_codes(report);
-    for &code in &codes {
-        let found: Vec<&Diagnostic> = report.findings.iter().filter(|d| d.code == code).collect();
-        let lines: String = found
-            .iter()
-            .map(|d| format!("{}{}: {}\n", cx.file(d), place(d), d.message))
-            .collect();
-        let _ = writeln!(
-            cases,
-            "    <testcase name=\"{} {}\" classname=\"kbtools.check\" time=\"0\">",
-            code.as_str(),
-            xml_escape(code.title())
-        );
-        if !found.is_empty() && code.severity() >= cx.threshold {
-            failures += 1;
-            let _ = writeln!(
-                cases,
-                "      <failure message=\"{}\" type=\"{}\">{}hint: {}</failure>",
-                xml_escape(&format!(
-                    "{} {}",
-                    plural(found.len(), code.severity().as_str()),
-                    code.as_str()
-                )),
-                code.as_str(),
-                xml_escape(&lines),
-                xml_escape(code.hint())
-            );
-        } else if !found.is_empty() {
-            let _ = writeln!(
-                cases,
-                "      <system-out>{}</system-out>",
-                xml_escape(&lines)
-            );
-        }
-        cases.push_str("    </testcase>\n");
-    }
-    let tests = codes.len();
-    let name = xml_escape(&format!("kbtools check {}", cx.root.to_string_lossy()));
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
-         <testsuites name=\"{name}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" time=\"0\">\n  \
-         <testsuite name=\"{name}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"0\">\n\
-         {cases}  </testsuite>\n</testsuites>\n"
-    )
+    use crate::junit::{Case, Outcome, Suite};
+    let cases = listed_codes(report)
+        .into_iter()
+        .map(|code| {
+            let found: Vec<&Diagnostic> =
+                report.findings.iter().filter(|d| d.code == code).collect();
+            let lines: String = found
+                .iter()
+                .map(|d| format!("{}{}: {}\n", cx.file(d), place(d), d.message))
+                .collect();
+            let outcome = if found.is_empty() {
+                Outcome::Passed
+            } else if code.severity() >= cx.threshold {
+                Outcome::Failed {
+                    message: format!(
+                        "{} {}",
+                        plural(found.len(), code.severity().as_str()),
+                        code.as_str()
+                    ),
+                    kind: code.as_str().to_string(),
+                    text: format!("{lines}hint: {}", code.hint()),
+                }
+            } else {
+                Outcome::PassedWithOutput(lines)
+            };
+            Case {
+                name: format!("{} {}", code.as_str(), code.title()),
+                classname: "kbtools.check".into(),
+                outcome,
+            }
+        })
+        .collect();
+    let name = format!("kbtools check {}", cx.root.to_string_lossy());
+    let suite = Suite {
+        name: name.clone(),
+        cases,
+    };
+    crate::junit::write(&name, &[suite])
 }
 
 /// GitHub Actions' escaping of a workflow command's message.

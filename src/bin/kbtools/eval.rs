@@ -10,7 +10,6 @@ use serde_json::{json, Map, Value};
 
 use kbtools::eval::{EvalMode, Judgments, Metric, Metrics, QueryResult, Threshold, Verdict};
 use kbtools::kb::KnowledgeBase;
-use kbtools::text::xml_escape;
 use kbtools::tools::search_files::ExplainedResult;
 
 use crate::args::EvalArgs;
@@ -429,61 +428,47 @@ fn missing(v: &Verdict, k: usize) -> String {
 /// JUnit XML: a test suite per mode, a test case per question (failing when it misses a page it
 /// must find in the top k) and per threshold.
 fn junit(runs: &[ModeRun], checked: &[Checked], k: usize) -> String {
-    let mut suites = String::new();
-    let (mut all_tests, mut all_failures) = (0, 0);
-    for run in runs {
-        let mut cases = String::new();
-        let mut failures = 0;
-        let thresholds: Vec<&Checked> = checked.iter().filter(|c| c.mode == run.mode).collect();
-        for c in &thresholds {
-            let _ = write!(
-                cases,
-                "    <testcase name=\"{}\" classname=\"kbtools.eval.{}\" time=\"0\">",
-                xml_escape(&c.label),
-                run.mode
-            );
-            if !c.passed {
-                failures += 1;
-                let _ = write!(
-                    cases,
-                    "<failure message=\"measured {:.4}\" type=\"threshold\"/>",
-                    c.value
-                );
+    use kbtools::junit::{Case, Outcome, Suite};
+    let suites: Vec<Suite> = runs
+        .iter()
+        .map(|run| {
+            let classname = format!("kbtools.eval.{}", run.mode);
+            let thresholds = checked.iter().filter(|c| c.mode == run.mode).map(|c| Case {
+                name: c.label.clone(),
+                classname: classname.clone(),
+                outcome: if c.passed {
+                    Outcome::Passed
+                } else {
+                    Outcome::Failed {
+                        message: format!("measured {:.4}", c.value),
+                        kind: "threshold".into(),
+                        text: String::new(),
+                    }
+                },
+            });
+            let questions = run.verdicts.iter().map(|v| {
+                let question: String = v.question.chars().take(120).collect();
+                Case {
+                    name: format!("{}: {question}", v.id),
+                    classname: classname.clone(),
+                    outcome: if v.passed {
+                        Outcome::Passed
+                    } else {
+                        Outcome::Failed {
+                            message: missing(v, k),
+                            kind: "miss".into(),
+                            text: format!("top {k}:\n{}", v.top.join("\n")),
+                        }
+                    },
+                }
+            });
+            Suite {
+                name: format!("kbtools eval {}", run.mode),
+                cases: thresholds.chain(questions).collect(),
             }
-            cases.push_str("</testcase>\n");
-        }
-        for v in &run.verdicts {
-            let question: String = v.question.chars().take(120).collect();
-            let _ = write!(
-                cases,
-                "    <testcase name=\"{}: {}\" classname=\"kbtools.eval.{}\" time=\"0\">",
-                xml_escape(&v.id),
-                xml_escape(&question),
-                run.mode
-            );
-            if !v.passed {
-                failures += 1;
-                let _ = write!(
-                    cases,
-                    "<failure message=\"{}\" type=\"miss\">top {k}:\n{}</failure>",
-                    xml_escape(&missing(v, k)),
-                    xml_escape(&v.top.join("\n"))
-                );
-            }
-            cases.push_str("</testcase>\n");
-        }
-        let tests = thresholds.len() + run.verdicts.len();
-        all_tests += tests;
-        all_failures += failures;
-        let _ = write!(
-            suites,
-            "  <testsuite name=\"kbtools eval {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"0\">\n{cases}  </testsuite>\n",
-            run.mode
-        );
-    }
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kbtools eval\" tests=\"{all_tests}\" failures=\"{all_failures}\" errors=\"0\" time=\"0\">\n{suites}</testsuites>\n"
-    )
+        })
+        .collect();
+    kbtools::junit::write("kbtools eval", &suites)
 }
 
 /// The judgments named on the command line.
