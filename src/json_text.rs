@@ -1,29 +1,8 @@
 //! A JSON object kept as JSON text inside a compact binary encoding (postcard cannot carry
-//! free-form JSON values): `#[serde(with = "crate::json_text")]`.
+//! free-form JSON values), parsed on first use: [`LazyObject`].
 
 use serde::{Deserialize, Deserializer, Serializer};
 use serde_json::{Map, Value};
-
-pub fn serialize<S: Serializer>(
-    map: &Map<String, Value>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    if map.is_empty() {
-        return serializer.serialize_str("");
-    }
-    let text = serde_json::to_string(map).map_err(serde::ser::Error::custom)?;
-    serializer.serialize_str(&text)
-}
-
-pub fn deserialize<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Map<String, Value>, D::Error> {
-    let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-    if text.is_empty() {
-        return Ok(Map::new());
-    }
-    serde_json::from_str(&text).map_err(serde::de::Error::custom)
-}
 
 /// A JSON object stored as text and parsed on first use: a catalog of a large knowledge base
 /// opens without parsing every page's frontmatter.

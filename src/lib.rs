@@ -12,7 +12,7 @@
 #[cfg(feature = "gen-bundle")]
 pub mod bundle_gen;
 pub mod check;
-pub mod compact;
+pub(crate) mod compact;
 pub mod cursor;
 #[cfg(feature = "semantic")]
 pub mod embed;
@@ -22,15 +22,15 @@ pub mod eval;
 #[doc(hidden)]
 pub mod fuzz_entry;
 pub mod graph;
-pub mod ids;
+pub(crate) mod ids;
 pub mod index;
 pub mod ingest;
-pub mod json_text;
+pub(crate) mod json_text;
 pub mod junit;
 pub mod kb;
 pub mod memory;
 pub mod okf;
-pub mod relation;
+pub(crate) mod relation;
 pub mod render;
 pub mod search;
 #[cfg(feature = "server")]
