@@ -93,7 +93,7 @@ fn run(cli: Cli) -> Result<i32> {
             text_budget,
             audit_log,
             watch,
-        } => server::mcp_command(
+        } => server::mcp_stdio(
             source,
             bundle_path,
             result_format,

@@ -13,7 +13,8 @@ use crate::args::ServeArgs;
 use crate::open::{build_options, locate, one_bundle, open_at};
 use crate::Source;
 
-/// `kbtools mcp`: the six tools on stdio for the bundle of `source` (or `bundle_path`).
+/// `kbtools mcp`: the six tools on stdio for the bundle of `source` (or `bundle_path`), until
+/// the client closes it.
 pub(super) fn mcp_stdio(
     source: Source,
     bundle_path: Option<PathBuf>,
@@ -283,24 +284,5 @@ pub(crate) fn serve_command(source: &Source, args: ServeArgs) -> Result<i32> {
         args.token,
         limits,
         args.watch,
-    )
-}
-
-/// `kbtools mcp`: the MCP server on stdio until the client closes it.
-pub(crate) fn mcp_command(
-    source: Source,
-    bundle_path: Option<PathBuf>,
-    result_format: Format,
-    text_budget: usize,
-    audit_log: Option<PathBuf>,
-    watch: bool,
-) -> Result<i32> {
-    mcp_stdio(
-        source,
-        bundle_path,
-        result_format,
-        text_budget,
-        audit_log,
-        watch,
     )
 }
