@@ -376,6 +376,12 @@ impl Build<'_> {
         format!("gen-{revision}-{}", self.id)
     }
 
+    /// The folder a generation for `revision` is written in before it is published.
+    fn tmp_path(&self, revision: u64) -> PathBuf {
+        self.index_dir
+            .join(format!("{}.tmp", self.generation_name(revision)))
+    }
+
     /// A new generation folder named for `revision`, locked (into `lock`) until `CURRENT`
     /// names it.
     fn create_tmp(
@@ -383,9 +389,7 @@ impl Build<'_> {
         revision: u64,
         lock: &mut Option<BuildingGeneration>,
     ) -> Result<PathBuf, IndexError> {
-        let tmp = self
-            .index_dir
-            .join(format!("{}.tmp", self.generation_name(revision)));
+        let tmp = self.tmp_path(revision);
         *lock = Some(create_generation(&tmp)?);
         Ok(tmp)
     }
@@ -518,9 +522,9 @@ impl Build<'_> {
             read.iter().map(|r| (r.path.as_str(), r.sha256.as_str())),
         );
         let (revision, revision_changed) = naming.revision(&content_fingerprint);
+        // A full build that streamed its pages has its folder already, named for revision 0.
         let tmp = if lock.is_some() {
-            self.index_dir
-                .join(format!("{}.tmp", self.generation_name(0)))
+            self.tmp_path(0)
         } else {
             self.create_tmp(revision, &mut lock)?
         };
