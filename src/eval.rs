@@ -14,7 +14,7 @@ use crate::search::Mode;
 use crate::tools::search_files;
 
 /// Relevance judgments: query id → document id → grade.
-pub type Qrels = BTreeMap<String, BTreeMap<String, i64>>;
+pub(crate) type Qrels = BTreeMap<String, BTreeMap<String, i64>>;
 
 /// Reads `queries.jsonl` (`{"_id", "text"}` per line).
 pub fn load_queries(path: &Path) -> Result<Vec<(String, String)>, String> {
@@ -182,7 +182,7 @@ fn doc_id(page: &str) -> String {
 }
 
 /// The bundle path of a document id.
-pub fn doc_path(doc: &str) -> String {
+pub(crate) fn doc_path(doc: &str) -> String {
     format!("pages/{doc}.md")
 }
 
@@ -284,10 +284,10 @@ pub struct Judgments {
 }
 
 /// Where each judgment (query id, document id) was read: `file:line`.
-pub type Origins = BTreeMap<(String, String), String>;
+pub(crate) type Origins = BTreeMap<(String, String), String>;
 
 /// Groups of questions by a label (`lang=en`): the ids in each.
-pub type Groups = BTreeMap<String, Vec<String>>;
+pub(crate) type Groups = BTreeMap<String, Vec<String>>;
 
 /// Metrics of one mode.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -358,14 +358,13 @@ pub fn search_params(query: &str, mode: Mode) -> search_files::Params {
 }
 
 /// The document ids (page path without `pages/` and `.md`) a query retrieves, best first.
-pub fn retrieve(
+pub(crate) fn retrieve(
     kb: &KnowledgeBase,
     query: &str,
     mode: Mode,
     depth: usize,
 ) -> Result<Vec<String>, String> {
-    let request =
-        search_files::validate_params(&search_params(query, mode)).map_err(|e| e.to_string())?;
+    let request = search_files::validate(&search_params(query, mode)).map_err(|e| e.to_string())?;
     let (candidates, _) = search_files::ranked(kb, &request).map_err(|e| e.to_string())?;
     Ok(candidates
         .iter()

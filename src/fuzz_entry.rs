@@ -151,11 +151,11 @@ thread_local! {
 pub fn query(data: &[u8]) {
     let raw = text_of(data).into_owned();
     TEXT_ANALYZER.with(|a| analysis::terms(&mut a.borrow_mut(), &raw));
-    let normalized = crate::tools::search_files::normalize_query(Some(&Value::String(raw)));
+    let normalized = crate::tools::search_files::normalize_query(&raw);
     let Ok(query) = normalized else { return };
     assert!(!query.is_empty() && query.trim() == query);
-    let again = crate::tools::search_files::normalize_query(Some(&Value::String(query.clone())))
-        .expect("a normalized query is valid");
+    let again =
+        crate::tools::search_files::normalize_query(&query).expect("a normalized query is valid");
     assert_eq!(again, query, "query normalization is not idempotent");
     let terms = analysis::query_terms(&query);
     let weights = analysis::query_term_weights(&terms);

@@ -20,7 +20,7 @@ pub const DEFAULT_TEXT_BUDGET: usize = 20_000;
 
 /// The smallest budget honoured: a smaller one is raised to this, so a cut result still has room
 /// for its header and the call that continues it.
-pub const MIN_TEXT_BUDGET: usize = 400;
+pub(crate) const MIN_TEXT_BUDGET: usize = 400;
 
 const QUERY_CHARS: usize = 200;
 const TITLE_CHARS: usize = 160;
@@ -36,7 +36,7 @@ const EXTRACT_HEADER_CHARS: usize = 64;
 const HARD_CUT_MARK: &str = "\n[truncated]";
 
 /// Renders a tool's `output` as compact text of at most `budget` characters (at least
-/// [`MIN_TEXT_BUDGET`]); a cut result says so and how to continue.
+/// `MIN_TEXT_BUDGET`); a cut result says so and how to continue.
 pub fn render_output(output: &Output, budget: usize) -> String {
     let budget = budget.max(MIN_TEXT_BUDGET);
     let text = match output {
@@ -82,7 +82,7 @@ pub fn render_error(error: &ToolError) -> String {
 /// `text` within `budget` characters: unchanged when it fits, else cut at a character boundary
 /// with a `[truncated]` mark. The last resort of every renderer; front doors may use it for any
 /// other text.
-pub fn cap_text(text: String, budget: usize) -> String {
+pub(crate) fn cap_text(text: String, budget: usize) -> String {
     if char_len(&text) <= budget {
         return text;
     }

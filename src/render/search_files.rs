@@ -58,8 +58,11 @@ pub(super) fn search_files(output: &Output) -> Listing {
 }
 
 fn search_status(output: &Output) -> String {
-    let mut parts = vec![format!("search {}", identifier(output.search_status))];
-    if let Some(graph) = shown(output.graph_status) {
+    let mut parts = vec![format!(
+        "search {}",
+        identifier(output.search_status.as_str())
+    )];
+    if let Some(graph) = shown(output.graph_status.as_str()) {
         parts.push(format!("graph {}", identifier(graph)));
     }
     for (name, status) in [
@@ -77,7 +80,7 @@ fn search_status(output: &Output) -> String {
 
 /// `semantic unavailable (SAFE_CODE)`: a lane's state and its code.
 fn status_part(name: &str, status: &Status) -> Option<String> {
-    let state = shown(status.state)?;
+    let state = shown(status.state.as_str())?;
     let code = status
         .safe_code
         .and_then(shown)

@@ -112,13 +112,13 @@ fn search_result(path: &str, title: &str) -> SearchResult {
         score: 0.5,
         content_available: true,
         read_actions: file.read_actions,
-        match_type: "file_direct",
+        match_type: search_files::MatchType::FileDirect,
         graph_context: None,
     }
 }
 
 fn search(query: &str, items: Vec<SearchResult>) -> Output {
-    let request = search_files::validate(&json!({ "query": query })).unwrap();
+    let request = search_files::validate_json(&json!({ "query": query })).unwrap();
     let mut output = search_files::empty_output(&request);
     output.items = items;
     Output::SearchFiles(output)

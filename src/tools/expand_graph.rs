@@ -5,20 +5,21 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::input::{self, Malformed, Reader};
 use super::ToolName;
-use super::{page_limit, require_revision, GeneratedFile, Input, RelatedFile};
+use super::{require_revision, GeneratedFile, RelatedFile};
 use crate::cursor;
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::ingest::bundle::paths;
 use crate::kb::KnowledgeBase;
 
 pub const NAME: &str = ToolName::ExpandGraph.as_str();
-pub const DEFAULT_DEPTH: i64 = 1;
-pub const MAX_DEPTH: i64 = 2;
-pub const DEFAULT_FANOUT: i64 = 10;
-pub const MAX_FANOUT: i64 = 25;
-pub const DEFAULT_LIMIT: u64 = 50;
-pub const MAX_LIMIT: u64 = 200;
+pub(crate) const DEFAULT_DEPTH: u8 = 1;
+pub const MAX_DEPTH: u8 = 2;
+pub(crate) const DEFAULT_FANOUT: u64 = 10;
+pub(crate) const MAX_FANOUT: u64 = 25;
+pub(crate) const DEFAULT_LIMIT: u64 = 50;
+pub(crate) const MAX_LIMIT: u64 = 200;
 const MEANING: &str =
     "Relationships connect readable source-backed files in the current knowledge-base version.";
 
@@ -88,29 +89,79 @@ pub struct Params {
     pub limit: Option<u64>,
 }
 
-/// Runs the tool with typed parameters (the same validation as JSON input).
-pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
-    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
+impl Params {
+    /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
+    pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
+        let mut reader = Reader::new(value, ToolName::ExpandGraph.fields())?;
+        let params = Params {
+            file_id: reader.string("fileId").unwrap_or_default(),
+            depth: reader.integer("depth"),
+            fanout: reader.integer("fanout"),
+            cursor: reader.string("cursor"),
+            limit: reader.integer("limit"),
+        };
+        Ok((params, reader.malformed))
+    }
 }
 
-pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let input = Input::new(input, ToolName::ExpandGraph.fields())?;
-    let seed_id = match input.trimmed("fileId") {
-        Ok(Some(id)) => id,
+/// A validated request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub file_id: String,
+    pub depth: u8,
+    pub fanout: usize,
+    pub limit: u64,
+    pub cursor: Option<String>,
+}
+
+/// Validates typed parameters.
+pub fn validate(params: &Params) -> Result<Request, ToolError> {
+    validate_with(params, &Malformed::default())
+}
+
+fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
+    let file_id = match malformed.check("fileId", params.file_id.trim()) {
+        Ok(id) if !id.is_empty() => id.to_string(),
         _ => return Err(invalid("GRAPH_EXPANSION_FILE_ID_REQUIRED")),
     };
-    let depth = match input.integer("depth") {
+    let depth = match malformed.check("depth", params.depth) {
         Ok(None) => DEFAULT_DEPTH,
-        Ok(Some(d)) if (0..=MAX_DEPTH).contains(&d) => d,
+        Ok(Some(d)) if d <= MAX_DEPTH => d,
         _ => return Err(invalid("INVALID_GRAPH_EXPANSION_DEPTH")),
-    } as u8;
-    let fanout = match input.integer("fanout") {
+    };
+    let fanout = match malformed.check("fanout", params.fanout) {
         Ok(None) => DEFAULT_FANOUT,
-        Ok(Some(f)) if (0..=MAX_FANOUT).contains(&f) => f,
+        Ok(Some(f)) if f <= MAX_FANOUT => f,
         _ => return Err(invalid("INVALID_GRAPH_EXPANSION_FANOUT")),
-    } as usize;
-    let limit = page_limit(&input, DEFAULT_LIMIT, MAX_LIMIT)?;
-    let cursor_text = input.cursor()?;
+    };
+    Ok(Request {
+        file_id,
+        depth,
+        fanout: fanout as usize,
+        limit: input::limit(malformed, params.limit, DEFAULT_LIMIT, MAX_LIMIT)?,
+        cursor: input::cursor(malformed, params.cursor.as_deref())?,
+    })
+}
+
+/// Runs the tool with typed parameters.
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    answer(kb, &validate(params)?)
+}
+
+/// Runs the tool with its JSON input.
+pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
+    let (params, malformed) = Params::from_json(input)?;
+    answer(kb, &validate_with(&params, &malformed)?)
+}
+
+fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
+    let (seed_id, depth, fanout, limit) = (
+        request.file_id.as_str(),
+        request.depth,
+        request.fanout,
+        request.limit,
+    );
+    let cursor_text = request.cursor.as_deref();
     let revision = require_revision(kb)?;
     let seed = kb
         .catalog

@@ -31,7 +31,7 @@ impl ParamsDef {
 
 /// The field names `T`'s derived `Deserialize` accepts, in declaration order (empty for a type
 /// that is not a struct with named fields).
-pub fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+pub(crate) fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
     let mut probe = Probe { fields: &[] };
     // The probe always answers with an error once it has the names; nothing is deserialized.
     let _ = T::deserialize(&mut probe);

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ToolName;
-use super::{require_revision, GeneratedFile, Input};
+use super::{require_revision, GeneratedFile, Malformed, Reader};
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::kb::KnowledgeBase;
 
@@ -14,10 +14,10 @@ pub struct Output {
     pub file: GeneratedFile,
 }
 
-/// The `fileId` input: a non-empty string (ids and paths are both accepted).
-pub fn file_id<'a>(input: &Input<'a>) -> Result<&'a str, ToolError> {
-    match input.trimmed("fileId") {
-        Ok(Some(id)) => Ok(id),
+/// The `fileId` input: a non-empty string, trimmed (ids and paths are both accepted).
+pub(crate) fn file_id<'a>(malformed: &Malformed, given: &'a str) -> Result<&'a str, ToolError> {
+    match malformed.check("fileId", given.trim()) {
+        Ok(id) if !id.is_empty() => Ok(id),
         _ => Err(ToolError::invalid_field(messages::INPUT_INVALID, "fileId")),
     }
 }
@@ -30,14 +30,47 @@ pub struct Params {
     pub file_id: String,
 }
 
-/// Runs the tool with typed parameters (the same validation as JSON input).
-pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
-    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
+impl Params {
+    /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
+    pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
+        let mut reader = Reader::new(value, ToolName::GetFile.fields())?;
+        let params = Params {
+            file_id: reader.string("fileId").unwrap_or_default(),
+        };
+        Ok((params, reader.malformed))
+    }
 }
 
+/// A validated request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub file_id: String,
+}
+
+/// Validates typed parameters.
+pub fn validate(params: &Params) -> Result<Request, ToolError> {
+    validate_with(params, &Malformed::default())
+}
+
+fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
+    Ok(Request {
+        file_id: file_id(malformed, &params.file_id)?.to_string(),
+    })
+}
+
+/// Runs the tool with typed parameters.
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    answer(kb, &validate(params)?)
+}
+
+/// Runs the tool with its JSON input.
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let input = Input::new(input, ToolName::GetFile.fields())?;
-    let id = file_id(&input)?;
+    let (params, malformed) = Params::from_json(input)?;
+    answer(kb, &validate_with(&params, &malformed)?)
+}
+
+fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
+    let id = request.file_id.as_str();
     let revision = require_revision(kb)?;
     let position = kb
         .catalog

@@ -209,7 +209,7 @@ fn not_found(kb: &KnowledgeBase, target: &str, what: &str) -> Option<String> {
 /// installed (`kbtools model install`), or an index built `--no-semantic`.
 fn semantic_off(kb: &KnowledgeBase, output: &super::search_files::Output) -> Option<String> {
     let hybrid = output.search_mode == Mode::Hybrid;
-    let unavailable = output.semantic_status.state == "unavailable";
+    let unavailable = output.semantic_status.state == super::search_files::LaneState::Unavailable;
     if !hybrid || !unavailable || !kb.options.semantic {
         return None;
     }

@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::input::{self, Malformed, Reader};
+use super::read_actions;
 use super::ToolName;
-use super::{page_limit, read_actions, Input};
 use crate::cursor;
 use crate::error::{messages, ToolError};
 use crate::ids::{self, ReadActions};
@@ -16,8 +17,8 @@ use crate::ingest::bundle::paths::ContractFileKind;
 use crate::kb::KnowledgeBase;
 
 pub const NAME: &str = ToolName::ListTree.as_str();
-pub const DEFAULT_LIMIT: u64 = 100;
-pub const MAX_LIMIT: u64 = 500;
+pub(crate) const DEFAULT_LIMIT: u64 = 100;
+pub(crate) const MAX_LIMIT: u64 = 500;
 
 crate::wire::wire_enum! {
     /// What a tree entry is (`entryType`).
@@ -69,10 +70,13 @@ pub struct TreeEntry {
     pub read_actions: Option<ReadActions>,
 }
 
-/// Validates `parentPath`: `""`, `null` and `"root"` mean the root.
-fn parent_path(input: &Input<'_>) -> Result<String, ToolError> {
+/// Validates `parentPath`: absent, `""` and `"root"` mean the root.
+fn parent_path(malformed: &Malformed, given: Option<&str>) -> Result<String, ToolError> {
     let invalid = || ToolError::invalid_field(messages::TREE_PARENT_INVALID, "parentPath");
-    match input.string("parentPath").map_err(|_| invalid())? {
+    match malformed
+        .check("parentPath", given)
+        .map_err(|_| invalid())?
+    {
         None | Some("") | Some("root") => Ok(String::new()),
         Some(path) if paths::is_allowed_tree_parent(path) => Ok(path.to_string()),
         Some(_) => Err(invalid()),
@@ -97,16 +101,59 @@ pub struct Params {
     pub limit: Option<u64>,
 }
 
-/// Runs the tool with typed parameters (the same validation as JSON input).
-pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
-    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
+impl Params {
+    /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
+    pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
+        let mut reader = Reader::new(value, ToolName::ListTree.fields())?;
+        let params = Params {
+            parent_path: reader.string("parentPath"),
+            limit: reader.integer("limit"),
+            cursor: reader.string("cursor"),
+        };
+        Ok((params, reader.malformed))
+    }
 }
 
+/// A validated request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The folder, `""` for the root.
+    pub parent_path: String,
+    pub limit: u64,
+    pub cursor: Option<String>,
+}
+
+/// Validates typed parameters.
+pub fn validate(params: &Params) -> Result<Request, ToolError> {
+    validate_with(params, &Malformed::default())
+}
+
+fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
+    Ok(Request {
+        parent_path: parent_path(malformed, params.parent_path.as_deref())?,
+        limit: input::limit(malformed, params.limit, DEFAULT_LIMIT, MAX_LIMIT)?,
+        cursor: input::cursor(malformed, params.cursor.as_deref())?,
+    })
+}
+
+/// Runs the tool with typed parameters.
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    answer(kb, validate(params)?)
+}
+
+/// Runs the tool with its JSON input.
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let input = Input::new(input, ToolName::ListTree.fields())?;
-    let parent = parent_path(&input)?;
-    let limit = page_limit(&input, DEFAULT_LIMIT, MAX_LIMIT)?;
-    let cursor_text = input.cursor()?;
+    let (params, malformed) = Params::from_json(input)?;
+    answer(kb, validate_with(&params, &malformed)?)
+}
+
+fn answer(kb: &KnowledgeBase, request: Request) -> Result<Output, ToolError> {
+    let Request {
+        parent_path: parent,
+        limit,
+        cursor: cursor_text,
+    } = request;
+    let cursor_text = cursor_text.as_deref();
     let Some(revision) = kb.revision() else {
         return Ok(Output {
             active_content_revision: None,

@@ -8,6 +8,7 @@ pub mod expand_graph;
 pub mod fields;
 pub mod get_file;
 pub mod hints;
+mod input;
 pub mod list_tree;
 pub mod read_file;
 pub mod read_related;
@@ -28,6 +29,7 @@ use crate::kb::KnowledgeBase;
 use crate::okf::OkfSignals;
 use crate::relation::Direction;
 pub use fields::ParamsDef;
+pub use input::{page_limit, Input, Malformed, Reader, WrongType};
 
 /// A tool, by its MCP name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -247,111 +249,6 @@ fn dispatch(kb: &KnowledgeBase, tool: ToolName, input: &Value) -> Result<Output,
     })
 }
 
-/// An input field holds a value of the wrong type or form (each tool maps it to its own error).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WrongType;
-
-/// A tool's JSON input: an object whose keys are all known to the tool.
-pub struct Input<'a> {
-    map: Option<&'a Map<String, Value>>,
-}
-
-impl<'a> Input<'a> {
-    /// Checks the input's shape: an object (or null, meaning no arguments) with known keys only
-    /// (rules#tool-inputs).
-    pub fn new(value: &'a Value, known: &[&str]) -> Result<Self, ToolError> {
-        let map = match value {
-            Value::Null => None,
-            Value::Object(map) => Some(map),
-            _ => {
-                return Err(ToolError::invalid_field(
-                    "Tool input must be a JSON object.",
-                    "input",
-                ))
-            }
-        };
-        if let Some(map) = map {
-            if let Some(unknown) = map.keys().find(|k| !known.contains(&k.as_str())) {
-                return Err(ToolError::invalid_field(
-                    &format!(
-                        "Unknown input field `{}`. Accepted fields: {}.",
-                        crate::text::truncate_chars(unknown, 64),
-                        known.join(", ")
-                    ),
-                    unknown,
-                ));
-            }
-        }
-        Ok(Input { map })
-    }
-
-    /// The raw value of `key`; `null` counts as absent.
-    pub fn get(&self, key: &str) -> Option<&'a Value> {
-        self.map.and_then(|m| m.get(key)).filter(|v| !v.is_null())
-    }
-
-    /// A string field: absent → `None`; a non-string → `Err(WrongType)`.
-    pub fn string(&self, key: &str) -> Result<Option<&'a str>, WrongType> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(WrongType),
-        }
-    }
-
-    /// A trimmed string field where empty counts as absent.
-    pub fn trimmed(&self, key: &str) -> Result<Option<&'a str>, WrongType> {
-        Ok(self.string(key)?.map(str::trim).filter(|s| !s.is_empty()))
-    }
-
-    /// An integer with JavaScript `Number` semantics: a JSON integer, an integral float, or a
-    /// string such as `" 5 "` or `"10.0"`. Absent or empty → `Ok(None)`.
-    pub fn integer(&self, key: &str) -> Result<Option<i64>, WrongType> {
-        let number = match self.get(key) {
-            None => return Ok(None),
-            Some(Value::Number(n)) => n.as_f64().ok_or(WrongType)?,
-            Some(Value::String(s)) => {
-                let t = s.trim();
-                if t.is_empty() {
-                    return Ok(None);
-                }
-                if !t
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'))
-                {
-                    return Err(WrongType);
-                }
-                t.parse::<f64>().map_err(|_| WrongType)?
-            }
-            Some(_) => return Err(WrongType),
-        };
-        const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-        if !number.is_finite() || number.fract() != 0.0 || number.abs() > MAX_SAFE {
-            return Err(WrongType);
-        }
-        Ok(Some(number as i64))
-    }
-
-    /// The `cursor` field: a string (empty counts as none).
-    pub fn cursor(&self) -> Result<Option<&'a str>, ToolError> {
-        match self.get("cursor") {
-            None => Ok(None),
-            Some(Value::String(s)) if s.is_empty() => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(ToolError::cursor_invalid()),
-        }
-    }
-}
-
-/// A `limit` in `1..=max` (default `default`), with the API's `{field: "limit"}` error.
-pub fn page_limit(input: &Input<'_>, default: u64, max: u64) -> Result<u64, ToolError> {
-    match input.integer("limit") {
-        Ok(None) => Ok(default),
-        Ok(Some(n)) if n >= 1 && (n as u64) <= max => Ok(n as u64),
-        _ => Err(ToolError::limit_invalid()),
-    }
-}
-
 /// `GeneratedFile` of the contract (`getFileById`, `read_file.file`, `seedFile`).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -376,7 +273,7 @@ pub struct GeneratedFile {
 }
 
 /// `tags`: the string items of `frontmatter.tags` when it is an array.
-pub fn tags_of(frontmatter: &Map<String, Value>) -> Vec<String> {
+pub(crate) fn tags_of(frontmatter: &Map<String, Value>) -> Vec<String> {
     match frontmatter.get("tags") {
         Some(Value::Array(items)) => items
             .iter()
@@ -469,6 +366,6 @@ impl RelatedFile {
 }
 
 /// The revision for tools that answer 404 when the knowledge base has no readable content.
-pub fn require_revision(kb: &KnowledgeBase) -> Result<u64, ToolError> {
+pub(crate) fn require_revision(kb: &KnowledgeBase) -> Result<u64, ToolError> {
     kb.revision().ok_or_else(ToolError::not_found)
 }

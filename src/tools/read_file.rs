@@ -9,23 +9,21 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ToolName;
-use super::{require_revision, GeneratedFile, Input};
+use super::{require_revision, GeneratedFile, Malformed, Reader};
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::catalog::CatalogFile;
 use crate::ingest::bundle::paths::{self, PathClass};
 use crate::kb::KnowledgeBase;
 use crate::text;
 
-const SEARCH_FIELDS: [&str; 3] = ["query", "contextLines", "maxMatches"];
-const EXTRACT_FIELDS: [&str; 1] = ["segments"];
-pub const DEFAULT_CONTEXT_LINES: i64 = 2;
-pub const MAX_CONTEXT_LINES: i64 = 20;
-pub const DEFAULT_MAX_MATCHES: i64 = 20;
-pub const MAX_MATCHES: i64 = 100;
-pub const MAX_QUERY_CHARS: usize = 512;
-pub const MAX_QUERY_TERMS: usize = 32;
-pub const MAX_SEGMENTS: usize = 50;
-pub const MAX_LABEL_CHARS: usize = 64;
+pub(crate) const DEFAULT_CONTEXT_LINES: i64 = 2;
+pub(crate) const MAX_CONTEXT_LINES: i64 = 20;
+pub(crate) const DEFAULT_MAX_MATCHES: i64 = 20;
+pub(crate) const MAX_MATCHES: i64 = 100;
+pub(crate) const MAX_QUERY_CHARS: usize = 512;
+pub(crate) const MAX_QUERY_TERMS: usize = 32;
+pub(crate) const MAX_SEGMENTS: usize = 50;
+pub(crate) const MAX_LABEL_CHARS: usize = 64;
 
 /// `FileContentResponse`.
 #[derive(Debug, Clone, Serialize)]
@@ -38,29 +36,32 @@ pub struct Output {
 }
 
 /// What to read.
-enum Target<'a> {
-    Id(&'a str),
-    Path(&'a str),
+#[derive(Debug, Clone, PartialEq)]
+enum Target {
+    Id(String),
+    Path(String),
 }
 
-fn target<'a>(input: &Input<'a>) -> Result<Target<'a>, ToolError> {
-    let id = input
-        .trimmed("fileId")
-        .map_err(|_| ToolError::invalid_field(messages::INPUT_INVALID, "fileId"))?;
-    let path = input
-        .string("path")
+fn target(params: &Params, m: &Malformed) -> Result<Target, ToolError> {
+    let id = m
+        .check("fileId", params.file_id.as_deref())
+        .map_err(|_| ToolError::invalid_field(messages::INPUT_INVALID, "fileId"))?
+        .map(str::trim)
+        .filter(|id| !id.is_empty());
+    let path = m
+        .check("path", params.path.as_deref())
         .map_err(|_| ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"))?;
     match (id, path) {
         (Some(_), Some(_)) | (None, None) => Err(ToolError::invalid_field(
             "Provide exactly one of fileId or path.",
             "fileId",
         )),
-        (Some(id), None) => Ok(Target::Id(id)),
+        (Some(id), None) => Ok(Target::Id(id.to_string())),
         (None, Some(path)) => {
             if paths::check_canonical(path).is_err() {
                 return Err(ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"));
             }
-            Ok(Target::Path(path))
+            Ok(Target::Path(path.to_string()))
         }
     }
 }
@@ -136,22 +137,141 @@ pub struct Params {
     pub segments: Option<Vec<Segment>>,
 }
 
-/// Runs the tool with typed parameters (the same validation as JSON input).
-pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
-    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
+impl Params {
+    /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
+    pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
+        let mut r = Reader::new(value, ToolName::ReadFile.fields())?;
+        let segments = read_segments(&mut r);
+        let params = Params {
+            file_id: r.string("fileId"),
+            path: r.string("path"),
+            read_type: r.choice("type"),
+            query: r.string("query"),
+            context_lines: r.integer("contextLines"),
+            max_matches: r.integer("maxMatches"),
+            segments,
+        };
+        Ok((params, r.malformed))
+    }
 }
 
+/// `segments` as given: an array's items (each read by [`read_segment`]); a blank string as
+/// none given; anything else noted.
+fn read_segments(r: &mut Reader<'_>) -> Option<Vec<Segment>> {
+    match r.raw("segments")? {
+        Value::Array(items) => Some(
+            items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| read_segment(&mut r.malformed, index, item))
+                .collect(),
+        ),
+        Value::String(s) if s.trim().is_empty() => Some(Vec::new()),
+        _ => {
+            r.malformed.note("segments");
+            None
+        }
+    }
+}
+
+/// One item of `segments`; what does not fit a [`Segment`] is noted under `segments[index]`.
+fn read_segment(malformed: &mut Malformed, index: usize, item: &Value) -> Segment {
+    let at = format!("segments[{index}]");
+    let Value::Object(map) = item else {
+        malformed.note_error(
+            &at,
+            invalid(
+                &format!("`{at}` must be an object such as {{\"start\": 10, \"end\": 20}}."),
+                &at,
+            ),
+        );
+        return Segment::default();
+    };
+    if let Some(unknown) = map
+        .keys()
+        .find(|k| !super::fields::field_names::<Segment>().contains(&k.as_str()))
+    {
+        let field = format!("{at}.{}", text::truncate_chars(unknown, 64));
+        malformed.note_error(
+            &at,
+            invalid(
+                &format!("Unknown field `{field}`. A segment takes label, start and end."),
+                &field,
+            ),
+        );
+        return Segment::default();
+    }
+    let mut r = match Reader::new(item, super::fields::field_names::<Segment>()) {
+        Ok(r) => r,
+        Err(error) => {
+            malformed.note_error(&at, error);
+            return Segment::default();
+        }
+    };
+    let start = r.integer::<u64>("start");
+    let segment = Segment {
+        label: r.string("label"),
+        start: start.unwrap_or_default(),
+        end: r.integer("end"),
+    };
+    for field in ["start", "end", "label"] {
+        if r.malformed.has(field) {
+            malformed.note(format!("{at}.{field}"));
+        }
+    }
+    if start.is_none() && !r.malformed.has("start") {
+        let field = format!("{at}.start");
+        malformed.note_error(
+            &field,
+            invalid(
+                &format!("`{field}` is required: the first line to return, from 1."),
+                &field,
+            ),
+        );
+    }
+    segment
+}
+
+/// A validated request: what to read, and which part of it.
+#[derive(Debug)]
+pub struct Request {
+    target: Target,
+    part: Part,
+}
+
+/// Validates typed parameters.
+pub fn validate(params: &Params) -> Result<Request, ToolError> {
+    validate_with(params, &Malformed::default())
+}
+
+/// Validates a read in the API's order; the first failure wins.
+fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
+    Ok(Request {
+        target: target(params, malformed)?,
+        part: part(params, malformed)?,
+    })
+}
+
+/// Runs the tool with typed parameters.
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    answer(kb, validate(params)?)
+}
+
+/// Runs the tool with its JSON input.
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let input = Input::new(input, ToolName::ReadFile.fields())?;
-    let target = target(&input)?;
-    let part = part(&input)?;
-    if let Target::Path(path) = target {
+    let (params, malformed) = Params::from_json(input)?;
+    answer(kb, validate_with(&params, &malformed)?)
+}
+
+fn answer(kb: &KnowledgeBase, request: Request) -> Result<Output, ToolError> {
+    let Request { target, part } = request;
+    if let Target::Path(path) = &target {
         if paths::classify(path).is_none() && !is_virtual_graph(kb, path) {
             return Err(ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"));
         }
     }
     let revision = require_revision(kb)?;
-    let position = match target {
+    let position = match &target {
         Target::Id(id) => kb.catalog.by_id_or_path(id),
         Target::Path(path) => kb.catalog.by_path(path),
     }
@@ -172,6 +292,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
 }
 
 /// A validated read request: the whole file, a line search, or line ranges.
+#[derive(Debug)]
 enum Part {
     Whole,
     Search(LineSearch),
@@ -182,25 +303,42 @@ fn invalid(message: &str, field: &str) -> ToolError {
     ToolError::invalid_field(message, field)
 }
 
-/// True when `key` holds something: not absent, null, a blank string or an empty array.
-fn is_given(input: &Input<'_>, key: &str) -> bool {
-    match input.get(key) {
-        None => false,
-        Some(Value::String(s)) => !s.trim().is_empty(),
-        Some(Value::Array(items)) => !items.is_empty(),
-        Some(_) => true,
+/// The fields of a read type other than `read`, each with whether the input holds something
+/// there (not absent, a blank string or an empty array).
+fn given_fields(params: &Params, m: &Malformed, owner: ReadType) -> Vec<(&'static str, bool)> {
+    let given = |field: &'static str, typed: bool| (field, typed || m.holds(field));
+    match owner {
+        ReadType::Search => vec![
+            given(
+                "query",
+                params
+                    .query
+                    .as_deref()
+                    .is_some_and(|q| !q.trim().is_empty()),
+            ),
+            given("contextLines", params.context_lines.is_some()),
+            given("maxMatches", params.max_matches.is_some()),
+        ],
+        ReadType::Extract => vec![given(
+            "segments",
+            params.segments.as_ref().is_some_and(|s| !s.is_empty()),
+        )],
+        ReadType::Read => Vec::new(),
     }
 }
 
 /// Refuses the fields of another read type, so a forgotten `type` does not read the whole file.
 fn refuse_fields(
-    input: &Input<'_>,
+    params: &Params,
+    m: &Malformed,
     read_type: ReadType,
-    fields: &[&str],
     owner: ReadType,
 ) -> Result<(), ToolError> {
-    match fields.iter().find(|f| is_given(input, f)) {
-        Some(field) => Err(invalid(
+    match given_fields(params, m, owner)
+        .into_iter()
+        .find(|(_, given)| *given)
+    {
+        Some((field, _)) => Err(invalid(
             &format!(
                 "`{field}` applies only to type \"{}\"; this read has type \"{}\".",
                 owner.as_str(),
@@ -212,38 +350,36 @@ fn refuse_fields(
     }
 }
 
-fn part(input: &Input<'_>) -> Result<Part, ToolError> {
-    let read_type =
-        match input.trimmed("type").map(|t| t.map(ReadType::parse)) {
-            Ok(None) => ReadType::Read,
-            Ok(Some(Some(read_type))) => read_type,
-            _ => return Err(invalid(
-                "`type` must be \"read\" (the whole file, the default), \"search\" or \"extract\".",
-                "type",
-            )),
-        };
-    if read_type != ReadType::Search {
-        refuse_fields(input, read_type, &SEARCH_FIELDS, ReadType::Search)?;
-    }
-    if read_type != ReadType::Extract {
-        refuse_fields(input, read_type, &EXTRACT_FIELDS, ReadType::Extract)?;
+fn part(params: &Params, m: &Malformed) -> Result<Part, ToolError> {
+    let read_type = m.check("type", params.read_type).map_err(|_| {
+        invalid(
+            "`type` must be \"read\" (the whole file, the default), \"search\" or \"extract\".",
+            "type",
+        )
+    })?;
+    let read_type = read_type.unwrap_or_default();
+    for owner in [ReadType::Search, ReadType::Extract] {
+        if read_type != owner {
+            refuse_fields(params, m, read_type, owner)?;
+        }
     }
     Ok(match read_type {
         ReadType::Read => Part::Whole,
-        ReadType::Search => Part::Search(LineSearch::from_input(input)?),
-        ReadType::Extract => Part::Extract(line_ranges(input)?),
+        ReadType::Search => Part::Search(LineSearch::from_params(params, m)?),
+        ReadType::Extract => Part::Extract(line_ranges(params, m)?),
     })
 }
 
 /// An integer field in `min..=max` with a default.
 fn bounded(
-    input: &Input<'_>,
+    m: &Malformed,
     key: &str,
+    given: Option<u8>,
     default: i64,
     min: i64,
     max: i64,
 ) -> Result<usize, ToolError> {
-    match input.integer(key) {
+    match m.check(key, given.map(i64::from)) {
         Ok(None) => Ok(default as usize),
         Ok(Some(n)) if (min..=max).contains(&n) => Ok(n as usize),
         _ => Err(invalid(
@@ -335,6 +471,7 @@ fn query_terms(key: &str) -> Vec<String> {
 }
 
 /// A validated `type: "search"`.
+#[derive(Debug)]
 struct LineSearch {
     /// The query as given, on one line, for the no-match note.
     echo: String,
@@ -352,9 +489,9 @@ struct Snippet {
 }
 
 impl LineSearch {
-    fn from_input(input: &Input<'_>) -> Result<Self, ToolError> {
+    fn from_params(params: &Params, m: &Malformed) -> Result<Self, ToolError> {
         let required = "type \"search\" requires `query`: the words or phrase to find in the file.";
-        let raw = match input.string("query") {
+        let raw = match m.check("query", params.query.as_deref()) {
             Ok(Some(raw)) => raw,
             Ok(None) => return Err(invalid(required, "query")),
             Err(_) => return Err(invalid("`query` must be a string.", "query")),
@@ -389,13 +526,21 @@ impl LineSearch {
             echo: one_line(&text::collapse_whitespace(raw)),
             terms,
             context: bounded(
-                input,
+                m,
                 "contextLines",
+                params.context_lines,
                 DEFAULT_CONTEXT_LINES,
                 0,
                 MAX_CONTEXT_LINES,
             )?,
-            max_matches: bounded(input, "maxMatches", DEFAULT_MAX_MATCHES, 1, MAX_MATCHES)?,
+            max_matches: bounded(
+                m,
+                "maxMatches",
+                params.max_matches,
+                DEFAULT_MAX_MATCHES,
+                1,
+                MAX_MATCHES,
+            )?,
         })
     }
 
@@ -470,6 +615,7 @@ impl LineSearch {
 
 /// A validated segment of `type: "extract"`: 1-based, `start <= end`, not yet checked against
 /// the file.
+#[derive(Debug)]
 struct LineRange {
     /// Index in `segments`.
     index: usize,
@@ -478,53 +624,33 @@ struct LineRange {
     end: u64,
 }
 
-fn line_ranges(input: &Input<'_>) -> Result<Vec<LineRange>, ToolError> {
+fn line_ranges(params: &Params, m: &Malformed) -> Result<Vec<LineRange>, ToolError> {
     let shape = "`segments` must be an array of 1 to 50 objects {\"label\"?: string, \"start\": line, \"end\"?: line}.";
-    let items = match input.get("segments") {
-        None => {
+    let items = match m.check("segments", params.segments.as_deref()) {
+        Ok(None) => {
             return Err(invalid(
                 "type \"extract\" requires `segments`: line ranges such as [{\"start\": 10, \"end\": 20}].",
                 "segments",
             ))
         }
-        Some(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_SEGMENTS => items,
-        Some(_) => return Err(invalid(shape, "segments")),
+        Ok(Some(items)) if !items.is_empty() && items.len() <= MAX_SEGMENTS => items,
+        _ => return Err(invalid(shape, "segments")),
     };
     items
         .iter()
         .enumerate()
-        .map(|(index, item)| line_range(index, item))
+        .map(|(index, segment)| line_range(m, index, segment))
         .collect()
 }
 
-fn line_range(index: usize, item: &Value) -> Result<LineRange, ToolError> {
+fn line_range(m: &Malformed, index: usize, segment: &Segment) -> Result<LineRange, ToolError> {
     let at = format!("segments[{index}]");
-    let Value::Object(map) = item else {
-        return Err(invalid(
-            &format!("`{at}` must be an object such as {{\"start\": 10, \"end\": 20}}."),
-            &at,
-        ));
-    };
-    if let Some(unknown) = map
-        .keys()
-        .find(|k| !super::fields::field_names::<Segment>().contains(&k.as_str()))
-    {
-        let field = format!("{at}.{}", text::truncate_chars(unknown, 64));
-        return Err(invalid(
-            &format!("Unknown field `{field}`. A segment takes label, start and end."),
-            &field,
-        ));
-    }
-    let segment = Input::new(item, super::fields::field_names::<Segment>())?;
     let start_field = format!("{at}.start");
-    let start = match segment.integer("start") {
-        Ok(Some(n)) if n >= 1 => n as u64,
-        Ok(None) => {
-            return Err(invalid(
-                &format!("`{start_field}` is required: the first line to return, from 1."),
-                &start_field,
-            ))
-        }
+    if let Some(error) = m.error(&at).or_else(|| m.error(&start_field)) {
+        return Err(error);
+    }
+    let start = match m.check(&start_field, segment.start) {
+        Ok(n) if n >= 1 => n,
         _ => {
             return Err(invalid(
                 &format!("`{start_field}` must be a line number, 1 or more."),
@@ -533,9 +659,9 @@ fn line_range(index: usize, item: &Value) -> Result<LineRange, ToolError> {
         }
     };
     let end_field = format!("{at}.end");
-    let end = match segment.integer("end") {
+    let end = match m.check(&end_field, segment.end) {
         Ok(None) => start,
-        Ok(Some(n)) if n >= 1 && n as u64 >= start => n as u64,
+        Ok(Some(n)) if n >= 1 && n >= start => n,
         Ok(Some(n)) if n >= 1 => {
             return Err(invalid(
                 &format!("`{end_field}` ({n}) is before `{start_field}` ({start})."),
@@ -549,7 +675,8 @@ fn line_range(index: usize, item: &Value) -> Result<LineRange, ToolError> {
             ))
         }
     };
-    let label = match segment.string("label") {
+    let label_field = format!("{at}.label");
+    let label = match m.check(&label_field, segment.label.as_deref()) {
         Ok(label) => label
             .map(one_line)
             .map(|l| {
@@ -560,8 +687,10 @@ fn line_range(index: usize, item: &Value) -> Result<LineRange, ToolError> {
             .filter(|l| !l.is_empty())
             .unwrap_or_else(|| format!("segment_{}", index + 1)),
         Err(_) => {
-            let field = format!("{at}.label");
-            return Err(invalid(&format!("`{field}` must be a string."), &field));
+            return Err(invalid(
+                &format!("`{label_field}` must be a string."),
+                &label_field,
+            ))
         }
     };
     Ok(LineRange {

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::get_file::file_id;
+use super::input::{self, Malformed, Reader};
 use super::ToolName;
-use super::{page_limit, require_revision, Input, RelatedFile};
+use super::{require_revision, RelatedFile};
 use crate::cursor;
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::catalog::CatalogRelation;
@@ -17,8 +18,8 @@ use crate::kb::KnowledgeBase;
 use crate::relation::Direction;
 
 pub const NAME: &str = ToolName::ReadRelated.as_str();
-pub const DEFAULT_LIMIT: u64 = 50;
-pub const MAX_LIMIT: u64 = 200;
+pub(crate) const DEFAULT_LIMIT: u64 = 50;
+pub(crate) const MAX_LIMIT: u64 = 200;
 
 /// `RelatedFileListResponse`.
 #[derive(Debug, Clone, Serialize)]
@@ -64,16 +65,54 @@ pub struct Params {
     pub limit: Option<u64>,
 }
 
-/// Runs the tool with typed parameters (the same validation as JSON input).
-pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
-    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
+impl Params {
+    /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
+    pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
+        let mut reader = Reader::new(value, ToolName::ReadRelated.fields())?;
+        let params = Params {
+            file_id: reader.string("fileId").unwrap_or_default(),
+            cursor: reader.string("cursor"),
+            limit: reader.integer("limit"),
+        };
+        Ok((params, reader.malformed))
+    }
 }
 
+/// A validated request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub file_id: String,
+    pub limit: u64,
+    pub cursor: Option<String>,
+}
+
+/// Validates typed parameters.
+pub fn validate(params: &Params) -> Result<Request, ToolError> {
+    validate_with(params, &Malformed::default())
+}
+
+fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
+    Ok(Request {
+        file_id: file_id(malformed, &params.file_id)?.to_string(),
+        limit: input::limit(malformed, params.limit, DEFAULT_LIMIT, MAX_LIMIT)?,
+        cursor: input::cursor(malformed, params.cursor.as_deref())?,
+    })
+}
+
+/// Runs the tool with typed parameters.
+pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
+    answer(kb, &validate(params)?)
+}
+
+/// Runs the tool with its JSON input.
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let input = Input::new(input, ToolName::ReadRelated.fields())?;
-    let requested = file_id(&input)?;
-    let limit = page_limit(&input, DEFAULT_LIMIT, MAX_LIMIT)?;
-    let cursor_text = input.cursor()?;
+    let (params, malformed) = Params::from_json(input)?;
+    answer(kb, &validate_with(&params, &malformed)?)
+}
+
+fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
+    let (requested, limit) = (request.file_id.as_str(), request.limit);
+    let cursor_text = request.cursor.as_deref();
     let revision = require_revision(kb)?;
     let position = kb
         .catalog

@@ -570,6 +570,68 @@ fn every_tool_answers_arbitrary_json_in_every_field_with_a_contract_answer() {
     }
 }
 
+/// `run_params(typed)` for the `Params` serde reads strictly from `input`; `None` when it reads
+/// none (a wire-only form such as `"limit": "5"`).
+fn typed_answer(
+    kb: &KnowledgeBase,
+    tool: &str,
+    input: &Value,
+) -> Option<Result<Value, kbtools::ToolError>> {
+    use kbtools::tools::*;
+    fn run<P: serde::de::DeserializeOwned, O: serde::Serialize>(
+        kb: &KnowledgeBase,
+        input: &Value,
+        run: fn(&KnowledgeBase, &P) -> Result<O, kbtools::ToolError>,
+    ) -> Option<Result<Value, kbtools::ToolError>> {
+        let params: P = serde_json::from_value(input.clone()).ok()?;
+        Some(run(kb, &params).map(|out| serde_json::to_value(out).unwrap()))
+    }
+    match tool {
+        "search_files" => run(kb, input, search_files::run_params),
+        "read_file" => run(kb, input, read_file::run_params),
+        "list_tree" => run(kb, input, list_tree::run_params),
+        "get_file" => run(kb, input, get_file::run_params),
+        "read_related" => run(kb, input, read_related::run_params),
+        "expand_graph" => run(kb, input, expand_graph::run_params),
+        _ => unreachable!("{tool}"),
+    }
+}
+
+/// Typed callers and JSON callers share one validator: whatever `Params` serde reads from a
+/// JSON input gets the same answer, or the same first error, as the JSON itself.
+#[test]
+fn typed_params_answer_as_their_json_does() {
+    let opened = open_fixture("focowiki-docs");
+    let kb = &opened.kb;
+    let real = real(kb);
+    for (tool, fields) in TOOLS {
+        let compared = std::cell::Cell::new(0u32);
+        let inputs = if tool == "read_file" {
+            prop_oneof![tool_input(fields, &real), read_file_input(&real)].boxed()
+        } else {
+            tool_input(fields, &real)
+        };
+        check(tool, 250, inputs, |input| {
+            // serde also reads a struct from an array of its fields in order; the wire takes
+            // objects only.
+            if !input.is_object() {
+                return Ok(());
+            }
+            let Some(typed) = typed_answer(kb, tool, &input) else {
+                return Ok(());
+            };
+            compared.set(compared.get() + 1);
+            let tool_name = tool.parse().unwrap();
+            let json = kbtools::tools::run_unhinted(kb, tool_name, &input)
+                .map(|out| out.to_json().unwrap());
+            prop_assert_eq!(typed, json, "{} {}", tool, input);
+            Ok(())
+        });
+        println!("{tool}: {} inputs read as typed Params", compared.get());
+        assert!(compared.get() > 10, "{tool}: too few typed inputs");
+    }
+}
+
 /// JSON text with escaped lone surrogates, as a JavaScript client that cut a surrogate pair
 /// writes it: strict JSON parsing (the CLI, the HTTP and MCP front doors) refuses it, and the
 /// bundle's lenient parser repairs it to U+FFFD; the repaired input must still get a contract

@@ -17,8 +17,8 @@ use crate::search::nearest::Nearest;
 pub use crate::search::{Candidate, FileKind, Lane, LaneSet, Mode, Ranking, Scope, SemanticState};
 
 pub const NAME: &str = ToolName::SearchFiles.as_str();
-pub const DEFAULT_LIMIT: i64 = 10;
-pub const MAX_LIMIT: i64 = 50;
+pub(crate) const DEFAULT_LIMIT: u64 = 10;
+pub(crate) const MAX_LIMIT: u64 = 50;
 const MAX_GRAPHEMES: usize = 512;
 const MAX_QUERY_BYTES: usize = 2048;
 
@@ -42,8 +42,8 @@ use output::{
     context, cursor_scope, graph_summary, lane_statuses, no_content_output, reranker_status, result,
 };
 pub use output::{
-    EvidenceStatus, GraphContext, GraphSummary, Output, QueryContext, ResultSummary, SearchResult,
-    Status,
+    EvidenceStatus, GraphContext, GraphStatus, GraphSummary, LaneState, MatchType, Output,
+    QueryContext, ResultSummary, SearchResult, SearchStatus, Status,
 };
 use request::SORT;
 pub use request::{normalize_query, validate, Request};
@@ -120,20 +120,21 @@ pub struct Params {
     pub rerank_score_threshold: Option<f64>,
 }
 
-/// Runs the tool with typed parameters (the same validation as JSON input).
+/// Runs the tool with typed parameters.
 pub fn run_params(kb: &KnowledgeBase, params: &Params) -> Result<Output, ToolError> {
-    run(kb, &serde_json::to_value(params).unwrap_or(Value::Null))
+    answer(kb, &validate(params)?)
+}
+
+/// A JSON input validated: read into `Params`, then [`validate`]d.
+pub(crate) fn validate_json(input: &Value) -> Result<Request, ToolError> {
+    let (params, malformed) = Params::from_json(input)?;
+    request::validate_with(&params, &malformed)
 }
 
 /// The answer to `request` with no candidates, to which the renderer's tests add their own.
 #[cfg(test)]
 pub(crate) fn empty_output(request: &Request) -> Output {
     no_content_output(request)
-}
-
-/// Validates typed parameters as JSON input is validated.
-pub fn validate_params(params: &Params) -> Result<Request, ToolError> {
-    validate(&serde_json::to_value(params).unwrap_or(Value::Null))
 }
 
 /// The fused, ordered candidates of a validated request (at most 1,000), and the lanes that ran.
@@ -183,7 +184,7 @@ pub struct ExplainedResult {
 /// Where the scores of a search's first `limit` results come from (`kbtools search --explain`,
 /// `kbtools eval --explain`): the same ranking as [`run`], lane by lane.
 pub fn explain(kb: &KnowledgeBase, input: &Value) -> Result<Vec<ExplainedResult>, ToolError> {
-    let request = validate(input)?;
+    let request = validate_json(input)?;
     if kb.revision().is_none() {
         return Ok(Vec::new());
     }
@@ -203,14 +204,18 @@ pub fn explain(kb: &KnowledgeBase, input: &Value) -> Result<Vec<ExplainedResult>
         .collect())
 }
 
+/// Runs the tool with its JSON input.
 pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
-    let request = validate(input)?;
+    answer(kb, &validate_json(input)?)
+}
+
+fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
     let Some(revision) = kb.revision() else {
-        return Ok(no_content_output(&request));
+        return Ok(no_content_output(request));
     };
-    let scope = cursor_scope(&request);
+    let scope = cursor_scope(request);
     let offset = cursor::start(request.cursor.as_deref(), NAME, &scope, revision)?;
-    let ranking = rank(kb, &request)?;
+    let ranking = rank(kb, request)?;
     let (candidates, lanes) = (&ranking.candidates, &ranking.lanes);
     let searcher = kb.search.searcher();
     let (range, next_cursor) = cursor::page(
@@ -238,7 +243,7 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
         .map(|(c, &score)| {
             result(
                 kb,
-                &request,
+                request,
                 revision,
                 c,
                 score,
@@ -258,19 +263,23 @@ pub fn run(kb: &KnowledgeBase, input: &Value) -> Result<Output, ToolError> {
     });
     Ok(Output {
         active_content_revision: Some(revision),
-        query: context(&request),
+        query: context(request),
         next_cursor: next_cursor.clone(),
-        search_status: if empty { "no_candidates" } else { "ok" },
+        search_status: if empty {
+            SearchStatus::NoCandidates
+        } else {
+            SearchStatus::Ok
+        },
         search_mode: request.mode,
         semantic_status,
         evidence_status,
-        reranker_status: reranker_status(&request),
+        reranker_status: reranker_status(request),
         graph_status: if graph_available {
-            "available"
+            GraphStatus::Available
         } else {
-            "disabled_for_file_mode"
+            GraphStatus::DisabledForFileMode
         },
-        graph_summary: graph_summary(kb, &request),
+        graph_summary: graph_summary(kb, request),
         result_summary: ResultSummary {
             result_count: items.len() as u64,
             has_more: next_cursor.is_some(),

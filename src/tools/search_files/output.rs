@@ -36,10 +36,48 @@ pub struct QueryContext {
     pub cursor_provided: bool,
 }
 
+crate::wire::wire_enum! {
+    /// `searchStatus`: whether any page matched.
+    pub enum SearchStatus {
+        Ok = "ok",
+        NoCandidates = "no_candidates",
+    }
+}
+
+crate::wire::wire_enum! {
+    /// `graphStatus`: whether the graph lanes could run.
+    pub enum GraphStatus {
+        Available = "available",
+        DisabledForFileMode = "disabled_for_file_mode",
+        IndexUnavailable = "index_unavailable",
+    }
+}
+
+crate::wire::wire_enum! {
+    /// The `state` of `semanticStatus` and `rerankerStatus`.
+    pub enum LaneState {
+        Ready = "ready",
+        Degraded = "degraded",
+        Unavailable = "unavailable",
+        NotConfigured = "not_configured",
+        Skipped = "skipped",
+    }
+}
+
+crate::wire::wire_enum! {
+    /// `matchType` (docs/rules.md#fusion): the kind of evidence that found a result.
+    pub enum MatchType {
+        FileDirect = "file_direct",
+        GraphNeighbor = "graph_neighbor",
+        GraphEdge = "graph_edge",
+        Hybrid = "hybrid",
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
-    pub state: &'static str,
+    pub state: LaneState,
     pub safe_code: Option<&'static str>,
 }
 
@@ -100,7 +138,7 @@ pub struct SearchResult {
     pub score: f64,
     pub content_available: bool,
     pub read_actions: ReadActions,
-    pub match_type: &'static str,
+    pub match_type: MatchType,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_context: Option<GraphContext>,
 }
@@ -113,12 +151,12 @@ pub struct Output {
     pub query: QueryContext,
     pub items: Vec<SearchResult>,
     pub next_cursor: Option<String>,
-    pub search_status: &'static str,
+    pub search_status: SearchStatus,
     pub search_mode: Mode,
     pub semantic_status: Status,
     pub evidence_status: EvidenceStatus,
     pub reranker_status: Status,
-    pub graph_status: &'static str,
+    pub graph_status: GraphStatus,
     pub graph_summary: GraphSummary,
     pub result_summary: ResultSummary,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,12 +188,12 @@ pub(super) fn context(request: &Request) -> QueryContext {
 pub(super) fn reranker_status(request: &Request) -> Status {
     if request.rerank {
         Status {
-            state: "not_configured",
+            state: LaneState::NotConfigured,
             safe_code: Some("RERANKER_NOT_CONFIGURED"),
         }
     } else {
         Status {
-            state: "skipped",
+            state: LaneState::Skipped,
             safe_code: Some("RERANKER_DISABLED"),
         }
     }
@@ -187,10 +225,10 @@ pub(super) fn no_content_output(request: &Request) -> Output {
         query: context(request),
         items: Vec::new(),
         next_cursor: None,
-        search_status: "no_candidates",
+        search_status: SearchStatus::NoCandidates,
         search_mode: request.mode,
         semantic_status: Status {
-            state: "unavailable",
+            state: LaneState::Unavailable,
             safe_code: Some("SEMANTIC_ADOPTION_REQUIRED"),
         },
         evidence_status: EvidenceStatus {
@@ -198,7 +236,7 @@ pub(super) fn no_content_output(request: &Request) -> Output {
             degraded_families: Vec::new(),
         },
         reranker_status: Status {
-            state: "skipped",
+            state: LaneState::Skipped,
             safe_code: Some(if request.rerank {
                 "RERANKER_RETRIEVAL_UNAVAILABLE"
             } else {
@@ -206,9 +244,9 @@ pub(super) fn no_content_output(request: &Request) -> Output {
             }),
         },
         graph_status: if request.mode == Mode::File {
-            "disabled_for_file_mode"
+            GraphStatus::DisabledForFileMode
         } else {
-            "index_unavailable"
+            GraphStatus::IndexUnavailable
         },
         graph_summary: GraphSummary {
             available: false,
@@ -230,17 +268,17 @@ pub(super) fn no_content_output(request: &Request) -> Output {
 
 /// `matchType` (docs/rules.md#fusion): file and graph evidence → `hybrid`; else `file_relationship` →
 /// `graph_edge`; else `file_graph` → `graph_neighbor`; else `file_direct`.
-fn match_type(lanes: &LaneSet) -> &'static str {
+fn match_type(lanes: &LaneSet) -> MatchType {
     let file = lanes.iter().any(|l| l.is_file_evidence());
     let graph = lanes.iter().any(|l| l.is_graph());
     if file && graph {
-        "hybrid"
+        MatchType::Hybrid
     } else if lanes.contains(&Lane::FileRelationship) {
-        "graph_edge"
+        MatchType::GraphEdge
     } else if lanes.contains(&Lane::FileGraph) {
-        "graph_neighbor"
+        MatchType::GraphNeighbor
     } else {
-        "file_direct"
+        MatchType::FileDirect
     }
 }
 
@@ -367,15 +405,15 @@ pub(super) fn lane_statuses(lanes: &[Lane], semantic: SemanticState) -> (Status,
     };
     let semantic_status = match (vector_ran, semantic) {
         (true, SemanticState::Ready) => Status {
-            state: "ready",
+            state: LaneState::Ready,
             safe_code: None,
         },
         (true, _) => Status {
-            state: "degraded",
+            state: LaneState::Degraded,
             safe_code: Some("SEMANTIC_LANE_PARTIAL_FAILURE"),
         },
         (false, _) => Status {
-            state: "unavailable",
+            state: LaneState::Unavailable,
             safe_code: Some("SEMANTIC_SEARCH_UNAVAILABLE"),
         },
     };

@@ -7,9 +7,10 @@ use unicode_segmentation::UnicodeSegmentation;
 use crate::error::{messages, ToolError};
 use crate::okf::{Freshness, OkfStatus, TrustTier};
 pub use crate::search::{FileKind, Mode, Scope};
-use crate::tools::{Input, ToolName};
+use crate::tools::input;
+use crate::tools::{Malformed, Reader, ToolName};
 
-use super::{DEFAULT_LIMIT, MAX_GRAPHEMES, MAX_LIMIT, MAX_QUERY_BYTES};
+use super::{Params, DEFAULT_LIMIT, MAX_GRAPHEMES, MAX_LIMIT, MAX_QUERY_BYTES};
 
 pub(super) const SORT: [&str; 3] = ["relevance_desc", "logical_path_asc", "source_file_id_asc"];
 
@@ -42,12 +43,7 @@ fn is_rejected_query_char(c: char) -> bool {
 
 /// The query rules, in order: raw control characters, NFKC + whitespace collapse,
 /// required, at least 2 grapheme clusters, at most 512 clusters and 2,048 UTF-8 bytes.
-pub fn normalize_query(raw: Option<&Value>) -> Result<String, ToolError> {
-    let raw = match raw {
-        None => return Err(invalid("FILE_SEARCH_QUERY_REQUIRED")),
-        Some(Value::String(s)) => s,
-        Some(_) => return Err(invalid("INVALID_FILE_SEARCH_QUERY")),
-    };
+pub fn normalize_query(raw: &str) -> Result<String, ToolError> {
     if raw.chars().any(is_rejected_query_char) {
         return Err(invalid("INVALID_FILE_SEARCH_QUERY"));
     }
@@ -65,94 +61,128 @@ pub fn normalize_query(raw: Option<&Value>) -> Result<String, ToolError> {
     Ok(normalized)
 }
 
-/// Field `key` as one of a closed set's values (absent or empty: `None`); any other value is
-/// `code`.
-fn enum_field<T: std::str::FromStr>(
-    input: &Input<'_>,
-    key: &str,
-    code: &str,
-) -> Result<Option<T>, ToolError> {
-    match input.trimmed(key) {
-        Ok(None) => Ok(None),
-        Ok(Some(v)) => v.parse().map(Some).map_err(|_| invalid(code)),
-        Err(_) => Err(invalid(code)),
+impl Params {
+    /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
+    pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
+        let mut r = Reader::new(value, ToolName::SearchFiles.fields())?;
+        let params = Params {
+            query: r.string("query").unwrap_or_default(),
+            mode: r.choice("mode"),
+            graph_depth: r.integer("graphDepth"),
+            graph_fanout: r.integer("graphFanout"),
+            rerank: r.flag("rerank"),
+            cursor: r.string("cursor"),
+            limit: r.integer("limit"),
+            scope: r.choice("scope"),
+            file_kind: r.choice("fileKind"),
+            okf_status: r.choice("okfStatus"),
+            okf_trust_tier: r.choice("okfTrustTier"),
+            okf_freshness: r.choice("okfFreshness"),
+            rerank_top_k: r.integer("rerankTopK"),
+            rerank_score_threshold: r.number("rerankScoreThreshold"),
+        };
+        Ok((params, r.malformed))
     }
 }
 
-fn int_field(
-    input: &Input<'_>,
-    key: &str,
-    default: i64,
-    max: i64,
-    min: i64,
+/// `given`, or `code` when the input gave `field` in a form `Params` cannot hold.
+fn checked<T>(m: &Malformed, field: &str, given: T, code: &str) -> Result<T, ToolError> {
+    m.check(field, given).map_err(|_| invalid(code))
+}
+
+/// `given` (absent: `default`) when it is in `range` and `field` was not malformed; else `code`.
+fn bounded<T: PartialOrd>(
+    malformed: &Malformed,
+    field: &str,
+    given: Option<T>,
+    default: T,
+    range: std::ops::RangeInclusive<T>,
     code: &str,
-) -> Result<i64, ToolError> {
-    match input.integer(key) {
+) -> Result<T, ToolError> {
+    match malformed.check(field, given) {
         Ok(None) => Ok(default),
-        Ok(Some(n)) if (min..=max).contains(&n) => Ok(n),
+        Ok(Some(n)) if range.contains(&n) => Ok(n),
         _ => Err(invalid(code)),
     }
 }
 
-/// Validates a search input in the API's order; the first failure wins.
-pub fn validate(value: &Value) -> Result<Request, ToolError> {
-    let input = Input::new(value, ToolName::SearchFiles.fields())?;
-    let query = normalize_query(input.get("query"))?;
-    let scope = enum_field(&input, "scope", "INVALID_FILE_SEARCH_SCOPE")?.unwrap_or(Scope::All);
-    let file_kind =
-        enum_field(&input, "fileKind", "INVALID_FILE_SEARCH_KIND")?.unwrap_or(FileKind::Page);
-    let mode = enum_field(&input, "mode", "INVALID_FILE_SEARCH_MODE")?.unwrap_or(Mode::Hybrid);
-    let graph_depth = int_field(
-        &input,
+/// Validates typed parameters.
+pub fn validate(params: &Params) -> Result<Request, ToolError> {
+    validate_with(params, &Malformed::default())
+}
+
+/// Validates a search in the API's order; the first failure wins.
+pub(super) fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
+    let m = malformed;
+    if m.has("query") {
+        return Err(invalid("INVALID_FILE_SEARCH_QUERY"));
+    }
+    let query = normalize_query(&params.query)?;
+    let scope =
+        checked(m, "scope", params.scope, "INVALID_FILE_SEARCH_SCOPE")?.unwrap_or(Scope::All);
+    let file_kind = checked(m, "fileKind", params.file_kind, "INVALID_FILE_SEARCH_KIND")?
+        .unwrap_or(FileKind::Page);
+    let mode = checked(m, "mode", params.mode, "INVALID_FILE_SEARCH_MODE")?.unwrap_or(Mode::Hybrid);
+    let graph_depth = bounded(
+        m,
         "graphDepth",
+        params.graph_depth,
         1,
-        2,
-        0,
+        0..=2,
         "INVALID_FILE_SEARCH_GRAPH_DEPTH",
-    )? as u8;
-    let graph_fanout = int_field(
-        &input,
+    )?;
+    let graph_fanout = bounded(
+        m,
         "graphFanout",
+        params.graph_fanout,
         10,
-        25,
-        0,
+        0..=25,
         "INVALID_FILE_SEARCH_GRAPH_FANOUT",
-    )? as u64;
-    let okf_status = enum_field(&input, "okfStatus", "INVALID_FILE_SEARCH_OKF_STATUS")?;
-    let okf_trust_tier = enum_field(&input, "okfTrustTier", "INVALID_FILE_SEARCH_OKF_TRUST_TIER")?;
-    let okf_freshness = enum_field(&input, "okfFreshness", "INVALID_FILE_SEARCH_OKF_FRESHNESS")?;
-    let limit = int_field(
-        &input,
+    )?;
+    let okf_status = checked(
+        m,
+        "okfStatus",
+        params.okf_status,
+        "INVALID_FILE_SEARCH_OKF_STATUS",
+    )?;
+    let okf_trust_tier = checked(
+        m,
+        "okfTrustTier",
+        params.okf_trust_tier,
+        "INVALID_FILE_SEARCH_OKF_TRUST_TIER",
+    )?;
+    let okf_freshness = checked(
+        m,
+        "okfFreshness",
+        params.okf_freshness,
+        "INVALID_FILE_SEARCH_OKF_FRESHNESS",
+    )?;
+    let limit = bounded(
+        m,
         "limit",
+        params.limit,
         DEFAULT_LIMIT,
-        MAX_LIMIT,
-        1,
+        1..=MAX_LIMIT,
         "INVALID_FILE_SEARCH_LIMIT",
-    )? as u64;
+    )?;
     let rerank_invalid = || invalid("INVALID_FILE_SEARCH_RERANK_CONTROLS");
-    let rerank = match input.get("rerank") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::String(s)) if s.is_empty() => false,
-        Some(Value::String(s)) if s == "true" => true,
-        Some(Value::String(s)) if s == "false" => false,
-        Some(_) => return Err(rerank_invalid()),
-    };
-    let top_k = input.integer("rerankTopK").map_err(|_| rerank_invalid())?;
+    let rerank = m
+        .check("rerank", params.rerank)
+        .map_err(|_| rerank_invalid())?
+        .unwrap_or(false);
+    let top_k = m
+        .check("rerankTopK", params.rerank_top_k)
+        .map_err(|_| rerank_invalid())?;
     let rerank_top_k = match (rerank, top_k) {
         (false, Some(_)) => return Err(rerank_invalid()),
         (false, None) => None,
         (true, None) => Some(limit.max(30)),
-        (true, Some(k)) if (1..=50).contains(&k) && k as u64 >= limit => Some(k as u64),
+        (true, Some(k)) if (1..=50).contains(&k) && k >= limit => Some(k),
         (true, Some(_)) => return Err(rerank_invalid()),
     };
-    let threshold = match input.get("rerankScoreThreshold") {
-        None => None,
-        Some(Value::Number(n)) => Some(n.as_f64().ok_or_else(rerank_invalid)?),
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::String(s)) => Some(s.trim().parse::<f64>().map_err(|_| rerank_invalid())?),
-        Some(_) => return Err(rerank_invalid()),
-    };
+    let threshold = m
+        .check("rerankScoreThreshold", params.rerank_score_threshold)
+        .map_err(|_| rerank_invalid())?;
     let rerank_score_threshold = match (rerank, threshold) {
         (false, Some(_)) => return Err(rerank_invalid()),
         (false, None) => None,
@@ -160,7 +190,7 @@ pub fn validate(value: &Value) -> Result<Request, ToolError> {
         (true, Some(t)) if t.is_finite() && (0.0..=1.0).contains(&t) => Some(t),
         (true, Some(_)) => return Err(rerank_invalid()),
     };
-    let cursor = input.cursor()?.map(str::to_string);
+    let cursor = input::cursor(m, params.cursor.as_deref())?;
     Ok(Request {
         query,
         scope,
