@@ -16,7 +16,7 @@ const VERSION: u32 = 1;
 /// Longest cursor accepted before decoding.
 const MAX_CURSOR_LEN: usize = 1024;
 /// Highest offset a cursor may carry.
-pub const MAX_OFFSET: u64 = 100_000;
+pub(crate) const MAX_OFFSET: u64 = 100_000;
 
 #[derive(Serialize, Deserialize)]
 struct Payload {

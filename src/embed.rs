@@ -86,7 +86,7 @@ impl Model {
     }
 
     /// The embedding's dimension.
-    pub fn dim(&self) -> usize {
+    pub(crate) fn dim(&self) -> usize {
         self.encoder.shape.hidden
     }
 
@@ -95,7 +95,8 @@ impl Model {
         self.encoder.shape.positions - 2
     }
 
-    pub fn tokenizer(&self) -> &Tokenizer {
+    #[cfg(test)]
+    pub(crate) fn tokenizer(&self) -> &Tokenizer {
         &self.tokenizer
     }
 
@@ -305,7 +306,7 @@ pub(crate) fn load_once<M>(
 }
 
 /// Scales `v` to unit length (a zero vector stays zero).
-pub fn normalize(v: &mut [f32]) {
+pub(crate) fn normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     let inv = 1.0 / norm.max(1e-6);
     v.iter_mut().for_each(|x| *x *= inv);

@@ -61,22 +61,21 @@ impl ErrorCode {
 /// Messages the online API uses verbatim (docs/contracts.md#contracts).
 pub mod messages {
     pub const NOT_FOUND: &str = "Resource was not found.";
-    pub const RELATED_CONFLICT: &str =
+    pub(crate) const RELATED_CONFLICT: &str =
         "Only readable files created from uploaded Markdown can return related files.";
     pub const PAYLOAD_TOO_LARGE: &str =
         "The requested file exceeds the configured content read limit.";
-    pub const CURSOR_INVALID: &str = "Pagination cursor is invalid.";
-    pub const LIMIT_INVALID: &str = "Pagination limit is invalid.";
-    pub const TREE_PARENT_INVALID: &str = "Tree parent path is invalid.";
-    pub const PATH_UNSUPPORTED: &str = "This knowledge-base file path is not supported.";
+    pub(crate) const CURSOR_INVALID: &str = "Pagination cursor is invalid.";
+    pub(crate) const LIMIT_INVALID: &str = "Pagination limit is invalid.";
+    pub(crate) const TREE_PARENT_INVALID: &str = "Tree parent path is invalid.";
+    pub(crate) const PATH_UNSUPPORTED: &str = "This knowledge-base file path is not supported.";
     pub const SEARCH_INVALID: &str = "File search query is invalid.";
-    pub const EXPAND_INVALID: &str = "Relationship exploration query is invalid.";
-    pub const INPUT_INVALID: &str = "The request failed validation.";
-    pub const SEARCH_UNAVAILABLE: &str =
+    pub(crate) const EXPAND_INVALID: &str = "Relationship exploration query is invalid.";
+    pub(crate) const INPUT_INVALID: &str = "The request failed validation.";
+    pub(crate) const SEARCH_UNAVAILABLE: &str =
         "Search is temporarily unavailable. Retry after the service recovers.";
     pub const SEARCH_TIMEOUT: &str = "Search exceeded the configured response deadline.";
-    pub const DATA_UNAVAILABLE: &str = "The requested data is temporarily unavailable. Retry later and keep the request ID if support assistance is needed.";
-    pub const INTERNAL: &str = "Internal server error.";
+    pub(crate) const DATA_UNAVAILABLE: &str = "The requested data is temporarily unavailable. Retry later and keep the request ID if support assistance is needed.";
 }
 
 /// A failed tool call: what the contract's error envelope carries, less the request id.
@@ -103,24 +102,24 @@ impl ToolError {
     }
 
     /// 422 with `details: {field}`.
-    pub fn invalid_field(message: &str, field: &str) -> Self {
+    pub(crate) fn invalid_field(message: &str, field: &str) -> Self {
         ToolError::new(ErrorCode::ValidationError, message).with_detail("field", field)
     }
 
     /// 422 with `details: {code}`.
-    pub fn invalid_code(message: &str, detail_code: &str) -> Self {
+    pub(crate) fn invalid_code(message: &str, detail_code: &str) -> Self {
         ToolError::new(ErrorCode::ValidationError, message).with_detail("code", detail_code)
     }
 
-    pub fn cursor_invalid() -> Self {
+    pub(crate) fn cursor_invalid() -> Self {
         ToolError::invalid_field(messages::CURSOR_INVALID, "cursor")
     }
 
-    pub fn limit_invalid() -> Self {
+    pub(crate) fn limit_invalid() -> Self {
         ToolError::invalid_field(messages::LIMIT_INVALID, "limit")
     }
 
-    pub fn with_detail(mut self, key: &str, value: impl Into<Value>) -> Self {
+    pub(crate) fn with_detail(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.details
             .get_or_insert_with(Map::new)
             .insert(key.to_string(), value.into());

@@ -7,7 +7,7 @@
 //! page's relations are one range of relation numbers, sorted by source page (compressed sparse
 //! rows), so opening a knowledge base builds nothing and a walk decodes only the blocks of the
 //! pages it visits. Nodes are catalog positions, edges relation numbers; a node's edges come in
-//! the walk's order ([`CatalogGraph::ordered_relations`]). petgraph's traversals and algorithms
+//! the walk's order (`CatalogGraph::ordered_relations`). petgraph's traversals and algorithms
 //! (`Bfs`, `page_rank`, …) run on it as they run on a `Graph`.
 
 use petgraph::visit::{
@@ -57,7 +57,7 @@ impl<'c> CatalogGraph<'c> {
 
     /// The relations of `page` with their numbers, ordered by target path, then preferred
     /// type, then type.
-    pub fn ordered_relations(self, page: u32) -> Vec<(u32, &'c CatalogRelation)> {
+    pub(crate) fn ordered_relations(self, page: u32) -> Vec<(u32, &'c CatalogRelation)> {
         let catalog = self.catalog;
         let Some(range) = catalog.relation_range(page) else {
             return Vec::new();

@@ -40,12 +40,12 @@ fn md5_hex(kb_id: &str, path: &str) -> String {
 }
 
 /// `generated-<md5 hex of "<kbId>:<path>">` for every file that is not a source-backed page.
-pub fn generated_file_id(kb_id: &str, path: &str) -> String {
+pub(crate) fn generated_file_id(kb_id: &str, path: &str) -> String {
     format!("generated-{}", md5_hex(kb_id, path))
 }
 
 /// `generated-directory-<md5 hex of "<kbId>:<path>">` for a directory tree entry.
-pub fn generated_directory_id(kb_id: &str, path: &str) -> String {
+pub(crate) fn generated_directory_id(kb_id: &str, path: &str) -> String {
     format!("generated-directory-{}", md5_hex(kb_id, path))
 }
 
@@ -64,7 +64,7 @@ pub struct ReadActions {
 
 impl ReadActions {
     /// The links of a file; `related` and `graph` links only for source-backed pages.
-    pub fn for_file(kb_id: &str, file_id: &str, path: &str, source_backed: bool) -> Self {
+    pub(crate) fn for_file(kb_id: &str, file_id: &str, path: &str, source_backed: bool) -> Self {
         let base = format!("/openapi/v2/knowledge-bases/{kb_id}");
         ReadActions {
             file_detail_by_id: Some(format!("{base}/files/{file_id}")),

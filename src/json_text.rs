@@ -23,7 +23,7 @@ impl LazyObject {
 
 impl LazyObject {
     /// The object whose JSON text (as `serde_json` writes a map; `""` for none) is `text`.
-    pub fn from_text(text: String) -> Self {
+    pub(crate) fn from_text(text: String) -> Self {
         LazyObject {
             text: text.into_boxed_str(),
             parsed: std::sync::OnceLock::new(),

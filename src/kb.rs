@@ -113,7 +113,7 @@ impl KnowledgeBase {
 
     /// The cross-language lane's vectors, when the generation has them (read at the first
     /// call).
-    pub fn cross_vectors(&self) -> Option<&index::vectors::Vectors> {
+    pub(crate) fn cross_vectors(&self) -> Option<&index::vectors::Vectors> {
         self.cross_vectors.get()
     }
 

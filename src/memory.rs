@@ -18,7 +18,7 @@ const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Runs `work` with mimalloc purging every page freed meanwhile at once, then restores its
 /// delay.
-pub fn purging_at_once<T>(work: impl FnOnce() -> T) -> T {
+pub(crate) fn purging_at_once<T>(work: impl FnOnce() -> T) -> T {
     // SAFETY: mi_option_get/mi_option_set read and write one entry of mimalloc's option table;
     // the delay is read again at each purge, so a change applies from the next one.
     let delay = unsafe {
@@ -46,7 +46,7 @@ pub fn keep_freed_memory() {
 
 /// Returns the memory freed so far on this thread to the system (mimalloc's, and glibc's when
 /// it is the allocator).
-pub fn release_free() {
+pub(crate) fn release_free() {
     // SAFETY: mi_collect only returns free memory of mimalloc's heaps.
     unsafe {
         libmimalloc_sys::mi_collect(true);

@@ -155,7 +155,7 @@ impl OkfSignals {
     }
 
     /// Computes the signals of `frontmatter` as of `today` (UTC date).
-    pub fn compute(frontmatter: &Map<String, Value>, today: Date) -> Self {
+    pub(crate) fn compute(frontmatter: &Map<String, Value>, today: Date) -> Self {
         let effective_status = match frontmatter.get("status") {
             None => Some(OkfStatus::Stable),
             Some(Value::String(s)) => OkfStatus::parse(s),

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// The Skill's folder name, as its `SKILL.md` frontmatter names it.
-pub const SKILL_NAME: &str = "knowledge-base-tools";
+pub(crate) const SKILL_NAME: &str = "knowledge-base-tools";
 
 /// The Skill's files: path relative to the Skill folder (with `/`), and content.
 pub const FILES: [(&str, &str); 4] = [

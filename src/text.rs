@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use unicode_normalization::UnicodeNormalization;
 
 /// NFKC, trimmed, every whitespace run collapsed to one space (the API's query normalization).
-pub fn normalize_query_text(raw: &str) -> String {
+pub(crate) fn normalize_query_text(raw: &str) -> String {
     // Text already in NFKC (ASCII always, almost every title and path) is left as it is.
     let nfkc: Cow<'_, str> = if is_nfkc(raw) {
         raw.into()
@@ -18,7 +18,7 @@ pub fn normalize_query_text(raw: &str) -> String {
 
 /// The double-quoted phrases of a query (`"…"` or `“…”`), without the quotes; an unclosed
 /// quote quotes nothing.
-pub fn quoted_phrases(query: &str) -> Vec<String> {
+pub(crate) fn quoted_phrases(query: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current: Option<String> = None;
     for c in query.chars() {
@@ -39,7 +39,7 @@ pub fn quoted_phrases(query: &str) -> Vec<String> {
 }
 
 /// The exact-match key used by the exact-path and exact-title lanes: normalized and lower-cased.
-pub fn exact_key(raw: &str) -> String {
+pub(crate) fn exact_key(raw: &str) -> String {
     let key = normalize_query_text(raw).to_lowercase();
     // Lower-casing can leave characters that compose (`T` + U+0308 lower-cases to `t` + U+0308,
     // which NFKC writes as `ẗ`): normalize once more, so that every form of a text has one key.
@@ -52,20 +52,20 @@ pub fn exact_key(raw: &str) -> String {
 
 /// True when `s` is known to be in NFKC by the quick check (ASCII always is); false may also be
 /// text that is, which only the full normalization tells.
-pub fn is_nfkc(s: &str) -> bool {
+pub(crate) fn is_nfkc(s: &str) -> bool {
     s.is_ascii()
         || unicode_normalization::is_nfkc_quick(s.chars())
             == unicode_normalization::IsNormalized::Yes
 }
 
-pub fn is_nfc(s: &str) -> bool {
+pub(crate) fn is_nfc(s: &str) -> bool {
     // ASCII and CJK unified ideographs (most non-ASCII text of these bundles' paths) neither
     // decompose nor compose with anything: text of them alone is in every normal form, without
     // the lookups of the full check.
     s.chars().all(|c| c.is_ascii() || is_normal_ideograph(c)) || unicode_normalization::is_nfc(s)
 }
 
-pub fn nfc(s: &str) -> String {
+pub(crate) fn nfc(s: &str) -> String {
     s.nfc().collect()
 }
 
@@ -99,7 +99,7 @@ pub fn percent_decode_once(s: &str) -> Option<String> {
 /// `text` as XML character data or an attribute value: markup characters escaped, and the
 /// characters XML 1.0 cannot hold at all (C0 controls but tab, newline and return; U+FFFE,
 /// U+FFFF) replaced by U+FFFD.
-pub fn xml_escape(text: &str) -> String {
+pub(crate) fn xml_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -125,18 +125,18 @@ pub fn truncate_chars(s: &str, max_chars: usize) -> &str {
 }
 
 /// Collapses every whitespace run to one space and trims.
-pub fn collapse_whitespace(s: &str) -> String {
+pub(crate) fn collapse_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `s` safe to show on a terminal: control characters (C0, newline and tab included; DEL; C1)
 /// and the bidi controls become escapes (`\n`, `\t`, `\r`, else `\u{1b}`), so that a file
 /// name or a message cannot move the cursor, retitle the window or reorder the line it is on.
-pub fn terminal_safe(s: &str) -> Cow<'_, str> {
+pub(crate) fn terminal_safe(s: &str) -> Cow<'_, str> {
     escape_controls(s, false)
 }
 
-/// [`terminal_safe`] for text of several lines: its newlines are kept.
+/// `terminal_safe` for text of several lines: its newlines are kept.
 pub fn terminal_safe_lines(s: &str) -> Cow<'_, str> {
     escape_controls(s, true)
 }
@@ -166,7 +166,7 @@ fn escape_controls(s: &str, keep_newlines: bool) -> Cow<'_, str> {
 
 /// True for the control characters the API rejects in paths: C0, DEL, C1, and the bidi
 /// controls U+202A–U+202E and U+2066–U+2069.
-pub fn is_forbidden_path_char(c: char) -> bool {
+pub(crate) fn is_forbidden_path_char(c: char) -> bool {
     c.is_control()
         || ('\u{202A}'..='\u{202E}').contains(&c)
         || ('\u{2066}'..='\u{2069}').contains(&c)
@@ -175,18 +175,18 @@ pub fn is_forbidden_path_char(c: char) -> bool {
 /// True for a CJK unified ideograph of the basic block or extension A (almost every character
 /// of Chinese text): it has no decomposition, composes with nothing and has no case, so it is
 /// its own form in every normalization.
-pub fn is_normal_ideograph(c: char) -> bool {
+pub(crate) fn is_normal_ideograph(c: char) -> bool {
     matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}')
 }
 
 /// True for a CJK ideograph (the `han` bucket of the bundle format's term routes).
-pub fn is_han(c: char) -> bool {
+pub(crate) fn is_han(c: char) -> bool {
     matches!(c as u32,
         0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x323AF)
 }
 
 /// True for characters that form CJK text runs for tokenization: Han, kana and hangul.
-pub fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     is_han(c)
         || matches!(c as u32,
             0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF65..=0xFF9F | 0x1100..=0x11FF

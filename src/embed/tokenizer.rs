@@ -9,7 +9,7 @@ use super::format::Vocabulary;
 
 const METASPACE: char = '\u{2581}';
 
-pub struct Tokenizer {
+pub(crate) struct Tokenizer {
     vocabulary: Vocabulary,
     /// The score of an unknown code point: below every piece's.
     unknown_score: f32,
@@ -35,15 +35,15 @@ impl Tokenizer {
         }
     }
 
-    pub fn bos(&self) -> u32 {
+    pub(crate) fn bos(&self) -> u32 {
         self.vocabulary.bos
     }
 
-    pub fn eos(&self) -> u32 {
+    pub(crate) fn eos(&self) -> u32 {
         self.vocabulary.eos
     }
 
-    pub fn unk(&self) -> u32 {
+    pub(crate) fn unk(&self) -> u32 {
         self.vocabulary.unk
     }
 

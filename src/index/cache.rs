@@ -45,7 +45,7 @@ const CHUNK_MAX: usize = 2048;
 /// A file's SHA-256 as ingest records it: 64 lowercase hex digits (kept as the digest), or
 /// another text (`unreadable`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sha<'a> {
+pub(crate) enum Sha<'a> {
     Digest([u8; 32]),
     Text(&'a str),
 }
@@ -77,7 +77,7 @@ impl<'a> Sha<'a> {
     }
 
     /// `f` of the text.
-    pub fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+    pub(crate) fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
         match self {
             Sha::Text(text) => f(text),
             Sha::Digest(digest) => {
@@ -212,12 +212,12 @@ struct Tables {
 }
 
 /// A diagnostic as the cache keeps it: (code, path, line, column, message).
-pub type KeptDiagnostic = (Code, String, Option<usize>, Option<usize>, String);
+pub(crate) type KeptDiagnostic = (Code, String, Option<usize>, Option<usize>, String);
 
 /// What the last build derived from the whole bundle, valid while the files it depends on are
 /// unchanged (see `index::assembly_key`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Derived {
+pub(crate) struct Derived {
     pub key: String,
     /// The diagnostics after the files' own problems (of the assembly and of the catalog), as
     /// (code, path, line, column, message): a tuple, since the cache's binary encoding does not
@@ -265,7 +265,7 @@ struct Header {
 }
 
 /// An opened ingest cache: the entries read where they lie, the chunks decoded on demand.
-pub struct Cache {
+pub(crate) struct Cache {
     bytes: memmap2::Mmap,
     header: Header,
     side: Side,
@@ -387,7 +387,7 @@ impl Cache {
     }
 
     /// When the cache was made (ns since the epoch).
-    pub fn made_ns(&self) -> i128 {
+    pub(crate) fn made_ns(&self) -> i128 {
         self.header.made_ns
     }
 
@@ -461,17 +461,17 @@ impl Cache {
         (0..self.len()).map(|i| self.entry(i))
     }
 
-    pub fn chunk_count(&self) -> usize {
+    pub(crate) fn chunk_count(&self) -> usize {
         self.header.chunks.len()
     }
 
     /// The entries of chunk `c`.
-    pub fn chunk_range(&self, c: usize) -> Range<usize> {
+    pub(crate) fn chunk_range(&self, c: usize) -> Range<usize> {
         self.chunk_starts[c]..self.chunk_starts[c + 1]
     }
 
     /// The chunk that holds entry `entry`.
-    pub fn chunk_of(&self, entry: usize) -> usize {
+    pub(crate) fn chunk_of(&self, entry: usize) -> usize {
         self.chunk_starts.partition_point(|&start| start <= entry) - 1
     }
 
@@ -505,7 +505,7 @@ fn path_hash(path: &str) -> u64 {
 }
 
 /// The chunks of files with these disk paths (in entry order), as ranges of entries.
-pub fn chunk_ranges<'a>(disks: impl ExactSizeIterator<Item = &'a str>) -> Vec<Range<usize>> {
+pub(crate) fn chunk_ranges<'a>(disks: impl ExactSizeIterator<Item = &'a str>) -> Vec<Range<usize>> {
     let total = disks.len();
     let mut ranges = Vec::new();
     let mut start = 0;
@@ -524,7 +524,7 @@ pub fn chunk_ranges<'a>(disks: impl ExactSizeIterator<Item = &'a str>) -> Vec<Ra
 }
 
 /// Compresses the details of one chunk.
-pub fn encode_chunk(details: &[&Detail]) -> Vec<u8> {
+pub(crate) fn encode_chunk(details: &[&Detail]) -> Vec<u8> {
     crate::compact::encode(details).expect("details encode")
 }
 
@@ -583,7 +583,11 @@ impl Writer {
 
     /// Appends chunks `chunks` of `cache` as they are stored (written from its mapping, neither
     /// decoded nor checked again).
-    pub fn copy_chunks(&mut self, cache: &Cache, chunks: Range<usize>) -> std::io::Result<()> {
+    pub(crate) fn copy_chunks(
+        &mut self,
+        cache: &Cache,
+        chunks: Range<usize>,
+    ) -> std::io::Result<()> {
         let Some(first) = cache.header.chunks.get(chunks.start) else {
             return Ok(());
         };

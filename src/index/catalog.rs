@@ -17,7 +17,7 @@ pub mod store;
 /// The names of a page (lower case), indexed for the identifier lane: its file stem, and the
 /// label its title starts with when that label is an identifier ([`is_identifier`]: `MD013` of
 /// `MD013 - Line length`).
-pub fn page_names(path: &str, title: Option<&str>) -> Vec<String> {
+pub(crate) fn page_names(path: &str, title: Option<&str>) -> Vec<String> {
     let mut names = Vec::new();
     let file = path.rsplit('/').next().unwrap_or(path);
     let stem = file.rsplit_once('.').map_or(file, |(stem, _)| stem);
@@ -54,7 +54,7 @@ fn title_label(title: &str) -> Option<&str> {
 /// What a title says beside its identifier label (`title_label`): `Line length` of
 /// `MD013 - Line length`, `line too long` of `E501: line too long`; the whole title when it
 /// has no such label or nothing beside it.
-pub fn title_words(title: &str) -> &str {
+pub(crate) fn title_words(title: &str) -> &str {
     let trimmed = title.trim();
     let Some((first, rest)) = trimmed.split_once(char::is_whitespace) else {
         return trimmed;
@@ -82,7 +82,7 @@ pub fn title_words(title: &str) -> &str {
 /// True for a word that reads as an identifier rather than a word of prose: letters with a
 /// digit, a hyphen or an underscore in it (`md013`, `at-rule-no-unknown`, `v-model`,
 /// `max_line_length`), two characters at least.
-pub fn is_identifier(word: &str) -> bool {
+pub(crate) fn is_identifier(word: &str) -> bool {
     word.chars().count() >= 2
         && word.chars().any(|c| c.is_alphabetic())
         && word
@@ -122,12 +122,12 @@ pub struct CatalogFile {
 
 impl CatalogFile {
     /// `fileKind` in tree entries.
-    pub fn tree_file_kind(&self) -> ContractFileKind {
+    pub(crate) fn tree_file_kind(&self) -> ContractFileKind {
         self.class.tree_file_kind(self.source_backed)
     }
 
     /// `fileKind` in file detail (`log.md` is `index` there).
-    pub fn detail_file_kind(&self) -> ContractFileKind {
+    pub(crate) fn detail_file_kind(&self) -> ContractFileKind {
         match self.tree_file_kind() {
             ContractFileKind::Log => ContractFileKind::Index,
             other => other,
@@ -149,7 +149,7 @@ impl CatalogFile {
     }
 
     /// True for a relation record kbtools renders itself.
-    pub fn is_virtual(&self) -> bool {
+    pub(crate) fn is_virtual(&self) -> bool {
         self.graph_of.is_some()
     }
 }
@@ -180,7 +180,7 @@ pub struct CatalogData {
 }
 
 /// Unordered page pairs with at least one relation.
-pub fn distinct_pairs(relations: &[CatalogRelation]) -> u64 {
+pub(crate) fn distinct_pairs(relations: &[CatalogRelation]) -> u64 {
     let pairs: std::collections::HashSet<(u32, u32)> = relations
         .iter()
         .map(|r| (r.from.min(r.to), r.from.max(r.to)))
@@ -347,7 +347,8 @@ impl Catalog {
     }
 
     /// Everything, decoded (a build's previous catalog).
-    pub fn into_data(self) -> CatalogData {
+    #[cfg(test)]
+    pub(crate) fn into_data(self) -> CatalogData {
         let files = self.iter_files().cloned().collect();
         let relations = (0..self.relation_count() as u32)
             .map(|r| self.relation(r).clone())
@@ -380,10 +381,6 @@ impl Catalog {
         &self.store.header().knowledge_base_id
     }
 
-    pub fn kb_name(&self) -> &str {
-        &self.store.header().knowledge_base_name
-    }
-
     pub fn kind(&self) -> BundleKind {
         self.store.header().kind
     }
@@ -400,7 +397,7 @@ impl Catalog {
     }
 
     /// True when position `i` is a source page (read without decoding the file).
-    pub fn is_source(&self, i: u32) -> bool {
+    pub(crate) fn is_source(&self, i: u32) -> bool {
         self.store.is_source(i)
     }
 
@@ -432,7 +429,7 @@ impl Catalog {
 
     /// A file by exact path only (no case-folded fallback, which builds a table of every path
     /// on first use).
-    pub fn by_exact_path(&self, path: &str) -> Option<u32> {
+    pub(crate) fn by_exact_path(&self, path: &str) -> Option<u32> {
         self.exact_path(path)
     }
 
@@ -460,22 +457,24 @@ impl Catalog {
     }
 
     /// A file by id, or by path when `id` is a path (rules#file-ids: both accepted).
-    pub fn by_id_or_path(&self, id: &str) -> Option<u32> {
+    pub(crate) fn by_id_or_path(&self, id: &str) -> Option<u32> {
         self.by_id(id).or_else(|| self.exact_path(id))
     }
 
     /// The catalog position of the page indexed under `key`.
-    pub fn by_index_key(&self, key: u64) -> Option<u32> {
+    #[cfg(test)]
+    pub(crate) fn by_index_key(&self, key: u64) -> Option<u32> {
         self.store.position_of_key(key)
     }
 
     /// The positions of every indexed page.
-    pub fn indexed_positions(&self) -> Vec<u32> {
+    #[cfg(test)]
+    pub(crate) fn indexed_positions(&self) -> Vec<u32> {
         self.store.indexed_positions()
     }
 
     /// The key table as an owned handle ([`store::KeyTable`]) the full-text index keeps.
-    pub fn key_table(&self) -> store::KeyTable {
+    pub(crate) fn key_table(&self) -> store::KeyTable {
         self.store.key_table()
     }
 
@@ -497,7 +496,7 @@ impl Catalog {
 
     /// The content of a per-file graph record kbtools renders itself (`None` for other files):
     /// rendered from the page's relations, byte for byte what ingest hashed.
-    pub fn virtual_content(&self, file: &CatalogFile) -> Option<String> {
+    pub(crate) fn virtual_content(&self, file: &CatalogFile) -> Option<String> {
         let page = self.file(file.graph_of?);
         let relations = self.relations_of(file.graph_of?);
         let views: Vec<crate::ingest::bundle::RelationView<'_>> = relations
@@ -520,14 +519,14 @@ impl Catalog {
 
     /// The relations recorded for a source page, in catalog order (target path order), with
     /// their relation numbers.
-    pub fn relations_of(&self, page: u32) -> Vec<&CatalogRelation> {
+    pub(crate) fn relations_of(&self, page: u32) -> Vec<&CatalogRelation> {
         self.relation_range(page)
             .map(|range| range.map(|r| self.relation(r)).collect())
             .unwrap_or_default()
     }
 
     /// The relation numbers of `page`'s relations.
-    pub fn relation_range(&self, page: u32) -> Option<std::ops::Range<u32>> {
+    pub(crate) fn relation_range(&self, page: u32) -> Option<std::ops::Range<u32>> {
         self.store.relation_range(page)
     }
 
@@ -546,7 +545,7 @@ impl Catalog {
     }
 
     /// Distinct relations: unordered page pairs with at least one relation.
-    pub fn distinct_relation_count(&self) -> u64 {
+    pub(crate) fn distinct_relation_count(&self) -> u64 {
         self.store.header().distinct_relations
     }
 }

@@ -214,12 +214,12 @@ pub(crate) mod flock {
     use rustix::fs::{flock, FlockOperation};
 
     /// Takes an exclusive lock on `file` without waiting; false when another holds it.
-    pub fn try_exclusive(file: &std::fs::File) -> bool {
+    pub(crate) fn try_exclusive(file: &std::fs::File) -> bool {
         flock(file, FlockOperation::NonBlockingLockExclusive).is_ok()
     }
 
     /// Takes an exclusive lock on `file`, waiting for it; false when it cannot be taken.
-    pub fn exclusive(file: &std::fs::File) -> bool {
+    pub(crate) fn exclusive(file: &std::fs::File) -> bool {
         flock(file, FlockOperation::LockExclusive).is_ok()
     }
 }

@@ -31,7 +31,7 @@ pub struct Counts {
 pub struct Manifest {
     pub format_version: u64,
     pub tool_version: String,
-    /// The [`super::DERIVATION_VERSION`] the generation was built with (0 before there was
+    /// The `super::DERIVATION_VERSION` the generation was built with (0 before there was
     /// one).
     #[serde(default)]
     pub derivation_version: u64,

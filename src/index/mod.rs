@@ -107,7 +107,7 @@ pub const INDEX_FORMAT_VERSION: u64 = 16;
 /// the catalog again (keeping the vectors and the pages' index) instead of keeping the last
 /// generation, so an index made by an older kbtools gets the new derivation without `--full`.
 /// 1: links resolved by their path's end (a folder copied out of another layout).
-pub const DERIVATION_VERSION: u64 = 1;
+pub(crate) const DERIVATION_VERSION: u64 = 1;
 
 /// How thoroughly opening checks a generation's files (module docs, "Checking what is opened").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -157,7 +157,7 @@ pub fn exclusions(options: &BuildOptions, manifest: Option<&Manifest>) -> Vec<St
 
 /// Whether the generation of `manifest` has the vectors `options` want (an unchanged bundle
 /// then needs no build).
-pub fn semantic_fits(options: &BuildOptions, manifest: &Manifest) -> bool {
+pub(crate) fn semantic_fits(options: &BuildOptions, manifest: &Manifest) -> bool {
     build::semantic_fits(options, manifest)
 }
 
@@ -165,7 +165,11 @@ pub fn semantic_fits(options: &BuildOptions, manifest: &Manifest) -> bool {
 /// stat fingerprint is `stat_fingerprint` ([`crate::ingest::bundle::walk::stat_fingerprint`]): the same
 /// files, the same derivation, the vectors wanted, the same knowledge-base id. A build then
 /// keeps it, and a query command opens it as it is.
-pub fn up_to_date(options: &BuildOptions, manifest: &Manifest, stat_fingerprint: &str) -> bool {
+pub(crate) fn up_to_date(
+    options: &BuildOptions,
+    manifest: &Manifest,
+    stat_fingerprint: &str,
+) -> bool {
     manifest.stat_fingerprint == stat_fingerprint
         && options
             .exclude

@@ -33,7 +33,7 @@ pub(crate) struct Fields {
 
 /// What one source page contributes to the index.
 pub struct IndexedPage<'a> {
-    /// The page's stable key ([`page_key`]).
+    /// The page's stable key (`page_key`).
     pub key: u64,
     pub path: &'a str,
     pub title: &'a str,
@@ -84,7 +84,7 @@ pub(crate) fn field(schema: &Schema, name: &str) -> Result<Field, IndexError> {
 }
 
 /// The exact-path keys of a page: its full path and its path without `pages/`, normalized.
-pub fn exact_path_keys(path: &str) -> Vec<String> {
+pub(crate) fn exact_path_keys(path: &str) -> Vec<String> {
     let mut keys = vec![crate::text::exact_key(path)];
     if let Some(rest) = path.strip_prefix("pages/") {
         keys.push(crate::text::exact_key(rest));
@@ -95,13 +95,13 @@ pub fn exact_path_keys(path: &str) -> Vec<String> {
 /// The stable key of a source page in the index: the first 8 bytes of the SHA-256 of its path.
 /// Catalog positions shift when pages come and go; keys do not, so an incremental build can
 /// delete and add single pages.
-pub fn page_key(path: &str) -> u64 {
+pub(crate) fn page_key(path: &str) -> u64 {
     hash64(path)
 }
 
 /// The indexed term of an exact-lane key (from [`crate::text::exact_key`]). Two keys share a
 /// term only when their SHA-256 digests share the first 64 bits.
-pub fn exact_term(key: &str) -> u64 {
+pub(crate) fn exact_term(key: &str) -> u64 {
     hash64(key)
 }
 
@@ -160,7 +160,7 @@ pub(crate) struct Memo {
 pub(crate) const IDF_MEMO_ENTRIES: usize = 100_000;
 
 /// A page's title terms, each with its IDF in the body field.
-pub type TitleTerms = std::sync::Arc<[(String, f32)]>;
+pub(crate) type TitleTerms = std::sync::Arc<[(String, f32)]>;
 
 /// `mutex` locked; a memo a panicking thread left is still whole (each insert is one call).
 pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -452,14 +452,14 @@ impl SearchIndex {
 
     /// Reads the catalog position of every document now (a long-running server: each query then
     /// maps its candidates by table lookups, where a one-shot call reads the few it needs).
-    pub fn read_doc_positions(&self) -> Result<(), IndexError> {
+    pub(crate) fn read_doc_positions(&self) -> Result<(), IndexError> {
         self.pages
             .doc_positions(&self.pages.reader.searcher(), &self.positions)
             .map(drop)
     }
 
     /// Number of indexed pages.
-    pub fn num_docs(&self) -> u64 {
+    pub(crate) fn num_docs(&self) -> u64 {
         self.searcher().num_docs()
     }
 }

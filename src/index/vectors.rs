@@ -3,7 +3,7 @@
 //!
 //! A page's passages are its heading sections ([`crate::ingest::markdown::sections`], the passage
 //! lane's units, so a vector hit names the section its excerpt comes from), each under its
-//! page's title and cut into windows of at most [`MAX_PASSAGE_TOKENS`] tokens. Generated
+//! page's title and cut into windows of at most `MAX_PASSAGE_TOKENS` tokens. Generated
 //! navigation pages have none.
 //!
 //! Incremental: a page whose path, content and title are unchanged keeps its vectors without
@@ -23,9 +23,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::IndexError;
 
-pub const VECTORS_FILE: &str = "vectors.bin";
+pub(crate) const VECTORS_FILE: &str = "vectors.bin";
 /// The cross-language lane's vectors: the same format, a window per section.
-pub const CROSS_VECTORS_FILE: &str = "crossvectors.bin";
+pub(crate) const CROSS_VECTORS_FILE: &str = "crossvectors.bin";
 const MAGIC: &[u8; 8] = b"KBVEC002";
 /// The format before pages had a script.
 const MAGIC_1: &[u8; 8] = b"KBVEC001";
@@ -82,7 +82,8 @@ impl Script {
 
 /// Tokens of a passage window (title included), as the prototype measured best: a section
 /// longer than this is cut into equal windows.
-pub const MAX_PASSAGE_TOKENS: usize = 320;
+#[cfg(feature = "semantic")]
+pub(crate) const MAX_PASSAGE_TOKENS: usize = 320;
 
 /// What the manifest records of a generation's vectors.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -308,7 +309,7 @@ pub struct SourcePage {
 }
 
 /// The key of a page's section: its title and text.
-pub fn section_key(title: &str, text: &str) -> u64 {
+pub(crate) fn section_key(title: &str, text: &str) -> u64 {
     let mut h = Sha256::new();
     h.update(title.as_bytes());
     h.update([0]);

@@ -6,7 +6,7 @@ use pulldown_cmark::{Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd
 
 /// What the index needs from one Markdown body.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct MarkdownSummary {
+pub(crate) struct MarkdownSummary {
     pub first_h1: Option<String>,
     pub headings: Vec<String>,
     pub links: Vec<Link>,
@@ -22,7 +22,7 @@ pub struct Link {
     /// destination).
     #[serde(default)]
     pub shortcode: bool,
-    /// The line of the text given to [`summarize`] where the link starts (1-based; 0 when
+    /// The line of the text given to `summarize` where the link starts (1-based; 0 when
     /// unknown, as in records written before it was kept).
     #[serde(default)]
     pub line: u32,
@@ -63,20 +63,20 @@ impl<'a> Lines<'a> {
 /// Where a section of the plain text starts (before its heading): a form feed, which every
 /// analyzer drops as whitespace, so it costs the index nothing; the passage lane's sections are
 /// split at it ([`sections`]).
-pub const SECTION_BREAK: char = '\u{c}';
+pub(crate) const SECTION_BREAK: char = '\u{c}';
 
 /// A section shorter than this (bytes of indexed text) is joined to the one after it: a
 /// heading with a line under it is no passage, and BM25's length normalization would rank such
 /// stubs over the sections that explain.
-pub const MIN_SECTION_BYTES: usize = 400;
+pub(crate) const MIN_SECTION_BYTES: usize = 400;
 /// Sections of a page at most (the rest join the last one).
-pub const MAX_SECTIONS: usize = 256;
+pub(crate) const MAX_SECTIONS: usize = 256;
 
 /// The sections of a page's indexed body text (the passage lane's units): byte ranges of
-/// `body` split at [`SECTION_BREAK`], short ones joined to the next (a short last one to the
+/// `body` split at `SECTION_BREAK`, short ones joined to the next (a short last one to the
 /// one before), in order; one break character lies between two sections, and a page without
 /// headings is one section. The index marks where each ends
-/// ([`crate::ingest::analysis::SECTION_MARK`]) and a section is named by its number here, so this is
+/// (`crate::ingest::analysis::SECTION_MARK`) and a section is named by its number here, so this is
 /// computed the same way at indexing and when an excerpt is cut from the page again.
 pub fn sections(body: &str) -> Vec<std::ops::Range<usize>> {
     let mut out: Vec<std::ops::Range<usize>> = Vec::new();
@@ -120,7 +120,7 @@ const OPTIONS: Options = Options::ENABLE_TABLES
 
 /// The destination of every Markdown link of `body` (not images, not wiki links) with the
 /// byte offset where the link starts (`kbtools check` reports broken ones there).
-pub fn link_destinations(body: &str) -> Vec<(String, usize)> {
+pub(crate) fn link_destinations(body: &str) -> Vec<(String, usize)> {
     Parser::new_ext(body, OPTIONS)
         .into_offset_iter()
         .filter_map(|(event, range)| match event {
@@ -136,7 +136,7 @@ pub fn link_destinations(body: &str) -> Vec<(String, usize)> {
         .collect()
 }
 
-pub fn summarize(body: &str) -> MarkdownSummary {
+pub(crate) fn summarize(body: &str) -> MarkdownSummary {
     // A byte-order mark before the first heading is no part of it.
     let body = body.strip_prefix('\u{feff}').unwrap_or(body);
     // Heading attributes (`# Title {#anchor .class}`, as VitePress, Hugo, MkDocs and Docusaurus
@@ -384,7 +384,7 @@ const CONTAINER_TYPES: [&str; 14] = [
 /// `text` without the syntax of site generators that is no part of what a reader sees:
 /// shortcodes (`{{< name … >}}`, `{{% name … %}}`) and the `:::` markers of custom containers
 /// (`::: tip`, `:::warning Title` keeps `Title`).
-pub fn clean_generator_syntax(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn clean_generator_syntax(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains("{{") && !text.contains(":::") {
         return std::borrow::Cow::Borrowed(text);
     }

@@ -9,7 +9,7 @@ use crate::kb::KnowledgeBase;
 impl KnowledgeBase {
     /// The text of a file, checked against the read limit; a path that resolves outside the bundle
     /// is not found.
-    pub fn read_content(&self, file: &CatalogFile) -> Result<String, ToolError> {
+    pub(crate) fn read_content(&self, file: &CatalogFile) -> Result<String, ToolError> {
         if let Some(content) = self.catalog.virtual_content(file) {
             return Ok(content);
         }
@@ -19,7 +19,7 @@ impl KnowledgeBase {
     /// The text of a source file when it still is what the index was built from (same size and
     /// SHA-256), else `None`: an excerpt must come from the text that was searched, also when the
     /// bundle changed after the build (`--no-refresh`, a server without `--watch`).
-    pub fn indexed_content(&self, file: &CatalogFile) -> Option<String> {
+    pub(crate) fn indexed_content(&self, file: &CatalogFile) -> Option<String> {
         if let Some(content) = self.catalog.virtual_content(file) {
             return Some(content);
         }

@@ -24,7 +24,7 @@ pub struct FieldParams {
 }
 
 /// One field of a query and the terms it is queried with, each with its query weight.
-pub struct FieldQuery<'a> {
+pub(crate) struct FieldQuery<'a> {
     pub field: Field,
     pub params: FieldParams,
     pub terms: &'a [String],
@@ -33,7 +33,7 @@ pub struct FieldQuery<'a> {
 
 /// Scores every document that matches any term and returns the best `limit`, best first
 /// (ties by address).
-pub fn top_docs(
+pub(crate) fn top_docs(
     searcher: &Searcher,
     fields: &[FieldQuery<'_>],
     limit: usize,
@@ -98,7 +98,7 @@ pub fn top_docs(
 /// then saturated once (`k1`), so a term in both title and body is not counted twice over.
 /// Every field is queried with the same `terms`; the IDF is the largest of the fields', times
 /// the term's query weight.
-pub fn top_docs_bm25f(
+pub(crate) fn top_docs_bm25f(
     searcher: &Searcher,
     fields: &[(Field, FieldParams)],
     terms: &[String],
@@ -214,7 +214,7 @@ fn zeroed(buffer: &mut Vec<f32>, len: usize) -> &mut [f32] {
 /// A kept document of `TopK`: its score, address and ranking order (the catalog position,
 /// `u64::MAX` when the catalog does not know it).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TopDoc {
+pub(crate) struct TopDoc {
     pub score: f32,
     pub address: DocAddress,
     pub order: u64,

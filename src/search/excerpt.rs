@@ -9,10 +9,10 @@ use crate::ingest::analysis::{self};
 /// Bytes of body text around the best passage that an excerpt covers before trimming.
 pub(super) const EXCERPT_WINDOW_BYTES: usize = 900;
 /// Characters an excerpt holds at most (the API allows 1,200: rules#excerpts).
-pub const EXCERPT_MAX_CHARS: usize = 600;
+pub(crate) const EXCERPT_MAX_CHARS: usize = 600;
 
 /// Makes `sourceExcerpt`s for the hits of one query.
-pub struct Excerpter {
+pub(crate) struct Excerpter {
     /// Query term → weight.
     pub(super) terms: BTreeMap<String, f32>,
     pub(super) max_num_chars: usize,
@@ -65,7 +65,7 @@ impl Excerpter {
     }
 
     /// The best-matching passage of `text` (a section), or `None` when no query term is in it.
-    pub fn excerpt_matching(&self, text: &str) -> Option<String> {
+    pub(crate) fn excerpt_matching(&self, text: &str) -> Option<String> {
         let fragment = self.best_fragment(text);
         if fragment.trim().is_empty() {
             return None;

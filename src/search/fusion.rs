@@ -1,6 +1,6 @@
 //! One score per page from the lanes. The direct lanes are fused by weighted reciprocal rank
 //! (`weight / (k + rank)`) into the page's *file score*; the graph lanes and translations add
-//! to it shares of other pages' file scores ([`Scored`]); exact-path hits and the pages the
+//! to it shares of other pages' file scores (`Scored`); exact-path hits and the pages the
 //! query names rank first, then exact-title hits, then the rest by score, ties by path.
 
 use super::lexical::LaneHits;
@@ -36,7 +36,7 @@ impl Entry {
 }
 
 /// Every page some lane found, by catalog position.
-pub type Scored = rustc_hash::FxHashMap<u32, Entry>;
+pub(crate) type Scored = rustc_hash::FxHashMap<u32, Entry>;
 
 /// Whether `path` is a page in another script than `question`: one of them CJK (Chinese,
 /// Japanese, Korean) and the other not, the page's by its language root (a page outside
@@ -80,7 +80,7 @@ fn answers_only_across(kb: &KnowledgeBase, question_is_cjk: bool, position: u32)
 
 /// The file score of every page a direct lane found (each lane counts at the page's rank in
 /// it; a page is in a lane once).
-pub fn file_scores(
+pub(crate) fn file_scores(
     kb: &KnowledgeBase,
     question: &str,
     direct: &[LaneHits],
@@ -174,7 +174,7 @@ pub fn best(scored: &Scored, take: usize, score: impl Fn(&Entry) -> f64) -> Vec<
 }
 
 /// The graph lanes' seeds: the best pages by file score.
-pub fn seeds(scored: &Scored) -> Vec<u32> {
+pub(crate) fn seeds(scored: &Scored) -> Vec<u32> {
     best(scored, WEIGHTS.seeds, |e| e.file)
         .into_iter()
         .filter(|&(_, s)| s > 0.0)
@@ -183,7 +183,7 @@ pub fn seeds(scored: &Scored) -> Vec<u32> {
 }
 
 /// The final list: source pages that pass the filters, exact-path hits first, then
-/// exact-title hits, then by score; at most [`MAX_RESULTS`]. In `graph` mode a page needs graph
+/// exact-title hits, then by score; at most `MAX_RESULTS`. In `graph` mode a page needs graph
 /// evidence (a seed is a graph node in its own right) or an exact hit.
 pub fn finish(kb: &KnowledgeBase, query: &Query<'_>, scored: Scored) -> Vec<Candidate> {
     let mut candidates: Vec<Candidate> = scored

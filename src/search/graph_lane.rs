@@ -1,6 +1,6 @@
 //! The `file_graph` lane: a page that a well-matching page links to is worth reading even when
 //! the question does not match it well. Each seed (the best pages by file score,
-//! [`super::fusion::seeds`]) offers the pages its walk reaches a share of its own file score,
+//! `super::fusion::seeds`) offers the pages its walk reaches a share of its own file score,
 //! divided by the depth factor per step and by `relations ^ hub` of both ends of the step, so
 //! that a hub is not lifted by every question (a README linked from and to everything) and does
 //! not lift everything it touches (a list of every rule that matched the question's words
@@ -21,7 +21,7 @@ use crate::graph::Step;
 use crate::kb::KnowledgeBase;
 
 /// The hub damping of `page`: its relation count to the power `hub` (at least 1).
-pub fn hub_damping(kb: &KnowledgeBase, page: u32, hub: f64) -> f64 {
+pub(crate) fn hub_damping(kb: &KnowledgeBase, page: u32, hub: f64) -> f64 {
     let relations = kb
         .catalog
         .relation_range(page)

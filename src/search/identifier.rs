@@ -7,16 +7,16 @@
 //! hits.
 //!
 //! A name counts when the whole query is a page's file stem (`configure`, `md013.md`), or when
-//! a word of the query is an identifier ([`crate::index::catalog::is_identifier`]: a digit, a
+//! a word of the query is an identifier (`crate::index::catalog::is_identifier`: a digit, a
 //! hyphen or an underscore among letters) that is a page's stem or the identifier its title
-//! starts with, and the name names at most [`MOST_PAGES_A_NAME`] pages (a page and its
+//! starts with, and the name names at most `MOST_PAGES_A_NAME` pages (a page and its
 //! translations; not `index`, which every folder has).
 
 use crate::error::IndexError;
 use crate::kb::KnowledgeBase;
 
 /// Most pages one name may name and still be taken as naming them.
-pub const MOST_PAGES_A_NAME: usize = 4;
+pub(crate) const MOST_PAGES_A_NAME: usize = 4;
 
 /// The source pages the query names, in the order the query names them (the names are looked
 /// up in the index, where a build put each page's names).

@@ -33,7 +33,7 @@ fn is_wrapping(c: char) -> bool {
 }
 
 /// The literals of `query`, in order, without duplicates.
-pub fn literals(query: &str) -> Vec<String> {
+pub(crate) fn literals(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for run in query.split(is_boundary) {
         let mut run = run.trim_matches(is_wrapping);

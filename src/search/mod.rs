@@ -98,17 +98,17 @@ impl Lane {
     }
 
     /// The graph lanes run only when the mode is not `file` and the scope is `all`.
-    pub fn is_graph(self) -> bool {
+    pub(crate) fn is_graph(self) -> bool {
         matches!(self, Lane::FileGraph | Lane::FileRelationship)
     }
 
     /// "File evidence" for `matchType` (docs/rules.md#fusion).
-    pub fn is_file_evidence(self) -> bool {
+    pub(crate) fn is_file_evidence(self) -> bool {
         !self.is_graph()
     }
 
     /// Content lanes: what a quoted phrase filters, and where an excerpt comes from.
-    pub fn is_content(self) -> bool {
+    pub(crate) fn is_content(self) -> bool {
         matches!(
             self,
             Lane::Lexical
@@ -121,7 +121,7 @@ impl Lane {
         )
     }
 
-    pub fn matched_field(self) -> &'static str {
+    pub(crate) fn matched_field(self) -> &'static str {
         match self {
             Lane::ExactPath | Lane::Identifier | Lane::Nearest => "path",
             Lane::ExactTitle => "title",
@@ -338,7 +338,7 @@ pub fn semantic(kb: &KnowledgeBase) -> (SemanticState, SemanticModel) {
 }
 
 /// Results a cursor can page through.
-pub const MAX_RESULTS: usize = 1000;
+pub(crate) const MAX_RESULTS: usize = 1000;
 
 /// The lanes a request runs (docs/rules.md#fusion; the vector lanes, `content_vector`, in `hybrid`
 /// only: the semantic lane when `semantic`, the cross-language lane beside it when `cross`).
@@ -386,7 +386,7 @@ pub(crate) fn unavailable(e: IndexError) -> ToolError {
 #[cfg(not(feature = "semantic"))]
 type QueryVector = std::sync::Arc<Vec<f32>>;
 
-/// Ranks the source pages for `query`: at most [`MAX_RESULTS`], best first.
+/// Ranks the source pages for `query`: at most `MAX_RESULTS`, best first.
 pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError> {
     // The models load (once a process) before the clock starts: the deadline bounds the
     // search, not a first use. Only where the vector lanes can run: a `file`-mode call loaded

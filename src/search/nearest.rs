@@ -5,7 +5,7 @@
 //! 1. **Near titles**: pages whose title or path holds a word within one edit of a query word
 //!    of four letters or more or of its prefixes (two edits from eight letters: `configration`,
 //!    `punctuatoin`), by how many such words they hold.
-//! 2. **Entry pages**, when the query is a question ([`MIN_QUESTION_TERMS`] terms or more after
+//! 2. **Entry pages**, when the query is a question (`MIN_QUESTION_TERMS` terms or more after
 //!    stop words): the knowledge base's `index` and `README` pages, then the pages with the
 //!    most relations (what the knowledge base links to and from most), shallow ones first. They
 //!    answer nothing by themselves; they are where a reader who found nothing starts.
@@ -24,10 +24,10 @@ use crate::kb::KnowledgeBase;
 use crate::search::page_lanes::QueryTerms;
 
 /// Pages a fallback returns.
-pub const MOST: usize = 10;
+pub(crate) const MOST: usize = 10;
 
 /// Terms (after stop words) that make a query a question, for the entry pages.
-pub const MIN_QUESTION_TERMS: usize = 3;
+pub(crate) const MIN_QUESTION_TERMS: usize = 3;
 
 /// Which fallback found the candidates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

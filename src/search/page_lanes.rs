@@ -56,7 +56,7 @@ impl QueryTerms {
     /// These terms and the English words the glossary lends the question's Chinese words
     /// ([`analysis::glossary`]), each Chinese word's at [`BORROWED_WEIGHT`] split among its
     /// alternatives; a term the question has already keeps its own weight.
-    pub fn with_borrowed(mut self, query: &str) -> Self {
+    pub(crate) fn with_borrowed(mut self, query: &str) -> Self {
         for alternatives in analysis::glossary::borrowed(query) {
             let share = BORROWED_WEIGHT / alternatives.len() as f32;
             for english in alternatives {
@@ -75,7 +75,7 @@ impl QueryTerms {
 }
 
 /// What a Chinese word's English words weigh in a question, together.
-pub const BORROWED_WEIGHT: f32 = 1.0;
+pub(crate) const BORROWED_WEIGHT: f32 = 1.0;
 
 impl SearchIndex {
     fn run(
@@ -226,7 +226,7 @@ impl SearchIndex {
     /// Catalog positions of the pages whose body contains every phrase, in order and adjacent
     /// (CJK phrases as consecutive bigrams: an exact substring). A phrase with one token needs
     /// that token; a phrase with no token matches everything.
-    pub fn phrase_matches(
+    pub(crate) fn phrase_matches(
         &self,
         searcher: &Searcher,
         phrases: &[String],
@@ -285,7 +285,7 @@ impl SearchIndex {
     /// The pages whose body holds the words of each of `literals` adjacent and in order (the
     /// candidates of [`crate::search::literal`], which reads them for the literal itself), in
     /// catalog order, one list per literal.
-    pub fn literal_candidates(
+    pub(crate) fn literal_candidates(
         &self,
         searcher: &Searcher,
         literals: &[String],
@@ -324,7 +324,7 @@ impl SearchIndex {
 
     /// The pages named `name` (lower case; [`crate::index::catalog::page_names`]), at most
     /// `most + 1` of them (a caller that takes at most `most` knows more were there).
-    pub fn pages_named(
+    pub(crate) fn pages_named(
         &self,
         searcher: &Searcher,
         name: &str,
@@ -338,7 +338,7 @@ impl SearchIndex {
     /// The pages whose title or path holds a word within `edits` of one of `terms` (each with
     /// its own number of edits, a transposition one edit), best first by how many of the terms
     /// they hold so: the fallback of a search that found nothing ([`crate::search::nearest`]).
-    pub fn near_titles(
+    pub(crate) fn near_titles(
         &self,
         searcher: &Searcher,
         terms: &[(String, u8)],
@@ -369,7 +369,7 @@ impl SearchIndex {
     /// An excerpter for the query's `kb_text` terms in the body (what tantivy's
     /// `SnippetGenerator` would highlight: each term the body field holds, weighted
     /// `1 / (1 + document frequency)`); `None` when the query has no term.
-    pub fn excerpter(&self, searcher: &Searcher, query_text: &str) -> Option<Excerpter> {
+    pub(crate) fn excerpter(&self, searcher: &Searcher, query_text: &str) -> Option<Excerpter> {
         let terms = analysis::terms(&mut analysis::text_analyzer(), query_text);
         if terms.is_empty() {
             return None;

@@ -1,6 +1,6 @@
 //! The passage lane's scores: BM25 over the heading sections ([`crate::ingest::markdown::sections`])
 //! of the page lane's candidates, read from the pages' index itself. The `kb_body` analysis ends
-//! each section of a page of two or more with [`SECTION_MARK`] at a position of its own, so the
+//! each section of a page of two or more with `SECTION_MARK` at a position of its own, so the
 //! mark's positions in a page are its sections' bounds, and a query term's positions in the
 //! body say which sections hold it. A section is scored with its page's title, as a passage is
 //! read (the title's frequencies and length from the `title` field).
@@ -22,10 +22,10 @@ use crate::index::search_index::stats::{section_lengths, SectionStats};
 use crate::ingest::analysis::SECTION_MARK;
 
 /// Most a section's score gains from its query terms standing close together (`proximity`).
-pub const PROXIMITY_WEIGHT: f32 = 10.0;
+pub(crate) const PROXIMITY_WEIGHT: f32 = 10.0;
 
 /// Two occurrences of query terms count as close within this many positions.
-pub const PROXIMITY_WINDOW: u32 = 8;
+pub(crate) const PROXIMITY_WINDOW: u32 = 8;
 
 /// A section of a page: its number among the page's [`crate::ingest::markdown::sections`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub struct Index<'a> {
     pub title: Field,
     pub body: Field,
     pub stats: SectionStats,
-    /// The deleted documents of each segment ([`crate::index::search_index::stats::deleted_docs`]).
+    /// The deleted documents of each segment (`crate::index::search_index::stats::deleted_docs`).
     pub deleted: &'a [Vec<DocId>],
 }
 

@@ -8,8 +8,8 @@
 //!
 //! The lane ranks by *title coverage*: of the title's terms (by their IDF, so that `no` or
 //! `the` weigh little), the share the question holds; a page counts when the question holds
-//! at least [`MIN_COVERAGE`] of its title, and pages rank by the IDF the question matched,
-//! times the coverage. The candidates are the best [`CANDIDATES`] of BM25 over title, path and
+//! at least `MIN_COVERAGE` of its title, and pages rank by the IDF the question matched,
+//! times the coverage. The candidates are the best `CANDIDATES` of BM25 over title, path and
 //! metadata (the `scope=metadata` lane). A page without a title is titled by its file stem; a
 //! title's identifier label (`MD013` of `MD013 - Line length`) is left to the identifier lane.
 //!
@@ -25,15 +25,15 @@ use crate::kb::KnowledgeBase;
 use crate::search::page_lanes::QueryTerms;
 
 /// The least share of a title's weight the question must hold.
-pub const MIN_COVERAGE: f64 = 2.0 / 3.0;
+pub(crate) const MIN_COVERAGE: f64 = 2.0 / 3.0;
 
 /// Candidates read from the metadata lane (200 gave the same nDCG@10 on the three dev sets,
 /// SciFact and CMRC, at a higher cost: SciFact's median query 32.8 ms against 18.1 ms, debug
 /// build, before the IDFs were read in one pass).
-pub const CANDIDATES: usize = 50;
+pub(crate) const CANDIDATES: usize = 50;
 
 /// The pages whose title the question covers, best first.
-pub fn covered_pages(
+pub(crate) fn covered_pages(
     kb: &KnowledgeBase,
     searcher: &Searcher,
     terms: &QueryTerms,

@@ -37,7 +37,7 @@ pub fn state(kb: &KnowledgeBase) -> (super::SemanticState, Option<Arc<Model>>) {
 
 /// The cross-language lane's model, when it can run on `kb`: the index has its vectors, made by
 /// the installed model (the lane runs beside the semantic lane, in `hybrid`).
-pub fn cross_model(kb: &KnowledgeBase) -> Option<Arc<CrossModel>> {
+pub(crate) fn cross_model(kb: &KnowledgeBase) -> Option<Arc<CrossModel>> {
     let recorded = kb.manifest.cross_language.as_ref()?;
     if !kb.options.semantic {
         return None;
@@ -65,14 +65,14 @@ static CACHE: Shared = Mutex::new(None);
 static CROSS_CACHE: Shared = Mutex::new(None);
 
 /// The embedding of `text` as a query.
-pub fn query_vector(model: &Model, text: &str) -> Arc<Vec<f32>> {
+pub(crate) fn query_vector(model: &Model, text: &str) -> Arc<Vec<f32>> {
     cached(&CACHE, text, || {
         model.embed_query(text, rayon::current_num_threads())
     })
 }
 
 /// The cross-language model's embedding of `text`.
-pub fn cross_query_vector(model: &CrossModel, text: &str) -> Arc<Vec<f32>> {
+pub(crate) fn cross_query_vector(model: &CrossModel, text: &str) -> Arc<Vec<f32>> {
     cached(&CROSS_CACHE, text, || model.embed_one(text))
 }
 

@@ -110,7 +110,7 @@ pub const WEIGHTS: Weights = Weights {
 };
 
 /// The weight of a direct lane's reciprocal ranks (graph shares and the fallback: none).
-pub fn lane_weight(w: &Weights, lane: Lane) -> f64 {
+pub(crate) fn lane_weight(w: &Weights, lane: Lane) -> f64 {
     match lane {
         Lane::ExactPath => w.exact_path,
         Lane::ExactTitle => w.exact_title,

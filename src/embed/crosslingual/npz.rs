@@ -37,7 +37,7 @@ pub struct Array {
 
 impl Array {
     /// Its elements as `f32` (an `f8` array converted), or why not.
-    pub fn to_f32(&self, name: &str) -> Result<Vec<f32>, CrossFormatError> {
+    pub(crate) fn to_f32(&self, name: &str) -> Result<Vec<f32>, CrossFormatError> {
         match self.dtype {
             Dtype::F32 => Ok(self
                 .bytes

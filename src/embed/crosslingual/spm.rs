@@ -4,7 +4,7 @@
 //! to replacement strings). A text is normalized as SentencePiece does (longest match in the
 //! map at each byte, else the character itself; leading, trailing and repeated spaces dropped;
 //! a metaspace before the text and for every space), then split by the unigram Viterbi of
-//! [`crate::embed::tokenizer::Tokenizer::split`]. Checked against the reference's ids
+//! `crate::embed::tokenizer::Tokenizer::split`. Checked against the reference's ids
 //! (`fixtures/crosslingual/`).
 
 use std::collections::HashMap;
@@ -164,7 +164,7 @@ impl CharsMap {
 }
 
 /// The cross-language model's tokenizer.
-pub struct SpmTokenizer {
+pub(crate) struct SpmTokenizer {
     charsmap: CharsMap,
     dummy_prefix: bool,
     extra_spaces: bool,
@@ -241,7 +241,7 @@ impl SpmTokenizer {
     }
 
     /// `text` as the pieces are matched against: normalized, spaces as metaspaces.
-    pub fn normalize(&self, text: &str) -> String {
+    pub(crate) fn normalize(&self, text: &str) -> String {
         let bytes = text.as_bytes();
         // The replacement of what starts at `at`, and the bytes it takes.
         let next = |at: usize| -> (&[u8], usize) {

@@ -31,7 +31,7 @@ use super::{CatalogData, CatalogFile, CatalogRelation};
 use crate::ingest::bundle::BundleKind;
 
 /// Files per block.
-pub const BLOCK: usize = 64;
+pub(crate) const BLOCK: usize = 64;
 const MAGIC: &[u8; 8] = b"KBCAT06\n";
 /// Magic, checksum and header length.
 const PREAMBLE: usize = 16;
@@ -204,7 +204,7 @@ impl Store {
         &self.header
     }
 
-    pub fn block_count(&self) -> usize {
+    pub(crate) fn block_count(&self) -> usize {
         self.header.first_paths.len()
     }
 
@@ -262,11 +262,11 @@ impl Store {
         (b * BLOCK).min(files)..((b + 1) * BLOCK).min(files)
     }
 
-    pub fn file_block(&self, b: usize) -> Box<[CatalogFile]> {
+    pub(crate) fn file_block(&self, b: usize) -> Box<[CatalogFile]> {
         self.decode(self.header.file_blocks, b, self.pages_of_block(b).len())
     }
 
-    pub fn relation_block(&self, b: usize) -> Box<[CatalogRelation]> {
+    pub(crate) fn relation_block(&self, b: usize) -> Box<[CatalogRelation]> {
         let pages = self.pages_of_block(b);
         let count = self.relation_start(pages.end) - self.relation_start(pages.start);
         self.decode(self.header.relation_blocks, b, count as usize)
@@ -274,21 +274,21 @@ impl Store {
 
     /// The block that holds `path` if any file does: the last block whose first path is not
     /// after it.
-    pub fn block_of_path(&self, path: &str) -> Option<usize> {
+    pub(crate) fn block_of_path(&self, path: &str) -> Option<usize> {
         self.header
             .first_paths
             .partition_point(|first| first.as_str() <= path)
             .checked_sub(1)
     }
 
-    pub fn relation_range(&self, page: u32) -> Option<Range<u32>> {
+    pub(crate) fn relation_range(&self, page: u32) -> Option<Range<u32>> {
         let page = page as usize;
         (page < self.header.file_count as usize)
             .then(|| self.relation_start(page)..self.relation_start(page + 1))
     }
 
     /// The block of relation `r` and its place in the block.
-    pub fn relation_place(&self, r: u32) -> (usize, usize) {
+    pub(crate) fn relation_place(&self, r: u32) -> (usize, usize) {
         let block_start = |b: usize| self.relation_start(b * BLOCK);
         let mut low = 0;
         let mut high = self.block_count();
@@ -305,23 +305,23 @@ impl Store {
     }
 
     /// True when the file at `position` is a source page (false past the end).
-    pub fn is_source(&self, position: u32) -> bool {
+    pub(crate) fn is_source(&self, position: u32) -> bool {
         (position as usize) < self.header.file_count as usize
             && self.area()[self.header.flags.offset as usize + position as usize] & SOURCE != 0
     }
 
     /// The compressed bytes of file block `b`, as stored.
-    pub fn raw_file_block(&self, b: usize) -> &[u8] {
+    pub(crate) fn raw_file_block(&self, b: usize) -> &[u8] {
         self.block_bytes(self.header.file_blocks, b)
     }
 
     /// The compressed bytes of relation block `b`, as stored.
-    pub fn raw_relation_block(&self, b: usize) -> &[u8] {
+    pub(crate) fn raw_relation_block(&self, b: usize) -> &[u8] {
         self.block_bytes(self.header.relation_blocks, b)
     }
 
     /// The relation starts table (file count + 1 numbers).
-    pub fn relation_starts(&self) -> Vec<u32> {
+    pub(crate) fn relation_starts(&self) -> Vec<u32> {
         (0..=self.header.file_count as usize)
             .map(|i| self.relation_start(i))
             .collect()
@@ -343,7 +343,7 @@ impl Store {
         &self.header.first_paths
     }
 
-    pub fn key_table(&self) -> KeyTable {
+    pub(crate) fn key_table(&self) -> KeyTable {
         KeyTable {
             bytes: self.bytes.clone(),
             start: self.data + self.header.keys.offset as usize,
@@ -351,11 +351,13 @@ impl Store {
         }
     }
 
-    pub fn position_of_key(&self, key: u64) -> Option<u32> {
+    #[cfg(test)]
+    pub(crate) fn position_of_key(&self, key: u64) -> Option<u32> {
         self.key_table().get(key)
     }
 
-    pub fn indexed_positions(&self) -> Vec<u32> {
+    #[cfg(test)]
+    pub(crate) fn indexed_positions(&self) -> Vec<u32> {
         (0..self.key_count()).map(|k| self.key_entry(k).1).collect()
     }
 }
@@ -420,17 +422,17 @@ pub struct Parts<'a> {
     pub relation_starts: Vec<u32>,
     /// (key, position) of every indexed page, ascending by key, each key once.
     pub keys: Vec<(u64, u32)>,
-    /// One byte per file: [`SOURCE_FLAG`] for a source page.
+    /// One byte per file: `SOURCE_FLAG` for a source page.
     pub flags: Vec<u8>,
     pub file_blocks: Vec<std::borrow::Cow<'a, [u8]>>,
     pub relation_blocks: Vec<std::borrow::Cow<'a, [u8]>>,
 }
 
 /// Flag byte of a source page in [`Parts::flags`].
-pub const SOURCE_FLAG: u8 = SOURCE;
+pub(crate) const SOURCE_FLAG: u8 = SOURCE;
 
 /// Compresses a block of items for [`Parts`].
-pub fn encode_block<T: Serialize>(items: &[T]) -> Vec<u8> {
+pub(crate) fn encode_block<T: Serialize>(items: &[T]) -> Vec<u8> {
     crate::compact::encode(items).expect("a catalog block encodes")
 }
 
@@ -490,7 +492,7 @@ pub fn encode(mut data: CatalogData) -> Vec<u8> {
 }
 
 /// The relation starts of `files` files whose relations have the sources `from`, in order.
-pub fn relation_starts(files: usize, from: impl Iterator<Item = u32>) -> Vec<u32> {
+pub(crate) fn relation_starts(files: usize, from: impl Iterator<Item = u32>) -> Vec<u32> {
     let mut starts = vec![0u32; files + 1];
     let mut count = 0u32;
     for page in from {

@@ -10,7 +10,7 @@ use crate::error::IndexError;
 use crate::ingest::analysis::SECTION_MARK;
 
 /// What scoring needs of the index beyond the searcher.
-pub struct Collection<'a> {
+pub(crate) struct Collection<'a> {
     /// A document's catalog position, to order equal scores.
     pub order: &'a dyn Fn(DocAddress) -> u64,
     /// The average length of a field over the live documents.
@@ -25,7 +25,7 @@ pub struct Collection<'a> {
 /// field norms the scores use. Tantivy's own token totals are estimates once a segment with
 /// deleted documents is merged, and the average must not depend on how the index was built
 /// (incrementally or at once).
-pub fn average_field_length(searcher: &Searcher, field: Field) -> Result<f32, IndexError> {
+pub(crate) fn average_field_length(searcher: &Searcher, field: Field) -> Result<f32, IndexError> {
     let mut total = 0u64;
     let mut docs = 0u64;
     for segment in searcher.segment_readers() {
@@ -43,7 +43,7 @@ pub fn average_field_length(searcher: &Searcher, field: Field) -> Result<f32, In
 }
 
 /// The deleted documents of each segment, ascending.
-pub fn deleted_docs(searcher: &Searcher) -> Vec<Vec<DocId>> {
+pub(crate) fn deleted_docs(searcher: &Searcher) -> Vec<Vec<DocId>> {
     searcher
         .segment_readers()
         .iter()
@@ -61,7 +61,7 @@ pub fn deleted_docs(searcher: &Searcher) -> Vec<Vec<DocId>> {
 /// incremental build deletes changed pages without rewriting the segments that held them, and
 /// must rank exactly as a full build. Deleted documents are few (the build merges a segment once
 /// they are many), so each is looked up in the term's postings.
-pub fn alive_doc_freq(
+pub(crate) fn alive_doc_freq(
     searcher: &Searcher,
     deleted: &[Vec<DocId>],
     term: &Term,
@@ -139,7 +139,7 @@ impl SectionStats {
         Ok(stats)
     }
 
-    pub fn average_length(&self) -> f32 {
+    pub(crate) fn average_length(&self) -> f32 {
         if self.sections == 0 {
             1.0
         } else {
@@ -152,7 +152,7 @@ impl SectionStats {
 /// tokens (the positions between two marks, `kb_body`) and its page's title's (`title`),
 /// quantized to tantivy's one-byte field norms as every length the lanes score with is (and
 /// as the sections' own documents had it when they were an index of their own).
-pub fn section_lengths(ends: &[u32], title: u32) -> impl Iterator<Item = u32> + '_ {
+pub(crate) fn section_lengths(ends: &[u32], title: u32) -> impl Iterator<Item = u32> + '_ {
     use tantivy::fieldnorm::FieldNormReader;
     let mut start = 0u32;
     ends.iter().map(move |&end| {

@@ -157,7 +157,7 @@ impl Writer {
     }
 
     /// Adds the documents of one page; callable from several threads at once.
-    pub fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
+    pub(crate) fn add_one(&self, page: &IndexedPage<'_>) -> Result<(), IndexError> {
         let [key, title, path_f, meta, body, body_w, exact_path, exact_title, name] = self.fields;
         let mut d = TantivyDocument::default();
         d.add_u64(key, page.key);
@@ -190,7 +190,7 @@ impl Writer {
 
     /// Deletes the documents of the page `key` added so far in this session (and before it):
     /// pages added after this call stay.
-    pub fn delete(&self, key: u64) {
+    pub(crate) fn delete(&self, key: u64) {
         self.pages
             .writer
             .delete_term(Term::from_field_u64(self.fields[0], key));

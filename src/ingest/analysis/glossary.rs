@@ -2,7 +2,7 @@
 //! ("怎么禁止在声明里使用 !important") shares with its answer only the code it quotes, and
 //! without a semantic model nothing else can match. The glossary (`glossary.txt`, written for
 //! kbtools: some six hundred words of software documentation, one plain sense each) gives each
-//! Chinese word its English words; [`borrowed`] finds them in a question by the longest entry
+//! Chinese word its English words; `borrowed` finds them in a question by the longest entry
 //! at each place of its CJK text, so that a word inside a longer one (`行` in `运行`) is not
 //! read on its own.
 //!
@@ -38,7 +38,7 @@ fn entries() -> &'static HashMap<&'static str, Vec<&'static str>> {
 
 /// The English words of each glossary word in `text`'s CJK runs, in order: one list of
 /// alternatives per word found, read longest entry first at each place.
-pub fn borrowed(text: &str) -> Vec<&'static [&'static str]> {
+pub(crate) fn borrowed(text: &str) -> Vec<&'static [&'static str]> {
     let entries = entries();
     let mut found = Vec::new();
     for run in super::runs(text) {

@@ -9,15 +9,15 @@
 //!   `kb_text`'s (a text without CJK has no `kb_words` token at all, so English pages cost the
 //!   index one analysis, not two).
 
-pub const TEXT_ANALYZER: &str = "kb_text";
-pub const WORDS_ANALYZER: &str = "kb_words";
+pub(crate) const TEXT_ANALYZER: &str = "kb_text";
+pub(crate) const WORDS_ANALYZER: &str = "kb_words";
 /// The analyzer of a page's body: `kb_text` with section marks ([`SECTION_MARK`]).
-pub const BODY_ANALYZER: &str = "kb_body";
+pub(crate) const BODY_ANALYZER: &str = "kb_body";
 
 /// The term that ends each section of a page's body in the `kb_body` analysis (a page of two
 /// or more sections). No query has it: `kb_text` takes words and CJK characters only, and the
 /// form feed that separates sections is neither.
-pub const SECTION_MARK: &str = "\u{c}";
+pub(crate) const SECTION_MARK: &str = "\u{c}";
 
 /// Tokens longer than this many bytes are dropped (they are hashes, data, not words).
 const MAX_TOKEN_BYTES: usize = 64;
@@ -44,7 +44,7 @@ pub use span_analyzer::{with_span_analyzer, SpanAnalyzer, WORD_CACHE_ENTRIES};
 pub use spans::{text_token_spans, SpanKind};
 
 /// True when the text has any CJK character (the words lane only adds value then).
-pub fn has_cjk(text: &str) -> bool {
+pub(crate) fn has_cjk(text: &str) -> bool {
     !text.is_ascii() && text.chars().any(crate::text::is_cjk)
 }
 

@@ -55,7 +55,7 @@ impl BundleRoot {
     }
 
     /// Whether `root` still names the directory held open.
-    pub fn still_named(&self, root: &Path) -> bool {
+    pub(crate) fn still_named(&self, root: &Path) -> bool {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
@@ -73,7 +73,7 @@ impl BundleRoot {
 
     /// Opens the regular file at `relative` (relative to the root; links inside the root are
     /// followed) for reading, refusing anything that leads outside the root.
-    pub fn open_file(&self, relative: impl AsRef<Path>) -> io::Result<File> {
+    pub(crate) fn open_file(&self, relative: impl AsRef<Path>) -> io::Result<File> {
         let relative = relative.as_ref();
         if relative.is_absolute() {
             return Err(outside(relative));
@@ -182,7 +182,7 @@ thread_local! {
 
 /// [`BundleRoot::open_file`] of `relative` under `root`, the root's handle kept per thread while
 /// `root` still names that directory (a folder put in its place is opened anew).
-pub fn open_under(root: &Path, relative: impl AsRef<Path>) -> io::Result<File> {
+pub(crate) fn open_under(root: &Path, relative: impl AsRef<Path>) -> io::Result<File> {
     LAST_ROOT.with(|last| {
         let mut last = last.borrow_mut();
         let current = last

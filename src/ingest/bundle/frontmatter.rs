@@ -11,7 +11,7 @@ use serde_json::{Map, Number, Value};
 
 /// Frontmatter larger than this is not parsed (it is reported and kept as raw text). Focowiki
 /// itself caps frontmatter at 8 KiB of JSON.
-pub const MAX_FRONTMATTER_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_FRONTMATTER_BYTES: usize = 256 * 1024;
 
 /// A located frontmatter block.
 #[derive(Debug, Clone, PartialEq)]

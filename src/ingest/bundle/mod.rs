@@ -40,7 +40,7 @@ use read::{read_bytes, read_one, text_of};
 /// hashed; a larger JSON file is listed (hashed by this much) but not parsed.
 pub const MAX_PARSE_BYTES: u64 = 16 * 1024 * 1024;
 /// Plain text indexed per page at most (bytes); the rest of a huge page is not searchable.
-pub const MAX_INDEXED_TEXT: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_INDEXED_TEXT: usize = 4 * 1024 * 1024;
 
 /// A Focowiki bundle or a plain Markdown folder (rules#plain-folders).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,7 +61,7 @@ pub struct PageText {
 /// A relation's type: the common ones are shared, not allocated for
 /// each of the hundreds of thousands of relations of a large bundle.
 #[derive(Debug, Clone)]
-pub enum Word {
+pub(crate) enum Word {
     Known(&'static str),
     Other(Box<str>),
 }
@@ -107,7 +107,7 @@ impl<'de> Deserialize<'de> for Word {
 /// One relationship of a per-file graph record, as ingest keeps it (the target title is not
 /// kept: the catalog has every page's title).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Relationship {
+pub(crate) struct Relationship {
     pub target: Box<str>,
     pub relation_type: Word,
     pub direction: Direction,
@@ -153,7 +153,7 @@ pub struct ParsedRecord {
 
 impl ParsedRecord {
     /// The (path, title) of each good `documents[]` record of a document packet.
-    pub fn document_titles(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
+    pub(crate) fn document_titles(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
         self.documents
             .iter()
             .flat_map(|(good, _)| good)
@@ -179,7 +179,7 @@ impl ParsedRecord {
 
 /// True for the classes whose JSON records ingest reads (their content shapes the whole bundle:
 /// which pages are source pages, their titles, the relations).
-pub fn is_record_class(class: PathClass) -> bool {
+pub(crate) fn is_record_class(class: PathClass) -> bool {
     matches!(
         class,
         PathClass::PageDirectoryRouter | PathClass::DocumentPacket | PathClass::PerFileGraph
@@ -272,7 +272,7 @@ impl Ingested {
 }
 
 /// Detects the kind of the directory at `root`.
-pub fn detect_kind(root: &Path) -> BundleKind {
+pub(crate) fn detect_kind(root: &Path) -> BundleKind {
     if root.join("_index").is_dir() || root.join("_graph").is_dir() {
         BundleKind::Focowiki
     } else {
@@ -411,12 +411,12 @@ pub fn read_files(kind: BundleKind, jobs: &[&Job]) -> Vec<ReadFile> {
 
 /// What a page's reader is handed as the page is read: the file and the text the index holds of
 /// it ([`read_page_text`]'s, made from the same parse).
-pub type OnPage<'a> = &'a (dyn Fn(&ReadFile, PageText) + Sync);
+pub(crate) type OnPage<'a> = &'a (dyn Fn(&ReadFile, PageText) + Sync);
 
 /// [`read_files`], handing every page (`pages/**` Markdown, parsed) with its indexed text to
 /// `on_page` as soon as it is read: a full build indexes pages while the rest is still read,
 /// and parses each page once.
-pub fn read_files_with_pages(
+pub(crate) fn read_files_with_pages(
     kind: BundleKind,
     jobs: &[&Job],
     on_page: OnPage<'_>,
@@ -465,7 +465,7 @@ pub fn content_fingerprint<'a>(
 }
 
 /// [`content_fingerprint`], a file at a time.
-pub struct ContentHasher(walk::BufferedSha256);
+pub(crate) struct ContentHasher(walk::BufferedSha256);
 
 impl ContentHasher {
     pub fn new(kind: BundleKind) -> Self {
@@ -658,7 +658,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Whether a file of `class` is served as a source page: a page always, a navigation page when
 /// a document record lists it.
-pub fn is_source_page(class: PathClass, has_record: bool) -> bool {
+pub(crate) fn is_source_page(class: PathClass, has_record: bool) -> bool {
     match class {
         PathClass::Page => true,
         PathClass::PageNavigation => has_record,
@@ -676,7 +676,7 @@ pub fn knowledge_base_name(root: &Path, read: &[ReadFile]) -> String {
 }
 
 /// The knowledge-base name from the [`Detail`] of the root `index.md`, if there is one.
-pub fn name_from(root: &Path, index: Option<&Detail>) -> String {
+pub(crate) fn name_from(root: &Path, index: Option<&Detail>) -> String {
     index
         .and_then(|d| d.own_title.clone())
         .or_else(|| {
@@ -708,7 +708,7 @@ fn record_title(record_title: Option<&str>) -> Option<&str> {
 
 /// Title of a file (rules#titles): record title, frontmatter `title`, first H1, JSON `title`,
 /// file stem, "Untitled".
-pub fn resolve_title(record: Option<&str>, path: &str, detail: &Detail) -> String {
+pub(crate) fn resolve_title(record: Option<&str>, path: &str, detail: &Detail) -> String {
     record_title(record)
         .map(str::to_string)
         .or_else(|| detail.own_title.clone())
@@ -731,7 +731,7 @@ fn cap_indexed_text(mut text: String) -> String {
 /// The plain body text the index holds for a page whose file content is `text`: frontmatter
 /// cut, Markdown rendered to text, capped — exactly what ingest indexes, so excerpts can be made
 /// from the file instead of a stored copy.
-pub fn indexed_body_text(text: &str) -> String {
+pub(crate) fn indexed_body_text(text: &str) -> String {
     let body = match frontmatter::locate(text) {
         Some(block) => &text[block.body_start..],
         None => text,

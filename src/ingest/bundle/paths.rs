@@ -4,13 +4,13 @@
 use crate::text::{is_forbidden_path_char, is_nfc, percent_decode_once};
 
 /// Longest accepted path, in UTF-16 units (the API's limit).
-pub const MAX_PATH_UNITS: usize = 2048;
+pub(crate) const MAX_PATH_UNITS: usize = 2048;
 /// Longest accepted path segment, in code points.
-pub const MAX_SEGMENT_CHARS: usize = 1000;
+pub(crate) const MAX_SEGMENT_CHARS: usize = 1000;
 
 /// Why a path is not in canonical form.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathProblem {
+pub(crate) enum PathProblem {
     Empty,
     TooLong,
     LeadingSlash,
@@ -48,7 +48,7 @@ impl std::fmt::Display for PathProblem {
 /// Checks that `path` is a canonical bundle-logical path: relative, `/`-separated, NFC, no
 /// `.`/`..`/empty segments, no controls, and no segment that percent-decodes (up to four rounds)
 /// into a traversal, a separator or a control character.
-pub fn check_canonical(path: &str) -> Result<(), PathProblem> {
+pub(crate) fn check_canonical(path: &str) -> Result<(), PathProblem> {
     if path.is_empty() {
         return Err(PathProblem::Empty);
     }
@@ -155,7 +155,7 @@ crate::wire::wire_enum! {
 
 impl PathClass {
     /// `fileKind` as the tree shows it (`log` for `log.md`); file detail maps `log` to `index`.
-    pub fn tree_file_kind(self, source_backed: bool) -> ContractFileKind {
+    pub(crate) fn tree_file_kind(self, source_backed: bool) -> ContractFileKind {
         match self {
             PathClass::Log => ContractFileKind::Log,
             PathClass::Page if source_backed => ContractFileKind::Page,
@@ -222,7 +222,7 @@ fn strip_part_suffix(name: &str, allow_single: bool) -> Option<&str> {
 }
 
 /// Classifies a canonical bundle path, or `None` when the path is not one a bundle may hold.
-pub fn classify(path: &str) -> Option<PathClass> {
+pub(crate) fn classify(path: &str) -> Option<PathClass> {
     let segments: Vec<&str> = path.split('/').collect();
     let name = *segments.last()?;
     match segments.as_slice() {
@@ -308,7 +308,7 @@ pub fn classify(path: &str) -> Option<PathClass> {
 /// Checks a `list_tree` `parentPath` (other than the root): canonical, and an allowed directory
 /// (`pages…`, `_index`, `_index/pages…`, `_index/terms[/<bucket>]`, `_graph`,
 /// `_graph/by-directory…`, `_graph/by-file…`).
-pub fn is_allowed_tree_parent(path: &str) -> bool {
+pub(crate) fn is_allowed_tree_parent(path: &str) -> bool {
     if check_canonical(path).is_err() {
         return false;
     }
@@ -341,14 +341,14 @@ pub fn parent_of(path: &str) -> &str {
 }
 
 /// The last segment of a path.
-pub fn name_of(path: &str) -> &str {
+pub(crate) fn name_of(path: &str) -> &str {
     path.rfind('/').map_or(path, |i| &path[i + 1..])
 }
 
 /// Language codes recognized as a path segment of a bilingual knowledge base's language roots
 /// (ISO 639-1 with the common regional and script variants, rules#translations). Only these count,
 /// so that sibling folders such as `js/` and `ts/` are never taken for translations.
-pub const LANGUAGE_CODES: [&str; 36] = [
+pub(crate) const LANGUAGE_CODES: [&str; 36] = [
     "ar", "cs", "de", "en", "en-GB", "en-US", "es", "fa", "fr", "he", "hi", "id", "it", "ja", "ko",
     "nl", "pl", "pt", "pt-BR", "pt-br", "ru", "sv", "th", "tr", "uk", "vi", "zh", "zh-CN", "zh-HK",
     "zh-Hans", "zh-Hant", "zh-TW", "zh-cn", "zh-hans", "zh-hant", "zh-tw",
@@ -356,7 +356,7 @@ pub const LANGUAGE_CODES: [&str; 36] = [
 
 /// The language code of the first folder of `path` that is a language root
 /// ([`LANGUAGE_CODES`]), as [`translation_paths`] reads them.
-pub fn language_root(path: &str) -> Option<&str> {
+pub(crate) fn language_root(path: &str) -> Option<&str> {
     let folders = &path[..path.rfind('/')?];
     folders
         .split('/')
@@ -365,7 +365,7 @@ pub fn language_root(path: &str) -> Option<&str> {
 
 /// The paths `path` would have under its sibling language roots: each folder segment that is
 /// a language code ([`LANGUAGE_CODES`]) replaced by each other code, in code order.
-pub fn translation_paths(path: &str) -> Vec<String> {
+pub(crate) fn translation_paths(path: &str) -> Vec<String> {
     let segments: Vec<&str> = path.split('/').collect();
     let mut out = Vec::new();
     // Folders only: a file named `en.md` is no language root.

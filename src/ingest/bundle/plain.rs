@@ -63,7 +63,7 @@ enum Evidence {
 }
 
 /// A page of a plain folder, as relation derivation reads it.
-pub struct PlainPage<'a> {
+pub(crate) struct PlainPage<'a> {
     pub path: &'a str,
     pub title: &'a str,
     pub frontmatter: serde_json::Map<String, Value>,
@@ -343,7 +343,7 @@ fn metadata_targets(value: Option<&Value>) -> Vec<String> {
 }
 
 /// Derives the relations of every page, from both endpoints' points of view.
-pub fn derive_relations(
+pub(crate) fn derive_relations(
     pages: &[PlainPage<'_>],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<Relation> {

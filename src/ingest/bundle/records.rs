@@ -12,7 +12,7 @@ const MAX_JSON_DEPTH: usize = 100;
 
 /// Replaces `\uD800`–`\uDFFF` escapes that are not part of a valid surrogate pair with `\uFFFD`,
 /// so that serde_json accepts what JavaScript's `JSON.stringify` writes for a cut pair.
-pub fn sanitize_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn sanitize_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains("\\u") {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -105,7 +105,7 @@ pub fn parse_json(text: &str) -> Result<Value, String> {
 /// is built, and serde_json skips nested values with a stack of its own, not by recursion, so a
 /// deep document is read like any other (records, which are built into trees, are bounded by
 /// [`parse_json`]).
-pub fn parse_title(text: &str) -> Result<Option<String>, String> {
+pub(crate) fn parse_title(text: &str) -> Result<Option<String>, String> {
     use serde::de::DeserializeSeed;
     let text = sanitize_lone_surrogates(text);
     let mut deserializer = serde_json::Deserializer::from_str(&text);
@@ -175,11 +175,11 @@ impl<'de> serde::de::Visitor<'de> for Titled {
 }
 
 /// The (path, title) of each good `documents[]` item of a packet, and a message per bad item.
-pub type PacketDocuments = (Vec<(String, Option<String>)>, Vec<String>);
+pub(crate) type PacketDocuments = (Vec<(String, Option<String>)>, Vec<String>);
 
 /// What ingest reads of a record file (routers, document packets, per-file graphs).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RecordParts {
+pub(crate) struct RecordParts {
     /// The top-level `title`, when it is a string.
     pub title: Option<String>,
     /// `documents[]` as (path, title) with a message per bad item; `None` when absent.
@@ -229,7 +229,7 @@ impl RecordParts {
 /// bad item, a duplicated key, a top level that is no object) is read through [`parse_json`]
 /// instead, so results and messages are the same. One difference: a number out of `f64`'s range
 /// in a value ingest skips is accepted, where a tree refuses it.
-pub fn parse_record(text: &str, with_relationships: bool) -> Result<RecordParts, String> {
+pub(crate) fn parse_record(text: &str, with_relationships: bool) -> Result<RecordParts, String> {
     if nesting_depth_exceeds(text, MAX_JSON_DEPTH) {
         return Err(format!("JSON nests deeper than {MAX_JSON_DEPTH} levels"));
     }
@@ -374,14 +374,14 @@ fn raw_items<T: for<'de> Deserialize<'de>, G>(
 }
 
 /// The `formatVersion` of a record, if it is an integer.
-pub fn format_version(value: &Value) -> Option<u64> {
+pub(crate) fn format_version(value: &Value) -> Option<u64> {
     value.get("formatVersion").and_then(Value::as_u64)
 }
 
 /// One `documents[]` record of a `_index/pages/**` document packet.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct DocumentRecord {
+pub(crate) struct DocumentRecord {
     pub path: String,
     #[serde(default)]
     pub title: Option<String>,
@@ -406,7 +406,7 @@ pub struct DocumentRecord {
 /// One relationship of a `_graph/by-file/**` per-file graph.
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct LocalRelationship {
+pub(crate) struct LocalRelationship {
     pub target_path: String,
     #[serde(default)]
     pub target_title: Option<String>,
@@ -418,7 +418,7 @@ pub struct LocalRelationship {
 
 /// Extracts the `key` array of `value` and deserializes each item on its own: the good items,
 /// and one message per bad item.
-pub fn typed_items<T: for<'de> Deserialize<'de>>(
+pub(crate) fn typed_items<T: for<'de> Deserialize<'de>>(
     value: &Value,
     key: &str,
 ) -> (Vec<T>, Vec<String>) {
@@ -440,7 +440,7 @@ pub fn typed_items<T: for<'de> Deserialize<'de>>(
 }
 
 /// The string paths listed under `key[].path` (router `resources` and `childDirectories`).
-pub fn listed_paths(value: &Value, key: &str) -> Vec<String> {
+pub(crate) fn listed_paths(value: &Value, key: &str) -> Vec<String> {
     value
         .get(key)
         .and_then(Value::as_array)

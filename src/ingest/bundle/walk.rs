@@ -61,7 +61,7 @@ impl WalkedFile {
 }
 
 /// A file's modification time in ns since the epoch, as the walk records it (0 when unknown).
-pub fn mtime_ns(metadata: &std::fs::Metadata) -> i128 {
+pub(crate) fn mtime_ns(metadata: &std::fs::Metadata) -> i128 {
     metadata
         .modified()
         .ok()
@@ -106,7 +106,7 @@ pub fn walk(root: &Path) -> Walk {
 /// [`walk`], leaving out the files `exclude` matches (gitignore patterns, relative to the
 /// root: `drafts/`, `*.tmp.md`, `/CHANGELOG.md`) besides those of the folder's own ignore
 /// files (`ignore_rules`).
-pub fn walk_excluding(root: &Path, exclude: &[String]) -> Walk {
+pub(crate) fn walk_excluding(root: &Path, exclude: &[String]) -> Walk {
     let mut out = Walk::default();
     let canonical_root = match root.canonicalize() {
         Ok(p) => p,
@@ -412,7 +412,7 @@ fn display_relative(root: &Path, path: &Path) -> String {
 }
 
 /// A cheap fingerprint of what the walk sees: every file's relative path, size and mtime.
-pub fn stat_fingerprint(walk: &Walk) -> String {
+pub(crate) fn stat_fingerprint(walk: &Walk) -> String {
     let made = || {
         let mut hasher = BufferedSha256::new();
         for file in &walk.files {
@@ -428,7 +428,7 @@ pub fn stat_fingerprint(walk: &Walk) -> String {
 
 /// SHA-256 of many small pieces, handed to the hasher in runs of 64 KiB (a call per piece costs
 /// more than hashing it). The digest is that of the pieces one after the other.
-pub struct BufferedSha256 {
+pub(crate) struct BufferedSha256 {
     hasher: Sha256,
     buffer: Vec<u8>,
 }
@@ -468,7 +468,7 @@ impl Default for BufferedSha256 {
 }
 
 /// Now, in ns since the Unix epoch (0 if the clock is before it).
-pub fn now_ns() -> i128 {
+pub(crate) fn now_ns() -> i128 {
     std::time::SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128)

@@ -128,7 +128,7 @@ impl HostPolicy {
     }
 
     /// Beyond loopback with no `--allowed-host`: every host is answered.
-    pub fn any_host(&self) -> bool {
+    pub(crate) fn any_host(&self) -> bool {
         !self.loopback && self.allowed.is_empty()
     }
 

@@ -4,12 +4,12 @@
 //! (bearer token, `Host` and `Origin` checks, head and connection limits, request id), through
 //! rmcp's service, with a gate of ours in front of it:
 //!
-//! - **Messages** are read up to [`MAX_MCP_BODY_BYTES`] and classified as on stdio: a body that
+//! - **Messages** are read up to `MAX_MCP_BODY_BYTES` and classified as on stdio: a body that
 //!   is not JSON is 400 with a JSON-RPC parse error (-32700), a batch array, a wrong `jsonrpc` or
 //!   an invalid `id` 400 with an invalid-request error (-32600). rmcp's own refusals (plain text)
 //!   are answered as JSON-RPC error objects with their status.
 //! - **Sessions** (`Mcp-Session-Id`, one per `initialize`, ended by `DELETE` or after
-//!   [`SESSION_IDLE`] idle) are capped across the server's knowledge bases
+//!   `SESSION_IDLE` idle) are capped across the server's knowledge bases
 //!   ([`McpLimits::max_sessions`]): an `initialize` beyond the cap is 503 with `Retry-After` and a
 //!   JSON-RPC error. A session keeps no finished response: its replay cache is dropped as soon as
 //!   a response is sent (a resumed stream of a finished request is empty). `DELETE` of an unknown
@@ -39,10 +39,10 @@ use crate::serve::mcp::{parse_line, KbServer, McpOptions, Parsed, INVALID_REQUES
 
 /// Largest MCP message body accepted (a tool call's arguments are a few hundred bytes; the
 /// OpenAPI routes, all GETs, take 16 KiB).
-pub const MAX_MCP_BODY_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_MCP_BODY_BYTES: usize = 1024 * 1024;
 
 /// How long a session lives without a request (rmcp's default).
-pub const SESSION_IDLE: Duration = Duration::from_secs(300);
+pub(crate) const SESSION_IDLE: Duration = Duration::from_secs(300);
 
 /// What `Retry-After` says when a cap is reached: a session or a stream of another client may
 /// end any moment, and idle sessions end within [`SESSION_IDLE`].
@@ -67,7 +67,7 @@ pub struct McpLimits {
 impl McpLimits {
     /// The default of `max_event_streams` for a server with `max_connections`: a quarter of
     /// them (at least one), so three quarters stay for everything else.
-    pub fn default_event_streams(max_connections: usize) -> usize {
+    pub(crate) fn default_event_streams(max_connections: usize) -> usize {
         (max_connections / 4).max(1)
     }
 }
@@ -108,11 +108,6 @@ impl McpShared {
             n += manager.sessions.read().await.len();
         }
         n
-    }
-
-    /// Open event streams.
-    pub fn open_streams(&self) -> usize {
-        self.limits.max_event_streams - self.streams.available_permits()
     }
 }
 

@@ -87,7 +87,7 @@ pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
 
 impl HttpOptions {
     /// The caps of the MCP routes these options give.
-    pub fn mcp_limits(&self) -> mcp::McpLimits {
+    pub(crate) fn mcp_limits(&self) -> mcp::McpLimits {
         mcp::McpLimits {
             max_sessions: self.max_mcp_sessions,
             max_event_streams: self
@@ -159,7 +159,7 @@ fn fixed(kbs: Vec<KnowledgeBase>) -> Vec<Arc<LiveKnowledgeBase>> {
 
 /// Builds the router over live knowledge bases (each under its knowledge-base id), which switch
 /// to a rebuilt index between requests.
-pub fn router_live(
+pub(crate) fn router_live(
     kbs: Vec<Arc<LiveKnowledgeBase>>,
     options: &HttpOptions,
 ) -> Result<Router, HttpError> {

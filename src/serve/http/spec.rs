@@ -5,7 +5,7 @@
 //! enums and path patterns kbtools enforces, the knowledge-base ids it serves, every status it
 //! can answer, the `x-request-id` header on every response, and no parameter it does not take.
 //!
-//! The query parameters each route takes ([`KB_ROUTES`], [`KNOWLEDGE_BASES_PARAMETERS`]) are the
+//! The query parameters each route takes ([`KB_ROUTES`], `KNOWLEDGE_BASES_PARAMETERS`) are the
 //! server's allowlist too: anything else is a 422, so the document and the server cannot drift.
 
 use std::collections::BTreeSet;
@@ -145,10 +145,10 @@ pub static KB_ROUTES: [KbRoute; 7] = [
 ];
 
 /// The query parameters of `GET /openapi/v2/knowledge-bases`.
-pub const KNOWLEDGE_BASES_PARAMETERS: [&str; 2] = ["limit", "cursor"];
+pub(crate) const KNOWLEDGE_BASES_PARAMETERS: [&str; 2] = ["limit", "cursor"];
 /// Page size of `GET /openapi/v2/knowledge-bases` (the online admin-list defaults).
-pub const KNOWLEDGE_BASES_DEFAULT_LIMIT: u64 = 50;
-pub const KNOWLEDGE_BASES_MAX_LIMIT: u64 = 200;
+pub(crate) const KNOWLEDGE_BASES_DEFAULT_LIMIT: u64 = 50;
+pub(crate) const KNOWLEDGE_BASES_MAX_LIMIT: u64 = 200;
 
 /// The bounds of a numeric query parameter `(minimum, maximum)`: for a tool's field, the range
 /// its `Params` declares (what kbtools enforces where the online document leaves it open).
@@ -222,7 +222,7 @@ const PART: &str = r"(?:-part-(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]
 
 /// `parentPath` of `list_tree`: empty or `root` (the root), or an allowed directory in canonical
 /// form (`is_allowed_tree_parent`); a directory under `pages` must not end in `.md`.
-pub fn parent_path_pattern() -> String {
+pub(crate) fn parent_path_pattern() -> String {
     let s = segment();
     format!(
         r"^(?:root|pages(?:/{s})*(?<![^/]\.[mM][dD])|_index|_index/pages(?:/{s})*|_index/terms|_index/terms/(?:latin|han|kana|hangul|number|other)|_graph|_graph/by-directory(?:/{s})*|_graph/by-file(?:/{s})*)?(?<![{SPACES}])$"
@@ -230,7 +230,7 @@ pub fn parent_path_pattern() -> String {
 }
 
 /// `path` of `read_file`: a canonical path of a file a bundle may hold (`classify`).
-pub fn file_path_pattern(virtual_index_graphs: bool) -> String {
+pub(crate) fn file_path_pattern(virtual_index_graphs: bool) -> String {
     let s = segment();
     let any = format!(r"[^/\\{CONTROLS}]");
     let nav = NAVIGATION;
@@ -295,7 +295,7 @@ fn query_pattern() -> String {
 }
 
 /// The served document.
-pub fn served_spec(options: &SpecOptions) -> Value {
+pub(crate) fn served_spec(options: &SpecOptions) -> Value {
     let mut spec = online_spec();
     let online_paths = spec
         .get("paths")

@@ -13,13 +13,13 @@ const APP_CSS: &str = include_str!("web/app.css");
 
 /// What the page may load: its own script and style, requests to this server; nothing inline,
 /// no frames, no plugins, no form posts elsewhere.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; \
      form-action 'self'; frame-ancestors 'none'";
 
 /// Whether `path` is the page's (the shell and its assets, which hold no knowledge-base data:
 /// served without the token, which the page then asks for).
-pub fn is_page_path(path: &str) -> bool {
+pub(crate) fn is_page_path(path: &str) -> bool {
     path == "/"
         || path == "/favicon.ico"
         || path.starts_with("/kb/")
