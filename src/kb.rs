@@ -158,7 +158,9 @@ impl KnowledgeBase {
             })?;
         let bundle_root = match bundle_root {
             Some(root) => root.canonicalize().map_err(|e| IndexError::io(root, e))?,
-            None => PathBuf::from(&manifest.bundle_root),
+            // A published generation (index::replica) carries the files it reads.
+            None => index::replica::published_bundle(&generation)
+                .unwrap_or_else(|| PathBuf::from(&manifest.bundle_root)),
         };
         let now = options.verify == Verify::Full;
         let vectors_of = |recorded: bool, file: &str| {

@@ -76,6 +76,7 @@ mod cache;
 pub mod catalog;
 mod generations;
 mod manifest;
+pub mod replica;
 pub mod search_index;
 pub mod vectors;
 

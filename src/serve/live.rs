@@ -50,6 +50,31 @@ pub fn silent() -> Log {
     Arc::new(|_, _| {})
 }
 
+crate::wire::wire_enum! {
+    /// Whether a knowledge base answers from the generation `CURRENT` names.
+    pub enum HealthState {
+        /// It does.
+        Ready = "ready",
+        /// `CURRENT` names a newer one, being opened; requests meanwhile answer from the
+        /// previous one.
+        Switching = "switching",
+        /// `CURRENT` names one that did not open (logged); the previous one keeps answering.
+        Stale = "stale",
+    }
+}
+
+/// What a load balancer's health check reads of a live knowledge base
+/// (`GET /openapi/v2/health`).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    pub knowledge_base_id: String,
+    pub active_content_revision: u64,
+    /// The generation answering (`None` for a knowledge base that follows no index folder).
+    pub generation: Option<String>,
+    pub state: HealthState,
+}
+
 /// A failed generation is tried again at most this often by [`LiveKnowledgeBase::get`].
 const RETRY_FAILED_AFTER: Duration = Duration::from_secs(30);
 
@@ -194,6 +219,32 @@ impl LiveKnowledgeBase {
     /// (never more than once per call); the old one keeps answering.
     pub fn refresh(&self) -> bool {
         self.source.is_some() && self.check(true)
+    }
+
+    /// The health of this knowledge base, after the switch a request would make (so a load
+    /// balancer's probes move an idle replica to a new generation too).
+    pub fn health(&self) -> Health {
+        let kb = self.get();
+        let live = self.live_generation();
+        let named = self
+            .source
+            .as_ref()
+            .and_then(|s| index::current_generation(&s.index_dir));
+        let state = match &named {
+            Some(named) if live.as_ref() != Some(named) => match self.reload.try_lock() {
+                Ok(failed) if failed.as_ref().is_some_and(|f| &f.generation == named) => {
+                    HealthState::Stale
+                }
+                _ => HealthState::Switching,
+            },
+            _ => HealthState::Ready,
+        };
+        Health {
+            knowledge_base_id: self.kb_id.clone(),
+            active_content_revision: kb.manifest.active_content_revision,
+            generation: live.as_deref().map(display_name),
+            state,
+        }
     }
 
     /// The snapshot answered from now, without looking at `CURRENT`.

@@ -46,6 +46,8 @@ mod plain_paths;
 mod proptest_tools;
 mod read_partial;
 mod relation_graph;
+#[cfg(feature = "server")]
+mod replicas;
 mod search_borrowed;
 mod search_contract;
 mod search_graph;

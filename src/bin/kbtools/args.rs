@@ -195,7 +195,8 @@ impl RenderArgs {
 /// Examples per command, shown after its options.
 const INDEX_EXAMPLES: &str = "Examples:
   kbtools index fixtures/focowiki-docs
-  kbtools index ~/docs/site --index /srv/kb-index --full";
+  kbtools index ~/docs/site --index /srv/kb-index --full
+  kbtools index ~/docs/site --publish /srv/kb-replicas   # then: kbtools serve --index /srv/kb-replicas --no-refresh";
 #[cfg(feature = "server")]
 const SERVE_EXAMPLES: &str = "Examples:
   kbtools serve fixtures/focowiki-docs
@@ -272,6 +273,16 @@ pub(crate) enum Command {
         /// commands and servers do not embed it) until a build with `--semantic`.
         #[arg(long)]
         no_semantic: bool,
+        /// After the build, publish the index into DIR for read replicas: the generation with a
+        /// copy of the files it reads (a replica needs no bundle), then DIR/CURRENT naming it.
+        /// Replicas serve it with `kbtools serve --index DIR --no-refresh` and switch to each
+        /// newer publish between requests (docs/scaling.md) [default: no publish].
+        #[arg(long, value_name = "DIR")]
+        publish: Option<PathBuf>,
+        /// With --publish: how many generations DIR keeps (at least 2: replicas still answering
+        /// from the previous one finish there).
+        #[arg(long, value_name = "N", default_value_t = 3, requires = "publish")]
+        keep: usize,
     },
     /// Validate a bundle (or plain Markdown folder) for CI, without an index: structure,
     /// records against pages, graph endpoints, links, frontmatter, titles, reachability.

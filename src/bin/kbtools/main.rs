@@ -56,7 +56,16 @@ fn run(cli: Cli) -> Result<i32> {
             full,
             semantic,
             no_semantic,
-        } => index::run(bundle_path, threads, full, (semantic, no_semantic), &source),
+            publish,
+            keep,
+        } => index::run(
+            bundle_path,
+            threads,
+            full,
+            (semantic, no_semantic),
+            publish.map(|dir| (dir, keep)),
+            &source,
+        ),
         Command::Check {
             bundle_path,
             format,

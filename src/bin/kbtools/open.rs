@@ -185,6 +185,7 @@ pub(super) fn build_index(
     threads: usize,
     full: bool,
     semantic: index::Semantic,
+    publish: Option<(PathBuf, usize)>,
     source: &Source,
 ) -> Result<i32> {
     check_bundle_path(bundle)?;
@@ -207,8 +208,17 @@ pub(super) fn build_index(
         .map_err(|e| explain_index_error(e, &index_dir, source.index.is_some()))?;
     print_diagnostics(&report.diagnostics, source.quiet);
     refuse_empty(source, bundle, report.manifest.counts.source_pages as usize)?;
+    let published = match publish {
+        Some((dir, keep)) => {
+            let root = Path::new(&report.manifest.bundle_root);
+            let published = index::replica::publish(&index_dir, root, &dir, keep)
+                .map_err(|e| anyhow!("publishing into {}: {e}", dir.display()))?;
+            Some(published)
+        }
+        None => None,
+    };
     let m = &report.manifest;
-    let summary = json!({
+    let mut summary = json!({
         "index": index_dir.display().to_string(),
         "knowledgeBaseId": m.knowledge_base_id,
         "knowledgeBaseName": m.knowledge_base_name,
@@ -220,6 +230,9 @@ pub(super) fn build_index(
         "work": report.work,
         "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
+    if let Some(published) = published {
+        summary["published"] = json!(published);
+    }
     print_json(&summary, source.pretty)?;
     Ok(0)
 }

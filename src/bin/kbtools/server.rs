@@ -37,7 +37,9 @@ pub(super) fn mcp_stdio(
         let kb = live.snapshot();
         eprintln!(
             "kbtools: MCP server on stdio for {} (revision {}, {} files)",
-            kb.manifest.bundle_root, kb.manifest.active_content_revision, kb.manifest.counts.files
+            kb.bundle_root.display(),
+            kb.manifest.active_content_revision,
+            kb.manifest.counts.files
         );
     }
     serve_stdio(live, options, server_log())?;
@@ -237,7 +239,7 @@ pub(super) fn serve_http(
             for kb in kbs.iter().map(|live| live.snapshot()) {
                 eprintln!(
                     "kbtools: serving {} as http://{local}/openapi/v2/knowledge-bases/{} (MCP: http://{local}/mcp/{})",
-                    kb.manifest.bundle_root, kb.manifest.knowledge_base_id, kb.manifest.knowledge_base_id
+                    kb.bundle_root.display(), kb.manifest.knowledge_base_id, kb.manifest.knowledge_base_id
                 );
             }
             if kbs.len() == 1 {

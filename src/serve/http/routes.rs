@@ -27,8 +27,24 @@ fn unsupported_route() -> ToolError {
     ToolError::new(ErrorCode::UnsupportedRoute, "Route is not supported.")
 }
 
-pub(super) async fn health() -> Response {
-    json_response(StatusCode::OK, &json!({ "status": "ok" }))
+/// `{"status": "ok"}` while the server answers, with each knowledge base's revision, generation
+/// and state (docs/rules.md#health): what a load balancer in front of replicas reads.
+pub(super) async fn health(State(served): State<Shared>) -> Response {
+    // On the blocking pool: a probe may open the generation `CURRENT` names now.
+    let kbs = tokio::task::spawn_blocking(move || {
+        served
+            .order
+            .iter()
+            .filter_map(|id| served.by_id.get(id))
+            .map(|live| live.health())
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    json_response(
+        StatusCode::OK,
+        &json!({ "status": "ok", "knowledgeBases": kbs }),
+    )
 }
 
 pub(super) async fn openapi(State(served): State<Shared>) -> Response {

@@ -371,7 +371,36 @@ pub(crate) fn served_spec(options: &SpecOptions) -> Value {
         }
     }
     prune(object);
+    describe_health(&mut spec);
     spec
+}
+
+/// The health response as this server answers it: the contract's `status`, and what a load
+/// balancer in front of replicas reads of each knowledge base (docs/rules.md#health).
+fn describe_health(spec: &mut Value) {
+    let Some(Value::Object(health)) =
+        spec.pointer_mut("/components/schemas/HealthResponse/properties")
+    else {
+        return;
+    };
+    health.insert(
+        "knowledgeBases".into(),
+        json!({
+            "type": "array",
+            "description": "Each knowledge base served: the revision and index generation it answers from, and whether that is the generation the index folder names now (`switching` while a newer one opens, `stale` when it did not open; the previous one answers meanwhile).",
+            "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["knowledgeBaseId", "activeContentRevision", "generation", "state"],
+                "properties": {
+                    "knowledgeBaseId": { "type": "string" },
+                    "activeContentRevision": { "type": "integer", "minimum": 0 },
+                    "generation": { "type": ["string", "null"] },
+                    "state": { "type": "string", "enum": crate::serve::live::HealthState::NAMES },
+                }
+            }
+        }),
+    );
 }
 
 /// The served operation of `route` (its long form) for a tool whose input is `params`: the
