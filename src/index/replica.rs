@@ -130,14 +130,34 @@ fn copy_generation(
         }
         let mut out = std::fs::File::create(&to).map_err(|e| IndexError::io(&to, e))?;
         out.write_all(&content)
-            .and_then(|()| out.sync_all())
+            .and_then(|()| if ONE_FLUSH { Ok(()) } else { out.sync_all() })
             .map_err(|e| IndexError::io(&to, e))?;
         files += 1;
         bytes += content.len() as u64;
     }
-    sync_tree(&copy_root);
-    sync_dir(tmp);
+    flush(tmp, &copy_root)?;
     Ok((files, bytes))
+}
+
+/// Whether one `syncfs` flushes a publish (Linux) instead of an `fsync` per file: 5,294 SciFact
+/// files took 1.9–2.1 s to publish with one `fsync` each.
+const ONE_FLUSH: bool = cfg!(target_os = "linux");
+
+/// Everything written under `tmp` on disk before it is renamed into place: one `syncfs` of its
+/// file system on Linux; elsewhere the files were flushed as written, and the folders are now.
+fn flush(tmp: &Path, copy_root: &Path) -> Result<(), IndexError> {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = copy_root;
+        let dir = std::fs::File::open(tmp).map_err(|e| IndexError::io(tmp, e))?;
+        rustix::fs::syncfs(&dir).map_err(|e| IndexError::io(tmp, e.into()))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        sync_tree(copy_root);
+        sync_dir(tmp);
+        Ok(())
+    }
 }
 
 /// The bytes of `relative` under `bundle_root`, opened beneath it, when they are what the
@@ -167,6 +187,7 @@ fn read_indexed(
 }
 
 /// Flushes every folder under `dir` (their entries: the files were flushed as written).
+#[cfg(not(target_os = "linux"))]
 fn sync_tree(dir: &Path) {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
