@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The replica test of CI (tests/replicas/replicas.py, docs/scaling.md): three `kbtools serve`
-# replicas of a published index behind Debian's nginx and HAProxy, installed when missing
-# (tests/replicas/install.sh). MCP sessions use tests/mcp's virtualenv (made by .ci/run or
+# replicas of a published index (copied with rsync) behind Debian's nginx and HAProxy, installed
+# when missing (tests/replicas/install.sh). MCP sessions use tests/mcp's virtualenv (made by .ci/run or
 # tests/mcp/run.sh). Its last line is `N passed, N failed`.
 # Environment: KBTOOLS_BIN (binary to test; default the debug build, built when missing).
 set -euo pipefail

@@ -1,8 +1,9 @@
 """Read replicas behind real load balancers (docs/scaling.md), as CI runs them.
 
-One builder publishes the fixture bundle's index (`kbtools index --publish`); three
-`kbtools serve --index PUB --no-refresh` replicas answer from the published folder alone, on
-loopback ports, behind Debian's nginx (the REST routes) and HAProxy (MCP over HTTP, sticky by
+One builder publishes the fixture bundle's index (`kbtools index --publish`) and copies it to
+the readers' folder with rsync as docs/scaling.md says (the generation first, `CURRENT` last, by a
+rename); three `kbtools serve --index READERS --no-refresh` replicas answer from that folder
+alone, on loopback ports, behind Debian's nginx (the REST routes) and HAProxy (MCP over HTTP, sticky by
 `Mcp-Session-Id`), both with the configurations docs/scaling.md shows (tests/replicas/*.conf).
 
 Checks, under a steady bounded search load through nginx:
@@ -117,6 +118,16 @@ class Replica:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
 
+    def peak_rss_mib(self) -> float | None:
+        """The replica's peak resident memory (Linux `VmHWM`), in MiB."""
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except (OSError, AttributeError, ValueError):
+            pass
+        return None
+
     def health(self) -> dict | None:
         try:
             status, body, _ = get(self.port, "/openapi/v2/health")
@@ -203,11 +214,22 @@ def throughput(port: int, kb: str, threads: int, seconds: float) -> tuple[float,
 
 
 def publish(binary: str, bundle: Path, work: Path) -> dict:
+    """Builds and publishes on the builder (`pub`), then copies to the readers' folder
+    (`readers`) as docs/scaling.md does: the generation with rsync, then `CURRENT` by rsync to a
+    side name and a rename."""
     out = subprocess.run(
         [binary, "-q", "index", str(bundle), "--index", str(work / "idx"), "--no-semantic",
          "--publish", str(work / "pub")],
         check=True, capture_output=True, text=True,
     )
+    pub, readers = work / "pub", work / "readers"
+    readers.mkdir(exist_ok=True)
+    generation = (pub / "CURRENT").read_text().strip()
+    subprocess.run(["rsync", "-a", "--delete-after", f"{pub / generation}/",
+                    f"{readers / generation}/"], check=True)
+    subprocess.run(["rsync", "-a", str(pub / "CURRENT"), str(readers / "CURRENT.new")],
+                   check=True)
+    os.replace(readers / "CURRENT.new", readers / "CURRENT")
     return json.loads(out.stdout)
 
 
@@ -247,7 +269,7 @@ def main() -> int:
         shutil.copytree(ROOT / "fixtures" / "focowiki-docs", bundle)
         first = publish(binary, bundle, work)
         (work / "tmp").mkdir()
-        replicas = [Replica(binary, work / "pub", free_port(), work / f"replica-{i}.log")
+        replicas = [Replica(binary, work / "readers", free_port(), work / f"replica-{i}.log")
                     for i in range(3)]
         # The builder's bundle is not where the replicas look: they answer from the folder.
         shutil.move(str(bundle), str(work / "bundle-on-the-builder"))
@@ -350,6 +372,9 @@ def main() -> int:
               f"(p50 {lb_p50:.2f} ms); nginx adds {lb_p50 - one_p50:.2f} ms per request at the "
               f"median ({os.cpu_count()} cores)", flush=True)
         results.check("throughput measured", one_rps > 0 and lb_rps > 0)
+        peaks = [r.peak_rss_mib() for r in replicas]
+        print("peak RSS per replica: " + ", ".join(
+            f"{p:.0f} MiB" if p is not None else "unknown" for p in peaks), flush=True)
 
         mcp_sessions(results, haproxy_port, 6, args.mcp_python)
     except Exception as e:  # noqa: BLE001 - one counted failure with what happened
