@@ -126,6 +126,35 @@ fn a_replica_switches_to_each_publish_and_its_health_says_so() {
 }
 
 #[test]
+fn a_publish_that_does_not_open_leaves_the_replica_answering_and_says_stale() {
+    let work = tempfile::tempdir().unwrap();
+    let bundle = work.path().join("bundle");
+    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
+    let (index_dir, published) = (work.path().join("index"), work.path().join("pub"));
+    build(&bundle, &index_dir);
+    let first = replica::publish(&index_dir, &bundle, &published, 3).unwrap();
+    let live =
+        LiveKnowledgeBase::open(&published, None, common::serve_options(), live::silent()).unwrap();
+    // A copy cut short: the generation is there, its catalog is not whole.
+    let broken = published.join("gen-99-0badc0de");
+    common::copy_dir(&published.join(&first.generation), &broken);
+    let catalog = broken.join("catalog.bin");
+    let bytes = std::fs::read(&catalog).unwrap();
+    std::fs::write(&catalog, &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(published.join("CURRENT"), "gen-99-0badc0de").unwrap();
+    let health = live.health();
+    assert_eq!(health.state, HealthState::Stale, "{health:?}");
+    assert_eq!(
+        health.generation.as_deref(),
+        Some(first.generation.as_str())
+    );
+    common::call(&live.get(), "read_file", json!({ "path": "index.md" })).unwrap();
+    // Named again, the good generation is live at once.
+    std::fs::write(published.join("CURRENT"), &first.generation).unwrap();
+    assert_eq!(live.health().state, HealthState::Ready);
+}
+
+#[test]
 fn a_bundle_changed_after_the_build_is_not_published() {
     let work = tempfile::tempdir().unwrap();
     let bundle = work.path().join("bundle");
