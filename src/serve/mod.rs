@@ -6,3 +6,4 @@
 pub mod http;
 pub mod live;
 pub mod mcp;
+pub mod watch;
