@@ -121,6 +121,15 @@ pub struct CatalogFile {
 }
 
 impl CatalogFile {
+    /// Whether `bytes` are what the index was built from: the recorded size, and the SHA-256
+    /// of what ingest parsed (the first `MAX_PARSE_BYTES`).
+    pub(crate) fn is_indexed(&self, bytes: &[u8]) -> bool {
+        let parsed = &bytes[..bytes
+            .len()
+            .min(crate::ingest::bundle::MAX_PARSE_BYTES as usize)];
+        bytes.len() as u64 == self.size && crate::ingest::bundle::sha256_hex(parsed) == self.sha256
+    }
+
     /// `fileKind` in tree entries.
     pub(crate) fn tree_file_kind(&self) -> ContractFileKind {
         self.class.tree_file_kind(self.source_backed)

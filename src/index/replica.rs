@@ -82,6 +82,8 @@ pub fn publish(
         removed: Vec::new(),
     };
     let live = target.join(&name);
+    published.unchanged =
+        live.is_dir() && super::current_generation(target).as_deref() == Some(live.as_path());
     if !live.is_dir() {
         let tmp = target.join(format!("{name}.tmp"));
         let copied = copy_generation(&generation, bundle_root, &tmp);
@@ -95,9 +97,7 @@ pub fn publish(
         std::fs::rename(&tmp, &live).map_err(|e| IndexError::io(&live, e))?;
         sync_dir(target);
     }
-    if super::current_generation(target).as_deref() == Some(live.as_path()) {
-        published.unchanged = published.files == 0;
-    } else {
+    if !published.unchanged {
         write_current(target, &name)?;
     }
     published.removed = remove_old(target, &name, keep.max(2));
@@ -175,8 +175,7 @@ fn read_indexed(
     handle
         .read_to_end(&mut content)
         .map_err(|e| IndexError::io(&path, e))?;
-    let hashed = &content[..content.len().min(bundle::MAX_PARSE_BYTES as usize)];
-    if content.len() as u64 != file.size || bundle::sha256_hex(hashed) != file.sha256 {
+    if !file.is_indexed(&content) {
         return Err(IndexError::Corrupt {
             path: path.display().to_string(),
             reason: "it changed after the index was built; run `kbtools index` again, then publish"

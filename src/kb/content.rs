@@ -24,15 +24,7 @@ impl KnowledgeBase {
             return Some(content);
         }
         let bytes = self.read_bytes(file).ok()?;
-        let hashed = &bytes[..bytes
-            .len()
-            .min(crate::ingest::bundle::MAX_PARSE_BYTES as usize)];
-        if bytes.len() as u64 != file.size
-            || crate::ingest::bundle::sha256_hex(hashed) != file.sha256
-        {
-            return None;
-        }
-        Some(lossy_text(bytes))
+        file.is_indexed(&bytes).then(|| lossy_text(bytes))
     }
 
     /// The bytes of a file on disk, checked against the read limit.
