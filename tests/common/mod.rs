@@ -13,6 +13,13 @@ use serde_json::Value;
 /// "Today" for every test, so OKF freshness is reproducible.
 pub const TODAY: &str = "2026-09-01";
 
+/// How long a test waits for something that must happen (a server to answer, an edit to be
+/// served, a child to exit) before it fails: a hang guard, not a speed bound. A debug build on a
+/// loaded 2-core machine runs five to ten times slower than on a quiet one, and every wait
+/// bounded by this takes seconds there at most. Tests assert behaviour, never speed; speed is
+/// measured by `benches/`.
+pub const HANG: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// `command` without any `KBTOOLS_*` variable of the environment running the tests, and with
 /// [`TODAY`] pinned: a child answers the same whatever the shell has set.
 pub fn clean_env(command: &mut std::process::Command) -> &mut std::process::Command {

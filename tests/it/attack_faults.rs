@@ -26,7 +26,8 @@ use serde_json::{json, Value};
 /// In every file outside the bundle; no answer may ever hold it.
 const SECRET: &str = "zqxoutsidesecretzqx";
 
-const WAIT: Duration = Duration::from_secs(60);
+/// Longest wait for a server to start or for any one answer: a hang guard, not a speed bound.
+const WAIT: Duration = common::HANG;
 
 fn binary() -> PathBuf {
     std::env::var_os("KBTOOLS_UNDER_TEST")
@@ -389,8 +390,10 @@ fn a_directory_swapped_for_a_link_never_serves_outside_files() {
 }
 
 /// How long a build may run before the test calls it stalled: a hang guard, not a timing (the
-/// faults kept builds running for minutes; the release build takes well under a second).
-const BUILD_WATCHDOG: Duration = Duration::from_secs(60);
+/// faults kept builds running for minutes; the debug build takes seconds, the release build well
+/// under one). It must stay well below the growing page's time to reach its 1 GiB cap (over
+/// four minutes), or a build that reads the page to its end would finish in time.
+const BUILD_WATCHDOG: Duration = Duration::from_secs(120);
 
 /// `kbtools index` with a timeout: its output, or a panic naming how long it ran.
 fn index_within(bundle: &Path, index_dir: &Path, limit: Duration) -> (Output, Duration) {
@@ -796,7 +799,8 @@ fn quiet_keeps_the_beyond_loopback_warning() {
         .unwrap();
     let started = Instant::now();
     let mut said = String::new();
-    while started.elapsed() < Duration::from_secs(20) && !said.contains("beyond loopback") {
+    // Bounded against a hang only: the loop ends as soon as the warning is there.
+    while started.elapsed() < WAIT && !said.contains("beyond loopback") {
         std::thread::sleep(Duration::from_millis(50));
         said = std::fs::read_to_string(&stderr).unwrap_or_default();
         if child.try_wait().unwrap().is_some() {
@@ -834,10 +838,11 @@ fn an_empty_token_is_refused() {
         if let Some(token) = env_token {
             command.env("KBTOOLS_TOKEN", token);
         }
-        // A server that takes the token runs until killed: 20 s bound it.
+        // A server that takes the token runs until killed: `WAIT` bounds it (a refusal comes
+        // at once, so only a server that took the token waits that long).
         let mut child = command.spawn().unwrap();
         let started = Instant::now();
-        while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(20) {
+        while child.try_wait().unwrap().is_none() && started.elapsed() < WAIT {
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = child.kill();

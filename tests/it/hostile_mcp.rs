@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-/// Longest wait for any one answer (hang detection, not a performance bound).
-const WAIT: Duration = Duration::from_secs(60);
+/// Longest wait for any one answer or for the exit (hang detection, not a performance bound).
+const WAIT: Duration = common::HANG;
 
 /// The fixture's index, built once for every server of this file.
 fn index_dir() -> &'static PathBuf {

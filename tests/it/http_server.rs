@@ -72,7 +72,7 @@ impl Server {
                     .unwrap();
             });
         });
-        let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        let addr = addr_rx.recv_timeout(common::HANG).unwrap();
         Server {
             addr,
             ids,
@@ -107,9 +107,7 @@ impl Server {
     /// Sends bytes as they are and reads the whole reply (the request asks to close).
     fn raw(&self, request: &[u8]) -> Reply {
         let mut stream = TcpStream::connect(self.addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
+        stream.set_read_timeout(Some(common::HANG)).unwrap();
         stream.write_all(request).unwrap();
         let mut bytes = Vec::new();
         stream.read_to_end(&mut bytes).unwrap();

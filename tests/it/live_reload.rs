@@ -125,11 +125,16 @@ impl Lines {
     }
 }
 
-/// Polls `done` every 50 ms until it holds; panics with `what` after `limit`.
-fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+/// Polls `done` every 50 ms until it holds; panics with `what` after [`common::HANG`] (a hang,
+/// not a slow machine).
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
-        assert!(started.elapsed() < limit, "waited {limit:?} for {what}");
+        assert!(
+            started.elapsed() < common::HANG,
+            "waited {:?} for {what}",
+            common::HANG
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -316,7 +321,7 @@ fn swap_under_load(fixture: &Fixture, client: Client, expect: Expect) {
         })
         .collect();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        wait_until(Duration::from_secs(60), "the first requests", || {
+        wait_until("the first requests", || {
             stats.requests.load(Ordering::SeqCst) >= 20
         });
         for (i, word) in WORDS.iter().enumerate() {
@@ -330,11 +335,9 @@ fn swap_under_load(fixture: &Fixture, client: Client, expect: Expect) {
                 .unwrap();
             let target = expect.base + i as u64 + 1;
             assert_eq!(report.manifest.active_content_revision, target);
-            wait_until(
-                Duration::from_secs(60),
-                &format!("requests answered at revision {target}"),
-                || stats.at(target) >= 2 * CLIENTS as u64,
-            );
+            wait_until(&format!("requests answered at revision {target}"), || {
+                stats.at(target) >= 2 * CLIENTS as u64
+            });
         }
     }));
     stop.store(true, Ordering::SeqCst);
@@ -611,7 +614,7 @@ fn watcher_picks_up_an_edit(force_polling: bool) {
         lines.all()
     );
     edit_page(fixture.root(), WORDS[0]);
-    wait_until(Duration::from_secs(30), "the watcher's rebuild", || {
+    wait_until("the watcher's rebuild", || {
         let kb = live.snapshot();
         finds_page(&common::json_call(&kb, "search_files", &search(WORDS[0])).unwrap())
     });
@@ -651,11 +654,9 @@ fn a_failed_rebuild_keeps_the_old_index_answering() {
     let root = fixture.root().to_path_buf();
     let moved = fixture.index_dir().with_extension("moved");
     std::fs::rename(&root, &moved).unwrap();
-    wait_until(
-        Duration::from_secs(30),
-        "the failed rebuild's warning",
-        || !lines.warnings().is_empty(),
-    );
+    wait_until("the failed rebuild's warning", || {
+        !lines.warnings().is_empty()
+    });
     let warning = lines.warnings().remove(0);
     assert!(
         warning.contains("failed") && warning.contains("still answering from revision 1"),
@@ -781,8 +782,9 @@ fn kbtools_serve_watch_serves_an_edit_without_a_restart() {
         if let Ok((200, body)) = http_get(addr, "/openapi/v2/knowledge-bases") {
             break serde_json::from_str::<Value>(&body).unwrap();
         }
+        // A hang guard: the server builds the index before it listens.
         assert!(
-            started.elapsed() < Duration::from_secs(60),
+            started.elapsed() < common::HANG,
             "no answer from kbtools serve; stderr:\n{}",
             server.stderr()
         );
@@ -808,9 +810,11 @@ fn kbtools_serve_watch_serves_an_edit_without_a_restart() {
     let started = Instant::now();
     while !(found(WORDS[0]) && found(WORDS[1])) {
         server.assert_running();
+        // A hang guard: the watcher's rebuild may be slow, never absent.
         assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the edit was not served within 30 s; stderr:\n{}",
+            started.elapsed() < common::HANG,
+            "the edit was not served within {:?}; stderr:\n{}",
+            common::HANG,
             server.stderr()
         );
         std::thread::sleep(Duration::from_millis(100));
@@ -852,7 +856,7 @@ fn send(stdin: &mut ChildStdin, message: &Value) {
 fn response(lines: &Receiver<String>, id: u64, process: &Process) -> Value {
     loop {
         let line = lines
-            .recv_timeout(Duration::from_secs(60))
+            .recv_timeout(common::HANG)
             .unwrap_or_else(|e| panic!("no response to {id} ({e}); stderr:\n{}", process.stderr()));
         let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
             panic!("stdout carries something else than JSON-RPC ({e}): {line}")
@@ -924,9 +928,11 @@ fn kbtools_mcp_watch_serves_an_edit_and_keeps_stdout_for_the_protocol() {
         if finds_page(&out) {
             break out;
         }
+        // A hang guard: the watcher's rebuild may be slow, never absent.
         assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the edit was not served within 30 s; stderr:\n{}",
+            started.elapsed() < common::HANG,
+            "the edit was not served within {:?}; stderr:\n{}",
+            common::HANG,
             process.stderr()
         );
         std::thread::sleep(Duration::from_millis(100));
@@ -971,7 +977,7 @@ impl HttpServer {
                     .unwrap();
             });
         });
-        let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        let addr = addr_rx.recv_timeout(common::HANG).unwrap();
         HttpServer {
             addr,
             stop,
@@ -992,10 +998,9 @@ impl Drop for HttpServer {
 /// `GET target` over a fresh connection: the status and the body.
 fn http_get(addr: SocketAddr, target: &str) -> Result<(u16, String), String> {
     let fail = |e: std::io::Error| format!("GET {target}: {e}");
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(fail)?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .map_err(fail)?;
+    // Hang guards: a request under load may be slow, never unanswered.
+    let mut stream = TcpStream::connect_timeout(&addr, common::HANG).map_err(fail)?;
+    stream.set_read_timeout(Some(common::HANG)).map_err(fail)?;
     let request = format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).map_err(fail)?;
     let mut bytes = Vec::new();

@@ -291,7 +291,8 @@ fn model_install_leaves_no_temporary_file_on_sigterm_and_removes_stale_ones() {
         })
     };
     let temp = models.join(format!(".e5-small-q4.bin.{}.tmp", child.id()));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // A hang guard: an install that never writes its temporary file fails here.
+    let deadline = std::time::Instant::now() + common::HANG;
     while std::fs::metadata(&temp).map_or(true, |m| m.len() == 0) {
         if std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
             let _ = child.kill();

@@ -403,14 +403,17 @@ impl Server {
                      subcommand there?\nstderr:\n{stderr}"
                 );
             }
-            // Any HTTP answer means the server is up (a token server answers 401 here).
+            // Any HTTP answer means the server is up (a token server answers 401 here); a probe
+            // that times out is tried again.
             let probe = run(Command::new("curl").args(["-s", "--max-time", "2", &health]));
             if probe.status.success() {
                 return;
             }
+            // A hang guard: the server builds the index before it listens.
             assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "`kbtools serve` did not answer {health} within 60 s"
+                started.elapsed() < common::HANG,
+                "`kbtools serve` did not answer {health} within {:?}",
+                common::HANG
             );
             std::thread::sleep(Duration::from_millis(100));
         }

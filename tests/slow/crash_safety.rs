@@ -34,8 +34,9 @@ const PAGES: usize = 120;
 const SMALL_PAGES: usize = 24;
 /// A word only revision B has (in a changed page and an added one).
 const NEW_WORD: &str = "crashproofquokka";
-/// A child process running longer than this is a hang.
-const WATCHDOG: Duration = Duration::from_secs(120);
+/// A child process running longer than this is a hang (not a slow machine: a debug build of
+/// these bundles takes seconds on a loaded one).
+const WATCHDOG: Duration = common::HANG;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -33,8 +33,9 @@ use std::time::{Duration, Instant};
 use kbtools::kb::{KnowledgeBase, ServeOptions};
 use serde_json::{json, Value};
 
-/// Wall time a `kbtools index` child may take before it counts as hung and is killed.
-const WATCHDOG: Duration = Duration::from_secs(120);
+/// Wall time a `kbtools index` child may take before it counts as hung and is killed: far past
+/// what the slowest case (the 20,000 tiny files) takes in a debug build on a loaded machine.
+const WATCHDOG: Duration = common::HANG;
 /// Peak resident memory a `kbtools index` child may reach (KiB; 1 GiB).
 const MAX_PEAK_RSS_KIB: u64 = 1 << 20;
 
@@ -224,7 +225,7 @@ fn build(label: &str, bundle: &Path) -> Built {
 
 impl Built {
     fn open(&self, bundle: &Path) -> KnowledgeBase {
-        self.open_with(bundle, options())
+        self.open_with(bundle, common::serve_options())
     }
 
     fn open_with(&self, bundle: &Path, options: ServeOptions) -> KnowledgeBase {
@@ -258,14 +259,6 @@ impl Built {
 
     fn source_pages(&self) -> u64 {
         self.summary["counts"]["sourcePages"].as_u64().unwrap()
-    }
-}
-
-fn options() -> ServeOptions {
-    ServeOptions {
-        // A debug build on a busy machine is slow; the deadline is not what is tested here.
-        search_deadline: Duration::from_secs(60),
-        ..common::serve_options()
     }
 }
 
@@ -636,7 +629,7 @@ fn a_single_line_page_larger_than_the_parse_cap() {
         &case.bundle,
         ServeOptions {
             read_limit: 64 << 20,
-            ..options()
+            ..common::serve_options()
         },
     );
     let got = common::checked_call(&kb, "get_file", json!({ "fileId": file_id })).unwrap();
@@ -981,7 +974,7 @@ fn a_page_deleted_between_read_and_indexing_is_reported() {
         ..BuildOptions::default()
     };
     assert_eq!(build_removing("indexing ", "gone.md", &two_passes), 1);
-    let kb = KnowledgeBase::open(&index_dir, Some(&root), options()).unwrap();
+    let kb = KnowledgeBase::open(&index_dir, Some(&root), common::serve_options()).unwrap();
     assert_served(&kb, "pages/good.md", "walrusgood");
     assert_served(&kb, "pages/later.md", "walruslater");
     assert_not_found(&kb, "walrusgone");
@@ -995,7 +988,7 @@ fn a_page_deleted_between_read_and_indexing_is_reported() {
         ..BuildOptions::default()
     };
     assert_eq!(build_removing("indexing ", "gone.md", &streamed), 0);
-    let kb = KnowledgeBase::open(&index_dir, Some(&root), options()).unwrap();
+    let kb = KnowledgeBase::open(&index_dir, Some(&root), common::serve_options()).unwrap();
     let hits = common::checked_call(&kb, "search_files", json!({ "query": "walrusgone" })).unwrap();
     assert_eq!(paths_of(&hits), ["pages/gone.md"], "{hits}");
     assert_served(&kb, "pages/later.md", "walruslater");
@@ -1015,7 +1008,7 @@ fn a_page_deleted_between_read_and_indexing_is_reported() {
         ),
         1
     );
-    let kb = KnowledgeBase::open(&index_dir, Some(&root), options()).unwrap();
+    let kb = KnowledgeBase::open(&index_dir, Some(&root), common::serve_options()).unwrap();
     assert_served(&kb, "pages/good.md", "walrusgood");
     assert_served(&kb, "pages/gone.md", "walrusgone");
     assert_not_found(&kb, "walrusnewer");
