@@ -378,12 +378,14 @@ fn event_streams_leave_connections_for_the_api() {
     // A second stream of a session that has one is refused too (409, or 429 at the total).
     let (status, _) = open_stream(&server, &sessions[0]);
     assert!(matches!(status, 409 | 429), "{status}");
-    // The API and the page still answer with the streams open.
+    // The API and the page still answer with the streams open (streams that took every
+    // connection would leave the request waiting: `still_answers` fails after its hang guard).
     let started = Instant::now();
     server.still_answers();
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "answered while streams are open"
+    eprintln!(
+        "answered with {} event streams open after {:?}",
+        open.len(),
+        started.elapsed()
     );
     // A stream that ends gives its place back (bounded against a hang only).
     drop(open);
