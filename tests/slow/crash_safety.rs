@@ -163,15 +163,22 @@ fn run(mut command: Command, what: &str) -> (ExitStatus, String, String) {
 
 /// Runs a `kbtools call` command made by `make`. A search that outlived the 3 s deadline (a
 /// debug build on a busy machine) answers `SEARCH_TIMEOUT`, which is no wrong answer: it is
-/// asked again, a few times.
+/// asked again, until `WATCHDOG` has passed (a search that never ends in time is a hang).
 fn run_call(make: impl Fn() -> Command) -> (ExitStatus, String, String) {
-    for _ in 0..4 {
+    let started = Instant::now();
+    let mut tries = 0;
+    loop {
         let (status, stdout, stderr) = run(make(), "kbtools call");
+        tries += 1;
         if !(status.code() == Some(1) && stdout.contains("SEARCH_TIMEOUT")) {
             return (status, stdout, stderr);
         }
+        assert!(
+            started.elapsed() < WATCHDOG,
+            "kbtools call: SEARCH_TIMEOUT {tries} times in {:?}",
+            started.elapsed()
+        );
     }
-    panic!("kbtools call: SEARCH_TIMEOUT four times");
 }
 
 fn index_command(bundle: &Path, index_dir: &Path, full: bool) -> Command {
