@@ -97,11 +97,15 @@ ANNOTATIONS = {
 # Fallbacks, used only when an earlier step failed, so later checks still run.
 FALLBACK_PAGE = "pages/en/README.md"
 
-CALL_TIMEOUT = 60.0
+# Hang guards, not speed bounds (a debug build on a loaded 2-core machine is slow): the longest
+# wait for one call, for a server to start (it builds the index first), and for one protocol
+# revision's whole suite.
+CALL_TIMEOUT = 300.0
+START_TIMEOUT = 600.0
+SUITE_TIMEOUT = 1800.0
 # render::DEFAULT_TEXT_BUDGET: a text result is at most about this many characters.
 TEXT_BUDGET = 20_000
 TEXT_BUDGET_CEILING = TEXT_BUDGET * 105 // 100
-SUITE_TIMEOUT = 600.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -735,7 +739,7 @@ class HttpServer:
             text=True,
         )
         self.url = ""
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + START_TIMEOUT
         assert self.process.stderr is not None
         for line in self.process.stderr:
             if "listening on http://" in line:
@@ -981,7 +985,7 @@ def run_raw_session(results: Results, binary: str, revision: str) -> None:
                 [binary, "mcp", str(FIXTURE), "--index", index_dir, "-q"],
                 input=stdin.encode(),
                 capture_output=True,
-                timeout=120,
+                timeout=START_TIMEOUT,
                 cwd=ROOT,
             )
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -1039,7 +1043,7 @@ def run_discover_only(results: Results, binary: str) -> None:
                 [binary, "mcp", str(FIXTURE), "--index", index_dir, "-q"],
                 input=(json.dumps(meta) + "\n").encode(),
                 capture_output=True,
-                timeout=120,
+                timeout=START_TIMEOUT,
                 cwd=ROOT,
             )
         except (OSError, subprocess.TimeoutExpired) as e:

@@ -111,9 +111,10 @@ trap 'stop_server; rm -rf "$WORK"' EXIT
     >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 
-# The first start builds the index: wait for the `listening on` line (up to 120 s).
+# The first start builds the index: wait for the `listening on` line (up to 600 s: a hang
+# guard, not a speed bound).
 BASE=""
-for _ in $(seq 1200); do
+for _ in $(seq 6000); do
     BASE="$(sed -n 's/.*listening on \(http:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$WORK/server.log" | head -n 1)"
     [ -n "$BASE" ] && break
     kill -0 "$SERVER_PID" 2>/dev/null || break

@@ -14,14 +14,18 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+# The longest wait for one answer: a hang guard, not a speed bound (CI runs a debug build on a
+# loaded 2-core machine).
+HANG_S = 300
+
 
 async def session(url: str, mode: str) -> str:
     # A new connection per request, as clients behind proxies and connection churn make them:
     # nothing but the session id ties a session's requests to its replica.
     limits = httpx2.Limits(max_keepalive_connections=0)
-    async with httpx2.AsyncClient(timeout=30, limits=limits) as http:
+    async with httpx2.AsyncClient(timeout=HANG_S, limits=limits) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode,
-                          read_timeout_seconds=30, cache=None) as client:
+                          read_timeout_seconds=HANG_S, cache=None) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert "search_files" in tools, tools
             found = await client.call_tool("search_files", {"query": "graph relations", "limit": 2})
