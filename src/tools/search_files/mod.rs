@@ -217,7 +217,6 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
     let offset = cursor::start(request.cursor.as_deref(), NAME, &scope, revision)?;
     let ranking = rank(kb, request)?;
     let (candidates, lanes) = (&ranking.candidates, &ranking.lanes);
-    let searcher = kb.search.searcher();
     let (range, next_cursor) = cursor::page(
         NAME,
         &scope,
@@ -235,7 +234,7 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
         ceiling = ceiling.min(c.score);
         shown_scores.push(ceiling);
     }
-    let excerpter = kb.search.excerpter(&searcher, &request.query);
+    let excerpter = ranking.excerpter(kb);
     // Results in parallel: each reads its page for the excerpt (order is kept).
     let items: Vec<SearchResult> = candidates[start..end]
         .par_iter()
