@@ -3,9 +3,12 @@
 //! to it shares of other pages' file scores (`Scored`); exact-path hits and the pages the
 //! query names rank first, then exact-title hits, then the rest by score, ties by path.
 
+use crate::error::IndexError;
+use crate::graph::Step;
 use crate::kb::KnowledgeBase;
-use crate::search::lanes::io::{Hit, Offers, Section, Share};
-use crate::search::lanes::{Lane, LaneHits, LaneSet};
+use crate::search::lanes::io::{GraphInput, Hit, LaneInput, Offers, Section, Share};
+use crate::search::lanes::plan::{Plan, Runs};
+use crate::search::lanes::{Lane, LaneHits, LaneSet, Runner};
 use crate::search::query::{Mode, Query, MAX_RESULTS};
 use crate::search::weights::{Weights, WEIGHTS};
 
@@ -251,6 +254,62 @@ pub(crate) fn add_offers(
             *kept = kept.max(offer);
         }
     }
+}
+
+/// The graph lanes' seeds (the best pages by file score), each with its walk.
+pub(crate) fn seed_walks(
+    kb: &KnowledgeBase,
+    query: &Query<'_>,
+    scored: &Scored,
+) -> Vec<(u32, Vec<Step>)> {
+    seeds(scored)
+        .iter()
+        .map(|&seed| {
+            let steps = crate::graph::walk(
+                kb.graph(),
+                seed,
+                query.graph_depth,
+                query.graph_fanout,
+                usize::MAX,
+            );
+            (seed, steps)
+        })
+        .collect()
+}
+
+/// Runs the graph lanes `plan` reports, in table order, each adding its offers to `scored`
+/// (`score_found`: pages a direct lane found take their offers as score too).
+pub(crate) fn add_graph_lanes(
+    input: &LaneInput<'_>,
+    plan: &Plan,
+    score_found: bool,
+    walks: &[(u32, Vec<Step>)],
+    scored: &mut Scored,
+) -> Result<(), IndexError> {
+    // A graph lane's shares do not change a seed's file score.
+    let seed_scores: Vec<f64> = walks
+        .iter()
+        .map(|(seed, _)| scored.get(seed).map_or(0.0, |e| e.file))
+        .collect();
+    for &lane in Lane::ALL {
+        let Runner::Graph(run, share) = lane.runner() else {
+            continue;
+        };
+        if lane.runs(plan) != Runs::Report {
+            continue;
+        }
+        let graph = GraphInput {
+            kb: input.kb,
+            index: input.index,
+            query: input.query,
+            walks,
+            seed_scores: &seed_scores,
+            weight: lane.weight(),
+        };
+        let offers = run(&graph)?;
+        add_offers(scored, lane, share, offers, score_found);
+    }
+    Ok(())
 }
 
 /// The final list: source pages that pass the filters, exact-path hits first, then

@@ -12,8 +12,8 @@ use crate::error::{messages, ErrorCode, IndexError, ToolError};
 use crate::graph::Step;
 use crate::kb::KnowledgeBase;
 use crate::search::excerpt::Excerpter;
-use crate::search::fusion::{self, Candidate, Scored};
-use crate::search::lanes::io::{GraphInput, LaneInput};
+use crate::search::fusion::{self, Candidate};
+use crate::search::lanes::io::LaneInput;
 use crate::search::lanes::nearest::Nearest;
 use crate::search::lanes::plan::{Plan, Runs};
 use crate::search::lanes::{self, Lane, LaneSet, Runner};
@@ -118,14 +118,10 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
     let mut scored = fusion::file_scores(kb, analyzed.cjk, &direct, query.explain);
     let mut walks: Vec<(u32, Vec<Step>)> = Vec::new();
     if lanes.iter().any(|l| l.is_graph()) {
-        walks = seed_walks(kb, query, &scored);
-        run_graph_lanes(
-            &input,
-            &plan,
-            query.mode == Mode::Graph,
-            &walks,
-            &mut scored,
-        )?;
+        walks = fusion::seed_walks(kb, query, &scored);
+        let score_found = query.mode == Mode::Graph;
+        fusion::add_graph_lanes(&input, &plan, score_found, &walks, &mut scored)
+            .map_err(unavailable)?;
         // Translations are graph evidence: a zero depth or fanout turns them off too.
         if query.graph_depth > 0 && query.graph_fanout > 0 {
             translation::add(kb, &mut scored);
@@ -149,58 +145,6 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
         nearest,
         query: analyzed,
     })
-}
-
-/// The graph lanes' seeds (the best pages by file score), each with its walk.
-fn seed_walks(kb: &KnowledgeBase, query: &Query<'_>, scored: &Scored) -> Vec<(u32, Vec<Step>)> {
-    fusion::seeds(scored)
-        .iter()
-        .map(|&seed| {
-            let steps = crate::graph::walk(
-                kb.graph(),
-                seed,
-                query.graph_depth,
-                query.graph_fanout,
-                usize::MAX,
-            );
-            (seed, steps)
-        })
-        .collect()
-}
-
-/// Runs the graph lanes `plan` reports, in table order, each adding its offers to `scored`
-/// (`score_found`: pages a direct lane found take their offers as score too).
-fn run_graph_lanes(
-    input: &LaneInput<'_>,
-    plan: &Plan,
-    score_found: bool,
-    walks: &[(u32, Vec<Step>)],
-    scored: &mut Scored,
-) -> Result<(), ToolError> {
-    // A graph lane's shares do not change a seed's file score.
-    let seed_scores: Vec<f64> = walks
-        .iter()
-        .map(|(seed, _)| scored.get(seed).map_or(0.0, |e| e.file))
-        .collect();
-    for &lane in Lane::ALL {
-        let Runner::Graph(run, share) = lane.runner() else {
-            continue;
-        };
-        if lane.runs(plan) != Runs::Report {
-            continue;
-        }
-        let graph = GraphInput {
-            kb: input.kb,
-            index: input.index,
-            query: input.query,
-            walks,
-            seed_scores: &seed_scores,
-            weight: lane.weight(),
-        };
-        let offers = run(&graph).map_err(unavailable)?;
-        fusion::add_offers(scored, lane, share, offers, score_found);
-    }
-    Ok(())
 }
 
 /// The candidates of the fallback lane, when `plan` has one and it finds pages that pass the
