@@ -6,7 +6,7 @@
 //! of its CJK text, its exact key, the literals and identifiers it quotes, its double-quoted
 //! phrases, and whether it is CJK. No lane analyses the text again.
 //!
-//! The quote scanner ([`quote_runs`]) is shared with `read_file`'s line search, which splits
+//! The quote scanner (`quote_runs`) is shared with `read_file`'s line search, which splits
 //! its own query with it.
 
 use crate::ingest::analysis;
@@ -101,7 +101,7 @@ impl Verbatim {
 #[derive(Debug, Clone, Default)]
 pub struct AnalyzedQuery {
     /// The `kb_text` terms without question and stop words ([`analysis::query_terms`]), then
-    /// the English words the glossary lends its Chinese words ([`Self::borrow`]).
+    /// the English words the glossary lends its Chinese words (`Self::borrow`).
     pub terms: Vec<String>,
     /// Each term's query weight ([`analysis::query_term_weights`]; a borrowed word's share).
     pub weights: Vec<f32>,
@@ -110,15 +110,15 @@ pub struct AnalyzedQuery {
     /// The `kb_words` (dictionary) terms of its CJK text ([`analysis::query_words`]); none
     /// without CJK.
     pub words: Vec<String>,
-    /// The key of the exact lanes ([`crate::text::exact_key`]).
+    /// The key of the exact lanes (`crate::text::exact_key`).
     pub exact_key: String,
-    /// The code it quotes without quote marks ([`literals`]).
+    /// The code it quotes without quote marks (`literals`).
     pub literals: Vec<Verbatim>,
-    /// The page names it says ([`identifiers`]).
+    /// The page names it says (`identifiers`).
     pub identifiers: Vec<String>,
-    /// Its double-quoted phrases ([`quoted_phrases`]): a content-lane hit must hold each.
+    /// Its double-quoted phrases (`quoted_phrases`): a content-lane hit must hold each.
     pub phrases: Vec<Verbatim>,
-    /// Whether it has CJK text ([`analysis::has_cjk`]).
+    /// Whether it has CJK text (`analysis::has_cjk`).
     pub cjk: bool,
 }
 

@@ -1,5 +1,5 @@
 //! The `exact_path` lane: the pages whose path, with or without `pages/`, is the question
-//! (both normalized: [`crate::text::exact_key`]; the index holds each key's hash).
+//! (both normalized: `crate::text::exact_key`; the index holds each key's hash).
 
 use tantivy::query::TermQuery;
 use tantivy::schema::{Field, IndexRecordOption};

@@ -1,5 +1,5 @@
 //! The `exact_title` lane: the pages whose title is the question (both normalized:
-//! [`crate::text::exact_key`]).
+//! `crate::text::exact_key`).
 
 use crate::error::IndexError;
 use crate::search::lanes::exact_path::exact;

@@ -9,7 +9,7 @@
 //! A name counts when the whole query is a page's file stem (`configure`, `md013.md`), or when
 //! a word of the query is an identifier (`crate::index::catalog::is_identifier`: a digit, a
 //! hyphen or an underscore among letters) that is a page's stem or the identifier its title
-//! starts with ([`crate::search::query::identifiers`]), and the name names at most
+//! starts with (`crate::search::query::identifiers`), and the name names at most
 //! `MOST_PAGES_A_NAME` pages (a page and its translations; not `index`, which every folder
 //! has).
 

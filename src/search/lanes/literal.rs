@@ -7,7 +7,7 @@
 //! the content) ranks the pages whose text holds the query's literals as
 //! written, by the summed rarity of the literals each holds.
 //!
-//! A literal ([`crate::search::query::literals`]) is a run of the query between spaces (and CJK text) with at least two words
+//! A literal (`crate::search::query::literals`) is a run of the query between spaces (and CJK text) with at least two words
 //! joined by something else than a hyphen or an apostrophe: hyphenated names are the
 //! identifier lane's (`at-rule-no-unknown`), and `doesn't` or `team's` are prose. Runs of
 //! single letters (`e.g.`, `U.S.`) are prose too.

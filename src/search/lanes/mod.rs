@@ -1,8 +1,8 @@
-//! The lanes, declared once. One table ([`lanes!`]) gives each lane its name (`--explain`), its
+//! The lanes, declared once. One table (`lanes!`) gives each lane its name (`--explain`), its
 //! family (`evidenceStatus`), the field a match of it reports (`matchedFields`), its evidence
 //! (content, other file evidence, or graph), its weight, when it runs ([`plan::Plan`]) and the
 //! function that runs it ([`Runner`]); [`Lane`], its spellings and every property come from that
-//! one list, and the runner ([`run_direct`]) iterates it, so a lane cannot be forgotten. One file
+//! one list, and the runner (`run_direct`) iterates it, so a lane cannot be forgotten. One file
 //! per lane: each runs over the question analysed once ([`crate::search::query`]) and the
 //! index's read-only view ([`io::LaneInput`]), and names nothing of this table.
 //!
