@@ -162,7 +162,7 @@ pub fn query(data: &[u8]) {
     assert_eq!(weights.len(), terms.len());
     assert!(weights.iter().all(|w| w.is_finite() && *w > 0.0));
     let _ = analysis::query_words(&query);
-    let _ = text::quoted_phrases(&query);
+    let _ = crate::search::query::AnalyzedQuery::of(&query);
     let key = text::exact_key(&query);
     assert_eq!(
         text::exact_key(&key),

@@ -16,28 +16,6 @@ pub(crate) fn normalize_query_text(raw: &str) -> String {
     nfkc.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The double-quoted phrases of a query (`"…"` or `“…”`), without the quotes; an unclosed
-/// quote quotes nothing.
-pub(crate) fn quoted_phrases(query: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current: Option<String> = None;
-    for c in query.chars() {
-        match (c, current.as_mut()) {
-            ('"' | '“' | '”', None) => current = Some(String::new()),
-            ('"' | '“' | '”', Some(text)) => {
-                let phrase = text.trim().to_string();
-                if !phrase.is_empty() {
-                    out.push(phrase);
-                }
-                current = None;
-            }
-            (c, Some(text)) => text.push(c),
-            (_, None) => {}
-        }
-    }
-    out
-}
-
 /// The exact-match key used by the exact-path and exact-title lanes: normalized and lower-cased.
 pub(crate) fn exact_key(raw: &str) -> String {
     let key = normalize_query_text(raw).to_lowercase();
@@ -258,15 +236,6 @@ mod tests {
         assert_eq!(percent_decode_once("%2e%2E/x").as_deref(), Some("../x"));
         assert_eq!(percent_decode_once("%zz%4").as_deref(), Some("%zz%4"));
         assert_eq!(percent_decode_once("a%").as_deref(), Some("a%"));
-    }
-
-    #[test]
-    fn quoted_phrases_are_found() {
-        assert_eq!(
-            quoted_phrases(r#"a "renewal notice" b “续费通知”"#),
-            vec!["renewal notice", "续费通知"]
-        );
-        assert!(quoted_phrases(r#"unclosed "quote"#).is_empty());
     }
 
     /// Found by the `query` fuzz target: `T` + U+0308 lower-cases to a sequence NFKC composes.

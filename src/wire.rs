@@ -52,7 +52,8 @@ macro_rules! wire_enum {
 
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
+                // `pad`, so that a width (`{:<14}`) lays the spelling out as it would a `str`.
+                f.pad(self.as_str())
             }
         }
 
@@ -145,6 +146,7 @@ mod tests {
         for fruit in Fruit::ALL {
             assert_eq!(Fruit::parse(fruit.as_str()), Some(*fruit));
             assert_eq!(fruit.to_string(), fruit.as_str());
+            assert_eq!(format!("{fruit:<14}|"), format!("{:<14}|", fruit.as_str()));
             let json = serde_json::to_value(fruit).unwrap();
             assert_eq!(json, fruit.as_str());
             assert_eq!(serde_json::from_value::<Fruit>(json).unwrap(), *fruit);

@@ -1,6 +1,6 @@
 //! The tantivy full-text index of source pages: its schema, writing it, opening a published
 //! generation and what its queries read once (catalog positions, deleted documents, statistics).
-//! The lanes that score it are `crate::search::page_lanes`.
+//! The lanes of `crate::search::lanes` read it through a [`SearchView`] and score it themselves.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -16,19 +16,22 @@ use crate::error::IndexError;
 use crate::ingest::analysis::{self, BODY_ANALYZER, TEXT_ANALYZER, WORDS_ANALYZER};
 use crate::ingest::bundle::PageText;
 
+mod memo;
 pub mod stats;
+mod view;
 mod writer;
 
+pub use view::{PageHit, SearchView};
 pub use writer::Writer;
 
-/// The fields the lanes query by name.
+/// The fields the lanes query by name ([`SearchView::fields`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Fields {
-    pub(crate) title: Field,
-    pub(crate) body: Field,
-    pub(crate) exact_path: Field,
-    pub(crate) exact_title: Field,
-    pub(crate) name: Field,
+    pub title: Field,
+    pub body: Field,
+    pub exact_path: Field,
+    pub exact_title: Field,
+    pub name: Field,
 }
 
 /// What one source page contributes to the index.

@@ -14,6 +14,14 @@ use tantivy::{DocAddress, DocSet, Searcher, Term, TERMINATED};
 
 use crate::error::IndexError;
 use crate::index::search_index::stats::{alive_doc_freq, Collection};
+use crate::index::search_index::{PageHit, SearchView};
+
+/// BM25 parameters (the classic defaults; the train splits are flat around them).
+pub(crate) const BM25: FieldParams = FieldParams {
+    weight: 1.0,
+    k1: 1.2,
+    b: 0.75,
+};
 
 /// BM25 parameters of one field.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -184,6 +192,33 @@ pub(crate) fn top_docs_bm25f(
     }
     SCRATCH.set(scratch);
     Ok(best.into_sorted())
+}
+
+/// The schema's fields among `fields` (name and weight) with their BM25 parameters, and
+/// whether each holds dictionary words (`*_w`); unknown names are skipped.
+pub(crate) fn weighted_fields(
+    index: &SearchView<'_>,
+    fields: &[(&str, f32)],
+) -> Vec<(bool, Field, FieldParams)> {
+    fields
+        .iter()
+        .filter_map(|(name, weight)| {
+            let field = index.field(name)?;
+            let params = FieldParams {
+                weight: *weight,
+                ..BM25
+            };
+            Some((name.ends_with("_w"), field, params))
+        })
+        .collect()
+}
+
+/// The hits of scored documents (best first, equal scores by catalog position) that the
+/// catalog knows.
+pub(crate) fn hits(top: Vec<TopDoc>) -> Vec<PageHit> {
+    top.into_iter()
+        .filter_map(|d| PageHit::of(d.score, d.address, d.order))
+        .collect()
 }
 
 /// The query weight of term `i` (1 when none is given).

@@ -4,7 +4,11 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use tantivy::Term;
+
+use crate::index::search_index::{stats, SearchView};
 use crate::ingest::analysis::{self};
+use crate::search::query::AnalyzedQuery;
 
 /// Bytes of body text around the best passage that an excerpt covers before trimming.
 pub(super) const EXCERPT_WINDOW_BYTES: usize = 900;
@@ -50,6 +54,36 @@ struct Fragment {
 }
 
 impl Excerpter {
+    /// An excerpter for the question's `kb_text` terms in the body (what tantivy's
+    /// `SnippetGenerator` would highlight: each term the body field holds, weighted
+    /// `1 / (1 + document frequency)`); `None` when the question has no term.
+    pub(crate) fn for_query(index: SearchView<'_>, query: &AnalyzedQuery) -> Option<Excerpter> {
+        let terms = &query.all_terms;
+        if terms.is_empty() {
+            return None;
+        }
+        // As `SnippetGenerator::create` weighs terms (1 / (1 + document frequency)), with the
+        // frequency among live documents: an incremental build keeps deleted ones around.
+        let deleted = index.deleted();
+        let body = index.fields().body;
+        let mut weights = BTreeMap::new();
+        for term in terms {
+            let df = stats::alive_doc_freq(
+                index.searcher(),
+                &deleted,
+                &Term::from_field_text(body, term),
+            )
+            .ok()?;
+            if df > 0 {
+                weights.insert(term.clone(), 1.0 / (1.0 + df as f32));
+            }
+        }
+        Some(Excerpter {
+            terms: weights,
+            max_num_chars: EXCERPT_WINDOW_BYTES,
+        })
+    }
+
     /// Plain text around the best-matching passage of `body` (a page's indexed body text, see
     /// [`crate::ingest::bundle::indexed_body_text`]); the start of the body when no body term matched.
     pub fn excerpt(&self, body: &str) -> Option<String> {

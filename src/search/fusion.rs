@@ -3,11 +3,57 @@
 //! to it shares of other pages' file scores (`Scored`); exact-path hits and the pages the
 //! query names rank first, then exact-title hits, then the rest by score, ties by path.
 
-use super::lexical::LaneHits;
-use super::weights::lane_weight;
-use super::weights::{Weights, WEIGHTS};
-use super::{Candidate, Explained, Lane, LaneSet, LaneShare, Mode, Query, MAX_RESULTS};
+use crate::error::IndexError;
+use crate::graph::Step;
 use crate::kb::KnowledgeBase;
+use crate::search::lanes::io::{GraphInput, Hit, LaneInput, Offers, Section, Share};
+use crate::search::lanes::plan::{Plan, Runs};
+use crate::search::lanes::{Lane, LaneHits, LaneSet, Runner};
+use crate::search::query::{Mode, Query, MAX_RESULTS};
+use crate::search::weights::{Weights, WEIGHTS};
+
+/// A fused candidate.
+pub struct Candidate {
+    /// Catalog position of the page.
+    pub position: u32,
+    /// The fused score.
+    pub score: f64,
+    /// The lanes that returned it.
+    pub lanes: LaneSet,
+    /// Whether a content lane matched the page (it then has an excerpt).
+    pub content: bool,
+    /// The page's best section, when the passage or a vector lane found one: the excerpt
+    /// comes from it.
+    pub section: Option<Section>,
+    /// Where the score comes from, when the query asked ([`Query::explain`]).
+    pub explained: Option<Box<Explained>>,
+}
+
+/// A candidate's score by lane: each direct lane's rank and share, then what the graph lanes
+/// and translations added. The shares add up to the score.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explained {
+    /// The direct lanes that found the page, in lane order.
+    pub lanes: Vec<LaneShare>,
+    /// The share of a seed's score a graph neighbour gets (`file_graph`).
+    pub graph: f64,
+    /// The share a matching relation gives (`file_relationship`).
+    pub relationship: f64,
+    /// The share of its translation's score (the same page in another language).
+    pub translation: f64,
+}
+
+/// One direct lane's part of a score: `weight / (k + rank + 1)`.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaneShare {
+    pub lane: Lane,
+    /// The page's rank in the lane, 1 for the first.
+    pub rank: u32,
+    pub weight: f64,
+    pub share: f64,
+}
 
 /// What is known of one page while the lanes are fused.
 #[derive(Debug, Clone, Default)]
@@ -24,7 +70,7 @@ pub struct Entry {
     /// Found by a reported content lane (it then has an excerpt; rules#excerpts: exact-only and
     /// graph-only hits have none).
     pub content: bool,
-    pub section: Option<crate::search::passages::Section>,
+    pub section: Option<Section>,
     /// Each direct lane's share, when the query is explained.
     pub shares: Vec<LaneShare>,
 }
@@ -79,18 +125,17 @@ fn answers_only_across(kb: &KnowledgeBase, question_is_cjk: bool, position: u32)
 }
 
 /// The file score of every page a direct lane found (each lane counts at the page's rank in
-/// it; a page is in a lane once).
+/// it, its weight the table's: [`Lane::weight`]; a page is in a lane once).
 pub(crate) fn file_scores(
     kb: &KnowledgeBase,
-    question: &str,
+    question_is_cjk: bool,
     direct: &[LaneHits],
     explain: bool,
 ) -> Scored {
     let w = &WEIGHTS;
-    let question_is_cjk = crate::ingest::analysis::has_cjk(question);
     let mut scored = Scored::default();
     for lane in direct {
-        let weight = lane_weight(w, lane.lane);
+        let weight = lane.lane.weight();
         let ranks = vector_ranks(w, lane);
         for hit in &lane.hits {
             if !kb.catalog.is_source(hit.position) {
@@ -113,7 +158,7 @@ pub(crate) fn file_scores(
             entry.file += share;
             if explain {
                 entry.shares.push(LaneShare {
-                    lane: lane.lane.name(),
+                    lane: lane.lane,
                     rank: hit.rank + 1,
                     weight,
                     share,
@@ -143,7 +188,7 @@ struct CosineRanks {
 }
 
 impl CosineRanks {
-    fn of(self, hit: &super::lexical::Hit) -> f64 {
+    fn of(self, hit: &Hit) -> f64 {
         let by_cosine = (self.best - f64::from(hit.cosine)) / self.step;
         by_cosine.max(f64::from(hit.rank))
     }
@@ -180,6 +225,91 @@ pub(crate) fn seeds(scored: &Scored) -> Vec<u32> {
         .filter(|&(_, s)| s > 0.0)
         .map(|(p, _)| p)
         .collect()
+}
+
+/// Adds a graph lane's `offers` to `scored` as its `share` of a page's score: each marked page
+/// that a direct lane found gets the lane; each offered page gets it and keeps the best offer
+/// as score when no direct lane found it, or when `score_found` (`graph` mode, which ranks by
+/// the graph).
+pub(crate) fn add_offers(
+    scored: &mut Scored,
+    lane: Lane,
+    share: Share,
+    offers: Offers,
+    score_found: bool,
+) {
+    for seed in offers.marked {
+        if let Some(entry) = scored.get_mut(&seed) {
+            entry.lanes.insert(lane);
+        }
+    }
+    for (page, offer) in offers.offers {
+        let entry = scored.entry(page).or_default();
+        entry.lanes.insert(lane);
+        if score_found || entry.file == 0.0 {
+            let kept = match share {
+                Share::Graph => &mut entry.graph,
+                Share::Relationship => &mut entry.relationship,
+            };
+            *kept = kept.max(offer);
+        }
+    }
+}
+
+/// The graph lanes' seeds (the best pages by file score), each with its walk.
+pub(crate) fn seed_walks(
+    kb: &KnowledgeBase,
+    query: &Query<'_>,
+    scored: &Scored,
+) -> Vec<(u32, Vec<Step>)> {
+    seeds(scored)
+        .iter()
+        .map(|&seed| {
+            let steps = crate::graph::walk(
+                kb.graph(),
+                seed,
+                query.graph_depth,
+                query.graph_fanout,
+                usize::MAX,
+            );
+            (seed, steps)
+        })
+        .collect()
+}
+
+/// Runs the graph lanes `plan` reports, in table order, each adding its offers to `scored`
+/// (`score_found`: pages a direct lane found take their offers as score too).
+pub(crate) fn add_graph_lanes(
+    input: &LaneInput<'_>,
+    plan: &Plan,
+    score_found: bool,
+    walks: &[(u32, Vec<Step>)],
+    scored: &mut Scored,
+) -> Result<(), IndexError> {
+    // A graph lane's shares do not change a seed's file score.
+    let seed_scores: Vec<f64> = walks
+        .iter()
+        .map(|(seed, _)| scored.get(seed).map_or(0.0, |e| e.file))
+        .collect();
+    for &lane in Lane::ALL {
+        let Runner::Graph(run, share) = lane.runner() else {
+            continue;
+        };
+        if lane.runs(plan) != Runs::Report {
+            continue;
+        }
+        let graph = GraphInput {
+            kb: input.kb,
+            index: input.index,
+            query: input.query,
+            walks,
+            seed_scores: &seed_scores,
+            weight: lane.weight(),
+        };
+        let offers = run(&graph)?;
+        add_offers(scored, lane, share, offers, score_found);
+    }
+    Ok(())
 }
 
 /// The final list: source pages that pass the filters, exact-path hits first, then
@@ -221,8 +351,8 @@ pub fn finish(kb: &KnowledgeBase, query: &Query<'_>, scored: Scored) -> Vec<Cand
 
 #[cfg(test)]
 mod tests {
-    use super::super::lexical::{Hit, LaneHits};
-    use super::super::Lane;
+    use crate::search::lanes::io::Hit;
+    use crate::search::lanes::{Lane, LaneHits};
 
     fn lane(lane: Lane, cosines: &[f32]) -> LaneHits {
         let hits = cosines

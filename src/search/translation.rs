@@ -4,11 +4,12 @@
 //! pages follow them, at a share of their score (reported as `file_graph` evidence: the pair is
 //! an edge of the knowledge base, not a match of the question).
 
-use super::fusion::{best, Scored};
-use super::weights::WEIGHTS;
-use super::Lane;
 use crate::kb::KnowledgeBase;
+use crate::search::fusion::{best, Scored};
+use crate::search::lanes::Lane;
+use crate::search::weights::WEIGHTS;
 
+/// Offers the translations of the best pages a share of their score.
 pub fn add(kb: &KnowledgeBase, scored: &mut Scored) {
     let w = &WEIGHTS;
     if w.translation <= 0.0 {

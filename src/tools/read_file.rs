@@ -14,6 +14,7 @@ use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::catalog::CatalogFile;
 use crate::ingest::bundle::paths::{self, PathClass};
 use crate::kb::KnowledgeBase;
+use crate::search::query::{is_quote, quote_runs, Quoting};
 use crate::text;
 
 pub(crate) const DEFAULT_CONTEXT_LINES: i64 = 2;
@@ -421,39 +422,25 @@ fn match_key(s: &str) -> String {
     text::exact_key(s)
 }
 
-fn is_quote(c: char) -> bool {
-    matches!(c, '"' | '“' | '”')
-}
-
 /// The terms of a match key. Without whitespace the key is one term (a Chinese query matches as
 /// a substring); wholly double-quoted, the quotes go. With whitespace, terms split on it and a
-/// double-quoted phrase stays one term (an unclosed quote quotes nothing). Terms without a letter
-/// or digit are dropped when others have one, so a stray `-` or `:` does not match every line.
+/// double-quoted phrase stays one term (an unclosed quote quotes nothing: the search's quote
+/// scanner, [`quote_runs`]). Terms without a letter or digit are dropped when others have one,
+/// so a stray `-` or `:` does not match every line.
 fn query_terms(key: &str) -> Vec<String> {
-    let mut terms: Vec<String> = Vec::new();
+    let mut terms: Vec<&str> = Vec::new();
     if !key.contains(' ') {
         let inner = key
             .strip_prefix(is_quote)
             .and_then(|rest| rest.strip_suffix(is_quote))
             .filter(|inner| !inner.contains(is_quote));
-        terms.extend(inner.or(Some(key)).map(str::to_string));
+        terms.push(inner.unwrap_or(key));
     } else {
-        let mut current = String::new();
-        let mut quoted = false;
-        for c in key.chars() {
-            if is_quote(c) {
-                terms.push(std::mem::take(&mut current));
-                quoted = !quoted;
-            } else if c == ' ' && !quoted {
-                terms.push(std::mem::take(&mut current));
-            } else {
-                current.push(c);
+        for (run, quoting) in quote_runs(key) {
+            match quoting {
+                Quoting::Closed => terms.push(run),
+                Quoting::Outside | Quoting::Unclosed => terms.extend(run.split(' ')),
             }
-        }
-        if quoted {
-            terms.extend(current.split(' ').map(str::to_string));
-        } else {
-            terms.push(current);
         }
     }
     let mut out: Vec<String> = Vec::new();

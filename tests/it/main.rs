@@ -48,6 +48,7 @@ mod read_partial;
 mod relation_graph;
 #[cfg(feature = "server")]
 mod replicas;
+mod search_analysis;
 mod search_borrowed;
 mod search_contract;
 mod search_graph;

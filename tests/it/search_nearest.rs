@@ -124,7 +124,7 @@ fn a_question_holding_a_pages_title_ranks_it_first() {
         .explained
         .lanes
         .iter()
-        .map(|l| l.lane)
+        .map(|l| l.lane.as_str())
         .collect();
     assert!(lanes.contains(&"title"), "{lanes:?}");
 }

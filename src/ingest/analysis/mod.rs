@@ -36,7 +36,7 @@ pub use analyzers::{
     body_analyzer, register, terms, text_analyzer, words_analyzer, KbTokenizer, VecTokenStream,
 };
 pub use dictionary::{load_dictionary, load_dictionary_at_first_cjk_query};
-pub use query::{query_term_weights, query_terms, query_words};
+pub use query::{query_term_weights, query_terms, query_terms_and_all, query_words};
 #[cfg(test)]
 use runs::normalize_token;
 use runs::{runs, Run};

@@ -64,6 +64,27 @@ pub(super) fn is_english_stop_word(word: &str) -> bool {
 /// and without the CJK bigrams that overlap a question word or particle (an all-stop-word query
 /// keeps its terms).
 pub fn query_terms(text: &str) -> Vec<String> {
+    let (kept, all) = kept_and_all_terms(text);
+    if kept.is_empty() {
+        all
+    } else {
+        kept
+    }
+}
+
+/// [`query_terms`] and every `kb_text` term of `text` (as [`terms`] reads them, stop words
+/// included), from one pass of the analyzer.
+pub fn query_terms_and_all(text: &str) -> (Vec<String>, Vec<String>) {
+    let (kept, all) = kept_and_all_terms(text);
+    if kept.is_empty() {
+        (all.clone(), all)
+    } else {
+        (kept, all)
+    }
+}
+
+/// The `kb_text` terms of `text` without its stop words, and all of them.
+fn kept_and_all_terms(text: &str) -> (Vec<String>, Vec<String>) {
     let mut analyzer = text_analyzer();
     let mut stop_spans: Vec<(usize, usize)> = Vec::new();
     if has_cjk(text) {
@@ -97,11 +118,7 @@ pub fn query_terms(text: &str) -> Vec<String> {
             kept.push(t.text.clone());
         }
     }
-    if kept.is_empty() {
-        all
-    } else {
-        kept
-    }
+    (kept, all)
 }
 
 /// The `kb_words` terms of a query, without question words and particles (an all-stop-word

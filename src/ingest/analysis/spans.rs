@@ -68,7 +68,7 @@ pub(super) fn push_text_tokens(tokens: &mut Tokens, text: &str, base: usize) {
 /// positions are the sections' bounds, and a mark stands as many positions after the one
 /// before it as its section has tokens (a CJK character and the bigram it starts share a
 /// position, so the mark skips one per bigram): the passage lane reads each section's place and
-/// length from the index (`search::passages`), and a section costs the index one position, not
+/// length from the index (`search::lanes::passage`), and a section costs the index one position, not
 /// a document.
 pub(super) fn body_tokens(text: &str) -> Tokens {
     let sections = crate::ingest::markdown::sections(text);

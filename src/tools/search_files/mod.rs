@@ -12,7 +12,7 @@ use super::ToolName;
 use crate::cursor;
 use crate::error::ToolError;
 use crate::kb::KnowledgeBase;
-use crate::okf::{Freshness, OkfSignals, OkfStatus, TrustTier};
+use crate::okf::{Freshness, OkfStatus, TrustTier};
 use crate::search::nearest::Nearest;
 pub use crate::search::{Candidate, FileKind, Lane, LaneSet, Mode, Ranking, Scope, SemanticState};
 
@@ -47,22 +47,6 @@ pub use output::{
 };
 use request::SORT;
 pub use request::{normalize_query, validate, Request};
-
-fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool {
-    if request.okf_status.is_none()
-        && request.okf_trust_tier.is_none()
-        && request.okf_freshness.is_none()
-    {
-        return true;
-    }
-    let signals = OkfSignals::compute(&kb.catalog.file(position).frontmatter, kb.options.today);
-    fn passes<T: PartialEq>(wanted: Option<T>, has: Option<T>) -> bool {
-        wanted.is_none() || wanted == has
-    }
-    passes(request.okf_status, signals.effective_status)
-        && passes(request.okf_trust_tier, signals.trust_tier)
-        && passes(request.okf_freshness, signals.freshness())
-}
 
 /// The tool input, for Rust callers and schemas.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -142,29 +126,8 @@ pub fn ranked(
     kb: &KnowledgeBase,
     request: &Request,
 ) -> Result<(Vec<Candidate>, Vec<Lane>), ToolError> {
-    let ranking = rank(kb, request)?;
+    let ranking = request.rank(kb, false)?;
     Ok((ranking.candidates, ranking.lanes))
-}
-
-/// The engine's ranking for a validated request.
-fn rank(kb: &KnowledgeBase, request: &Request) -> Result<Ranking, ToolError> {
-    rank_with(kb, request, false)
-}
-
-fn rank_with(kb: &KnowledgeBase, request: &Request, explain: bool) -> Result<Ranking, ToolError> {
-    let keep = |position: u32| passes_filters(kb, request, position);
-    crate::search::rank(
-        kb,
-        &crate::search::Query {
-            text: &request.query,
-            scope: request.scope,
-            mode: request.mode,
-            graph_depth: request.graph_depth,
-            graph_fanout: request.graph_fanout as usize,
-            keep: &keep,
-            explain,
-        },
-    )
 }
 
 /// One result of [`explain`]: the page, its place, and its score by lane.
@@ -188,7 +151,7 @@ pub fn explain(kb: &KnowledgeBase, input: &Value) -> Result<Vec<ExplainedResult>
     if kb.revision().is_none() {
         return Ok(Vec::new());
     }
-    let ranking = rank_with(kb, &request, true)?;
+    let ranking = request.rank(kb, true)?;
     Ok(ranking
         .candidates
         .into_iter()
@@ -215,9 +178,8 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
     };
     let scope = cursor_scope(request);
     let offset = cursor::start(request.cursor.as_deref(), NAME, &scope, revision)?;
-    let ranking = rank(kb, request)?;
+    let ranking = request.rank(kb, false)?;
     let (candidates, lanes) = (&ranking.candidates, &ranking.lanes);
-    let searcher = kb.search.searcher();
     let (range, next_cursor) = cursor::page(
         NAME,
         &scope,
@@ -235,7 +197,11 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
         ceiling = ceiling.min(c.score);
         shown_scores.push(ceiling);
     }
-    let excerpter = kb.search.excerpter(&searcher, &request.query);
+    let query = context(request);
+    let (semantic_status, evidence_status) = lane_statuses(lanes, ranking.semantic);
+    let reranker_status = reranker_status(request);
+    let graph_summary = graph_summary(kb, request);
+    let excerpter = ranking.excerpter(kb);
     // Results in parallel: each reads its page for the excerpt (order is kept).
     let items: Vec<SearchResult> = candidates[start..end]
         .par_iter()
@@ -253,7 +219,6 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
         })
         .collect();
 
-    let (semantic_status, evidence_status) = lane_statuses(lanes, ranking.semantic);
     let graph_available = request.mode != Mode::File;
     let empty = items.is_empty();
     // No lane matched: the items are the nearest pages, and the output says so.
@@ -263,7 +228,7 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
     });
     Ok(Output {
         active_content_revision: Some(revision),
-        query: context(request),
+        query,
         next_cursor: next_cursor.clone(),
         search_status: if empty {
             SearchStatus::NoCandidates
@@ -273,13 +238,13 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
         search_mode: request.mode,
         semantic_status,
         evidence_status,
-        reranker_status: reranker_status(request),
+        reranker_status,
         graph_status: if graph_available {
             GraphStatus::Available
         } else {
             GraphStatus::DisabledForFileMode
         },
-        graph_summary: graph_summary(kb, request),
+        graph_summary,
         result_summary: ResultSummary {
             result_count: items.len() as u64,
             has_more: next_cursor.is_some(),

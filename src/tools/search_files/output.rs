@@ -302,6 +302,7 @@ pub(super) fn result(
             fields.dedup();
             (fields.clone(), fields)
         };
+    let match_type = match_type(&candidate.lanes);
     let source_excerpt = match (candidate.content, excerpter) {
         (true, Some(excerpter)) => kb.indexed_content(file).and_then(|content| {
             let body = crate::ingest::bundle::indexed_body_text(&content);
@@ -381,7 +382,7 @@ pub(super) fn result(
         score: (score * 1e9).round() / 1e9,
         content_available: true,
         read_actions: read_actions(kb, file),
-        match_type: match_type(&candidate.lanes),
+        match_type,
         graph_context,
     }
 }

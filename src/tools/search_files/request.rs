@@ -5,7 +5,9 @@ use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::error::{messages, ToolError};
-use crate::okf::{Freshness, OkfStatus, TrustTier};
+use crate::kb::KnowledgeBase;
+use crate::okf::{Freshness, OkfSignals, OkfStatus, TrustTier};
+use crate::search::Ranking;
 pub use crate::search::{FileKind, Mode, Scope};
 use crate::tools::input;
 use crate::tools::{Malformed, Reader, ToolName};
@@ -31,6 +33,42 @@ pub struct Request {
     pub rerank_top_k: Option<u64>,
     pub rerank_score_threshold: Option<f64>,
     pub cursor: Option<String>,
+}
+
+impl Request {
+    /// The engine's ranking of this request (each candidate's score by lane when `explain`).
+    pub(crate) fn rank(&self, kb: &KnowledgeBase, explain: bool) -> Result<Ranking, ToolError> {
+        let keep = |position: u32| passes_filters(kb, self, position);
+        crate::search::rank(
+            kb,
+            &crate::search::Query {
+                text: &self.query,
+                scope: self.scope,
+                mode: self.mode,
+                graph_depth: self.graph_depth,
+                graph_fanout: self.graph_fanout as usize,
+                keep: &keep,
+                explain,
+            },
+        )
+    }
+}
+
+/// Whether the page at `position` passes `request`'s OKF filters.
+fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool {
+    if request.okf_status.is_none()
+        && request.okf_trust_tier.is_none()
+        && request.okf_freshness.is_none()
+    {
+        return true;
+    }
+    let signals = OkfSignals::compute(&kb.catalog.file(position).frontmatter, kb.options.today);
+    fn passes<T: PartialEq>(wanted: Option<T>, has: Option<T>) -> bool {
+        wanted.is_none() || wanted == has
+    }
+    passes(request.okf_status, signals.effective_status)
+        && passes(request.okf_trust_tier, signals.trust_tier)
+        && passes(request.okf_freshness, signals.freshness())
 }
 
 fn invalid(code: &str) -> ToolError {

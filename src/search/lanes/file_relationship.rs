@@ -3,19 +3,16 @@
 //! text holds: the body IDF of each distinct query term in the reached page's title or the
 //! relation's reason, as a share of the IDF of all the query's terms (analysed like the lexical
 //! lane). The reached page is offered that share of the seed's file score times the lane's
-//! weight, damped by depth and by its relation count like [`super::graph_lane`]; it keeps the
+//! weight, damped by depth and by its relation count like [`super::file_graph`]; it keeps the
 //! best offer. The work is bounded by the walks (≤ seeds × (fanout + fanout²) steps); nothing
 //! is read from disk.
 
 use rustc_hash::FxHashMap;
 
-use super::fusion::Scored;
-use super::graph_lane::hub_damping;
-use super::weights::WEIGHTS;
-use super::Lane;
 use crate::error::IndexError;
-use crate::graph::Step;
-use crate::kb::KnowledgeBase;
+use crate::search::lanes::file_graph::hub_damping;
+use crate::search::lanes::io::{GraphInput, Offers};
+use crate::search::weights::WEIGHTS;
 
 /// Which query terms a text contains, analysed like the lexical lane (`kb_text`). `kb_text`
 /// tokens never span whitespace, so text is analysed one whitespace-separated chunk at a time,
@@ -72,36 +69,30 @@ impl<'q, 'c> TermMatcher<'q, 'c> {
     }
 }
 
-/// Adds the lane's offers to `scored` (`score_found` as in [`super::graph_lane::add`]).
-pub fn add(
-    kb: &KnowledgeBase,
-    searcher: &tantivy::Searcher,
-    terms: &[String],
-    scored: &mut Scored,
-    walks: &[(u32, Vec<Step>)],
-    score_found: bool,
-) -> Result<(), IndexError> {
+/// The lane's offers: a share of each seed's score to each page its walk reaches by a relation
+/// whose text holds query terms, the seed marked with each.
+pub fn run(input: &GraphInput<'_>) -> Result<Offers, IndexError> {
+    let (kb, walks, terms) = (input.kb, input.walks, &input.query.terms);
+    let mut out = Offers::default();
     if walks.iter().all(|(_, steps)| steps.is_empty()) {
-        return Ok(());
+        return Ok(out);
     }
     if terms.is_empty() {
-        return Ok(());
+        return Ok(out);
     }
     let w = &WEIGHTS;
     let mut idf: Vec<f64> = Vec::with_capacity(terms.len());
     for term in terms {
-        idf.push(f64::from(kb.search.idf(searcher, term)?));
+        idf.push(f64::from(input.index.idf(term)?));
     }
     let total: f64 = idf.iter().sum();
     if total <= 0.0 {
-        return Ok(());
+        return Ok(out);
     }
     let mut matcher = TermMatcher::new(terms);
     let mut shares: FxHashMap<u32, f64> = FxHashMap::default();
     let mut found: Vec<usize> = Vec::new();
-    let mut offers: Vec<(u32, u32, f64)> = Vec::new();
-    for (seed, steps) in walks {
-        let seed_score = scored.get(seed).map_or(0.0, |e| e.file);
+    for ((seed, steps), &seed_score) in walks.iter().zip(input.seed_scores) {
         for step in steps {
             if !kb.catalog.is_source(step.to) {
                 continue;
@@ -118,22 +109,13 @@ pub fn add(
                 found.iter().map(|&i| idf[i]).sum::<f64>() / total
             });
             if share > 0.0 {
-                let offer = w.relationship * seed_score * share
+                let offer = input.weight * seed_score * share
                     / w.graph_depth.powi(i32::from(step.depth) - 1)
                     / hub_damping(kb, step.to, w.hub);
-                offers.push((*seed, step.to, offer));
+                out.marked.push(*seed);
+                out.offers.push((step.to, offer));
             }
         }
     }
-    for (seed, page, offer) in offers {
-        if let Some(entry) = scored.get_mut(&seed) {
-            entry.lanes.insert(Lane::FileRelationship);
-        }
-        let entry = scored.entry(page).or_default();
-        entry.lanes.insert(Lane::FileRelationship);
-        if score_found || entry.file == 0.0 {
-            entry.relationship = entry.relationship.max(offer);
-        }
-    }
-    Ok(())
+    Ok(out)
 }

@@ -18,11 +18,12 @@
 //! 0.003; on SciFact, whose titles are long sentences, it costs 0.0015, and at coverage 1/2
 //! instead of 2/3 it cost 0.006 there (a claim shares half the words of many titles).
 
-use tantivy::Searcher;
-
 use crate::error::IndexError;
+use crate::index::search_index::SearchView;
 use crate::kb::KnowledgeBase;
-use crate::search::page_lanes::QueryTerms;
+use crate::search::lanes::io::{ranked, Hit, LaneInput};
+use crate::search::lanes::lexical;
+use crate::search::query::AnalyzedQuery;
 
 /// The least share of a title's weight the question must hold.
 pub(crate) const MIN_COVERAGE: f64 = 2.0 / 3.0;
@@ -32,18 +33,23 @@ pub(crate) const MIN_COVERAGE: f64 = 2.0 / 3.0;
 /// build, before the IDFs were read in one pass).
 pub(crate) const CANDIDATES: usize = 50;
 
+/// The lane's pages.
+pub fn run(input: &LaneInput<'_>) -> Result<Vec<Hit>, IndexError> {
+    Ok(ranked(covered_pages(input.kb, input.index, input.query)?))
+}
+
 /// The pages whose title the question covers, best first.
 pub(crate) fn covered_pages(
     kb: &KnowledgeBase,
-    searcher: &Searcher,
-    terms: &QueryTerms,
+    index: SearchView<'_>,
+    terms: &AnalyzedQuery,
 ) -> Result<Vec<u32>, IndexError> {
     if terms.terms.is_empty() {
         return Ok(Vec::new());
     }
-    let candidates = kb.search.metadata(searcher, terms, CANDIDATES)?;
+    let candidates = lexical::metadata(index, terms, CANDIDATES)?;
     let pages: Vec<u32> = candidates.iter().map(|hit| hit.position).collect();
-    let titles = kb.search.title_terms(searcher, &pages, |position| {
+    let titles = index.title_terms(&pages, |position| {
         let file = kb.catalog.file(position);
         // An identifier label is the identifier lane's to match; the title lane weighs the
         // words beside it (`Line length` of `MD013 - Line length`).
@@ -73,8 +79,8 @@ pub(crate) fn covered_pages(
 }
 
 /// The file name of `path` without its Markdown extension.
-pub(super) fn file_stem(path: &str) -> &str {
-    super::identifier::strip_extension(path.rsplit('/').next().unwrap_or(path))
+pub(crate) fn file_stem(path: &str) -> &str {
+    crate::search::query::strip_extension(path.rsplit('/').next().unwrap_or(path))
 }
 
 #[cfg(test)]

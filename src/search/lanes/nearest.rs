@@ -10,18 +10,22 @@
 //!    most relations (what the knowledge base links to and from most), shallow ones first. They
 //!    answer nothing by themselves; they are where a reader who found nothing starts.
 //!
-//! The search says so ([`Nearest`]): `search_files` keeps `searchStatus: "ok"` (there are
+//! The lane (`nearest`, reported as `lexical` evidence of the path) runs only when no other
+//! lane found a page. The search says so ([`Nearest`]): `search_files` keeps `searchStatus: "ok"` (there are
 //! items) with a message and `resultSummary.meaning` that call them the nearest pages, not
 //! matches, and the five next actions of an empty search. A query of one unknown word, a
 //! quoted phrase no page holds and filters that leave nothing stay `no_candidates`: they asked
 //! for something precise that is not there.
 
-use tantivy::Searcher;
+use tantivy::query::{BooleanQuery, FuzzyTermQuery, Occur, Query};
+use tantivy::Term;
 
-use super::{Candidate, Lane, LaneSet, Query};
 use crate::error::IndexError;
+use crate::index::search_index::{PageHit, SearchView};
 use crate::kb::KnowledgeBase;
-use crate::search::page_lanes::QueryTerms;
+use crate::search::lanes::io::LaneInput;
+use crate::search::lanes::title::file_stem;
+use crate::search::query::MAX_RESULTS;
 
 /// Pages a fallback returns.
 pub(crate) const MOST: usize = 10;
@@ -38,22 +42,19 @@ pub enum Nearest {
     Entries,
 }
 
-/// The fallback candidates of a query no lane matched, with the kind that found them; `None`
-/// when there are none.
-pub fn candidates(
-    kb: &KnowledgeBase,
-    searcher: &Searcher,
-    query: &Query<'_>,
-    terms: &QueryTerms,
-) -> Result<Option<(Vec<Candidate>, Nearest)>, IndexError> {
-    if !crate::text::quoted_phrases(query.text).is_empty() {
+/// The fallback pages of a query no lane matched (best first) that pass `keep`, with the kind
+/// that found them; `None` when there are none.
+pub fn run(
+    input: &LaneInput<'_>,
+    keep: &dyn Fn(u32) -> bool,
+) -> Result<Option<(Vec<u32>, Nearest)>, IndexError> {
+    let (kb, query) = (input.kb, input.query);
+    if !query.phrases.is_empty() {
         return Ok(None);
     }
-    let keep = |position: u32| kb.catalog.is_source(position) && (query.keep)(position);
-    let fuzzy = fuzzy_terms(&terms.terms);
-    let near: Vec<u32> = kb
-        .search
-        .near_titles(searcher, &fuzzy, super::MAX_RESULTS)?
+    let keep = |position: u32| kb.catalog.is_source(position) && keep(position);
+    let fuzzy = fuzzy_terms(&query.terms);
+    let near: Vec<u32> = near_titles(input.index, &fuzzy, MAX_RESULTS)?
         .into_iter()
         .map(|hit| hit.position)
         .filter(|&p| keep(p))
@@ -61,7 +62,7 @@ pub fn candidates(
         .collect();
     let (pages, kind) = if !near.is_empty() {
         (near, Nearest::Titles)
-    } else if terms.terms.len() >= MIN_QUESTION_TERMS {
+    } else if query.terms.len() >= MIN_QUESTION_TERMS {
         (entry_pages(kb, &keep), Nearest::Entries)
     } else {
         return Ok(None);
@@ -69,25 +70,33 @@ pub fn candidates(
     if pages.is_empty() {
         return Ok(None);
     }
-    let count = pages.len();
-    let candidates = pages
-        .into_iter()
-        .enumerate()
-        .map(|(rank, position)| {
-            let mut lanes = LaneSet::default();
-            lanes.insert(Lane::Nearest);
-            Candidate {
-                position,
-                // Positive, falling with the rank: a score orders the list and never rises.
-                score: (count - rank) as f64 / count as f64 * 0.01,
-                lanes,
-                content: false,
-                section: None,
-                explained: query.explain.then(Default::default),
-            }
+    Ok(Some((pages, kind)))
+}
+
+/// The pages whose title or path holds a word within `edits` of one of `terms` (each with its
+/// own number of edits, a transposition one edit), best first by how many of the terms they
+/// hold so.
+fn near_titles(
+    index: SearchView<'_>,
+    terms: &[(String, u8)],
+    limit: usize,
+) -> Result<Vec<PageHit>, IndexError> {
+    let path = index.required_field("path")?;
+    let title = index.fields().title;
+    let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+        .iter()
+        .flat_map(|(term, edits)| {
+            [title, path].map(|field| {
+                let term = Term::from_field_text(field, term);
+                let query: Box<dyn Query> = Box::new(FuzzyTermQuery::new(term, *edits, true));
+                (Occur::Should, query)
+            })
         })
         .collect();
-    Ok(Some((candidates, kind)))
+    if clauses.is_empty() {
+        return Ok(Vec::new());
+    }
+    index.top_docs(&BooleanQuery::new(clauses), limit)
 }
 
 /// The words a misspelled query word may be in a title or path, each with its edits: the word
@@ -126,7 +135,7 @@ fn entry_pages(kb: &KnowledgeBase, keep: &dyn Fn(u32) -> bool) -> Vec<u32> {
         .filter(|&p| keep(p))
         .map(|p| {
             let path = &kb.catalog.file(p).path;
-            let stem = super::title::file_stem(path).to_ascii_lowercase();
+            let stem = file_stem(path).to_ascii_lowercase();
             let relations = kb.catalog.relation_range(p).map_or(0, |r| r.len());
             let depth = path.matches('/').count();
             (

@@ -1,11 +1,12 @@
 //! The `file_graph` lane: a page that a well-matching page links to is worth reading even when
 //! the question does not match it well. Each seed (the best pages by file score,
-//! `super::fusion::seeds`) offers the pages its walk reaches a share of its own file score,
+//! `crate::search::fusion::seeds`) offers the pages its walk reaches a share of its own file score,
 //! divided by the depth factor per step and by `relations ^ hub` of both ends of the step, so
 //! that a hub is not lifted by every question (a README linked from and to everything) and does
 //! not lift everything it touches (a list of every rule that matched the question's words
 //! offered its score to each rule page and to the changelog that links to it); a page keeps the
-//! best offer. A seed is a graph node in its own right: it gets the lane, not a score.
+//! best offer (`crate::search::fusion`). A seed is a graph node in its own right: it gets the
+//! lane, not a score.
 //!
 //! Outside `graph` mode only a page no direct lane found takes the offer as score: the graph
 //! adds pages, it does not reorder those the question's words or meaning found (they get the
@@ -14,11 +15,10 @@
 //! over the dev sets that came to nothing either way (nDCG@10 within ±0.006) but put a rule
 //! reference's default mode below its `file` mode (docs/ranking.md).
 
-use super::fusion::Scored;
-use super::weights::WEIGHTS;
-use super::Lane;
-use crate::graph::Step;
+use crate::error::IndexError;
 use crate::kb::KnowledgeBase;
+use crate::search::lanes::io::{GraphInput, Offers};
+use crate::search::weights::WEIGHTS;
 
 /// The hub damping of `page`: its relation count to the power `hub` (at least 1).
 pub(crate) fn hub_damping(kb: &KnowledgeBase, page: u32, hub: f64) -> f64 {
@@ -30,32 +30,23 @@ pub(crate) fn hub_damping(kb: &KnowledgeBase, page: u32, hub: f64) -> f64 {
     (relations as f64).powf(hub)
 }
 
-/// Adds the lane's offers to `scored`; `score_found`: pages a direct lane found take their
-/// offers as score too (`graph` mode, which ranks by the graph).
-pub fn add(kb: &KnowledgeBase, scored: &mut Scored, walks: &[(u32, Vec<Step>)], score_found: bool) {
-    let w = &WEIGHTS;
-    let mut offers: Vec<(u32, f64)> = Vec::new();
-    for (seed, steps) in walks {
-        let seed_score = scored.get(seed).map_or(0.0, |e| e.file);
-        if let Some(entry) = scored.get_mut(seed) {
-            entry.lanes.insert(Lane::FileGraph);
-        }
+/// The lane's offers: each seed marked, and a share of its score to each page its walk
+/// reaches.
+pub fn run(input: &GraphInput<'_>) -> Result<Offers, IndexError> {
+    let (kb, w) = (input.kb, &WEIGHTS);
+    let mut out = Offers::default();
+    for ((seed, steps), &seed_score) in input.walks.iter().zip(input.seed_scores) {
+        out.marked.push(*seed);
         for step in steps {
             if !kb.catalog.is_source(step.to) {
                 continue;
             }
-            let share = w.graph * seed_score
+            let share = input.weight * seed_score
                 / w.graph_depth.powi(i32::from(step.depth) - 1)
                 / hub_damping(kb, step.to, w.hub)
                 / hub_damping(kb, step.from, w.hub);
-            offers.push((step.to, share));
+            out.offers.push((step.to, share));
         }
     }
-    for (page, share) in offers {
-        let entry = scored.entry(page).or_default();
-        entry.lanes.insert(Lane::FileGraph);
-        if score_found || entry.file == 0.0 {
-            entry.graph = entry.graph.max(share);
-        }
-    }
+    Ok(out)
 }

@@ -1,5 +1,6 @@
-//! The passage lane's scores: BM25 over the heading sections ([`crate::ingest::markdown::sections`])
-//! of the page lane's candidates, read from the pages' index itself. The `kb_body` analysis ends
+//! The passage lane (`passage`, reported as `lexical` evidence): BM25 over the heading sections
+//! ([`crate::ingest::markdown::sections`]) of the page lane's hits, read from the pages' index
+//! itself; a page counts at its best section, which its excerpt comes from. The `kb_body` analysis ends
 //! each section of a page of two or more with `SECTION_MARK` at a position of its own, so the
 //! mark's positions in a page are its sections' bounds, and a query term's positions in the
 //! body say which sections hold it. A section is scored with its page's title, as a passage is
@@ -15,11 +16,12 @@ use tantivy::postings::Postings;
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Searcher, Term, TERMINATED};
 
-use super::bm25;
-use super::lane_hit::LaneHit;
 use crate::error::IndexError;
 use crate::index::search_index::stats::{section_lengths, SectionStats};
+use crate::index::search_index::PageHit;
 use crate::ingest::analysis::SECTION_MARK;
+use crate::search::bm25::{self, BM25};
+use crate::search::lanes::io::{Hit, LaneInput, Section, LANE_DEPTH};
 
 /// Most a section's score gains from its query terms standing close together (`proximity`).
 pub(crate) const PROXIMITY_WEIGHT: f32 = 10.0;
@@ -27,27 +29,49 @@ pub(crate) const PROXIMITY_WEIGHT: f32 = 10.0;
 /// Two occurrences of query terms count as close within this many positions.
 pub(crate) const PROXIMITY_WINDOW: u32 = 8;
 
-/// A section of a page: its number among the page's [`crate::ingest::markdown::sections`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Section(pub u32);
-
-impl Section {
-    /// The section's text in `body` (the page's indexed body text); `None` when the page has
-    /// no such section (it changed since it was indexed).
-    pub fn text(self, body: &str) -> Option<&str> {
-        let range = crate::ingest::markdown::sections(body)
-            .into_iter()
-            .nth(self.0 as usize)?;
-        body.get(range)
-    }
-}
-
 /// A hit of the passage lane: the page, its best section's score and which section it is.
 #[derive(Debug, Clone, Copy)]
 pub struct PassageHit {
     pub position: u32,
     pub score: f32,
     pub section: Section,
+}
+
+/// The lane's pages over the page lane's hits (`candidates`): the scored pages in their
+/// order, then the candidates whose page is one section, each its own passage at its
+/// page-lane rank.
+pub fn run(input: &LaneInput<'_>, candidates: &[PageHit]) -> Result<Vec<Hit>, IndexError> {
+    let index = input.index;
+    let stats = index.section_stats()?;
+    let fields = index.fields();
+    let scoring = Index {
+        searcher: index.searcher(),
+        title: fields.title,
+        body: fields.body,
+        stats,
+        deleted: &index.deleted(),
+    };
+    let query = input.query;
+    let passages = score(&scoring, &query.terms, &query.weights, BM25, candidates)?;
+    let mut hits: Vec<Hit> = passages
+        .hits
+        .into_iter()
+        .take(LANE_DEPTH)
+        .enumerate()
+        .map(|(rank, h)| Hit {
+            position: h.position,
+            rank: rank as u32,
+            section: Some(h.section),
+            cosine: 0.0,
+        })
+        .collect();
+    hits.extend(passages.single.into_iter().map(|(rank, position)| Hit {
+        position,
+        rank: rank as u32,
+        section: None,
+        cosine: 0.0,
+    }));
+    Ok(hits)
 }
 
 /// What the passage lane makes of the page lane's candidates.
@@ -105,7 +129,7 @@ fn read_segment(
     index: &Index<'_>,
     ord: usize,
     terms: &[String],
-    candidates: &[LaneHit],
+    candidates: &[PageHit],
 ) -> Result<SegmentRead, IndexError> {
     let n_terms = terms.len();
     let mut read = SegmentRead {
@@ -229,7 +253,7 @@ fn add_title_frequency(
     title: &tantivy::InvertedIndexReader,
     term: &Term,
     pages: &[Page],
-    candidates: &[LaneHit],
+    candidates: &[PageHit],
     tf: &mut [u32],
     column: TermColumn,
 ) -> Result<(), IndexError> {
@@ -258,7 +282,7 @@ pub fn score(
     terms: &[String],
     weights: &[f32],
     params: bm25::FieldParams,
-    candidates: &[LaneHit],
+    candidates: &[PageHit],
 ) -> Result<Passages, IndexError> {
     use rayon::prelude::*;
     let n_terms = terms.len();
@@ -384,7 +408,20 @@ mod tests {
     use crate::index::search_index::{page_key, IndexedPage, Writer};
     use crate::ingest::bundle::PageText;
     use crate::ingest::markdown::SECTION_BREAK;
-    use crate::search::page_lanes::{QueryTerms, BM25};
+
+    /// A query's `kb_text` terms and their weights, as the page lane reads them.
+    struct QueryTerms {
+        terms: Vec<String>,
+        weights: Vec<f32>,
+    }
+
+    impl QueryTerms {
+        fn of(query: &str) -> Self {
+            let terms = crate::ingest::analysis::query_terms(query);
+            let weights = crate::ingest::analysis::query_term_weights(&terms);
+            QueryTerms { terms, weights }
+        }
+    }
 
     /// Random pages: English and Chinese words, headings (section breaks) at random, some
     /// sections too short to stand alone, some pages of one section.
@@ -564,7 +601,7 @@ mod tests {
                 for doc in segment.doc_ids_alive() {
                     let key = keys.first(doc).unwrap();
                     let position = live.iter().position(|(p, _, _)| page_key(p) == key);
-                    candidates.push(LaneHit {
+                    candidates.push(PageHit {
                         position: position.unwrap() as u32,
                         score: 0.0,
                         address: tantivy::DocAddress::new(ord as u32, doc),
