@@ -14,6 +14,7 @@ pub mod read_file;
 pub mod read_related;
 pub mod search_files;
 mod texts;
+mod warm_up;
 
 use std::borrow::Cow;
 
@@ -30,6 +31,7 @@ use crate::okf::OkfSignals;
 use crate::relation::Direction;
 pub use fields::ParamsDef;
 pub use input::{page_limit, Input, Malformed, Reader, WrongType};
+pub use warm_up::{warm_up, WarmUp};
 
 /// A tool, by its MCP name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
