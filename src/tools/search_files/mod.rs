@@ -43,7 +43,7 @@ use output::{
 };
 pub use output::{
     EvidenceStatus, GraphContext, GraphStatus, GraphSummary, LaneState, MatchType, Output,
-    QueryContext, ResultSummary, SearchResult, SearchStatus, Status,
+    QueryContext, ResultSummary, SafeCode, SearchResult, SearchStatus, Status,
 };
 use request::SORT;
 pub use request::{normalize_query, validate, Request};
@@ -167,6 +167,27 @@ fn rank_with(kb: &KnowledgeBase, request: &Request, explain: bool) -> Result<Ran
     )
 }
 
+crate::wire::wire_enum! {
+    /// The class that orders results before their score (docs/rules.md#order): an exact path or
+    /// a page the query names, an exact title, or neither.
+    pub enum ResultClass {
+        Path = "path",
+        Title = "title",
+        Score = "score",
+    }
+}
+
+impl ResultClass {
+    /// The class of a candidate's lanes ([`LaneSet::priority_class`]: 0, 1 or 2).
+    fn of(lanes: &LaneSet) -> ResultClass {
+        match lanes.priority_class() {
+            0 => ResultClass::Path,
+            1 => ResultClass::Title,
+            _ => ResultClass::Score,
+        }
+    }
+}
+
 /// One result of [`explain`]: the page, its place, and its score by lane.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -174,9 +195,7 @@ pub struct ExplainedResult {
     pub rank: usize,
     pub path: String,
     pub score: f64,
-    /// `path` (an exact path or a page the query names), `title` (an exact title) or `score`:
-    /// the class that orders results before their score.
-    pub class: &'static str,
+    pub class: ResultClass,
     #[serde(flatten)]
     pub explained: crate::search::Explained,
 }
@@ -198,7 +217,7 @@ pub fn explain(kb: &KnowledgeBase, input: &Value) -> Result<Vec<ExplainedResult>
             rank: i + 1,
             path: kb.catalog.file(c.position).path.clone(),
             score: c.score,
-            class: ["path", "title", "score"][usize::from(c.lanes.priority_class())],
+            class: ResultClass::of(&c.lanes),
             explained: c.explained.map(|e| *e).unwrap_or_default(),
         })
         .collect())
