@@ -10,7 +10,11 @@ pub use crate::search::{FileKind, Mode, Scope};
 use crate::tools::input;
 use crate::tools::{Malformed, Reader, ToolName};
 
-use super::{Params, DEFAULT_LIMIT, MAX_GRAPHEMES, MAX_LIMIT, MAX_QUERY_BYTES};
+use super::{
+    Params, GRAPH_DEPTH, GRAPH_FANOUT, LIMIT, MAX_GRAPHEMES, MAX_QUERY_BYTES, MIN_GRAPHEMES,
+    RERANK_SCORE_THRESHOLD, RERANK_TOP_K,
+};
+use crate::tools::fields::Bounds;
 
 pub(super) const SORT: [&str; 3] = ["relevance_desc", "logical_path_asc", "source_file_id_asc"];
 
@@ -52,7 +56,7 @@ pub fn normalize_query(raw: &str) -> Result<String, ToolError> {
         return Err(invalid("FILE_SEARCH_QUERY_REQUIRED"));
     }
     let graphemes = normalized.graphemes(true).take(MAX_GRAPHEMES + 1).count();
-    if graphemes < 2 {
+    if graphemes < MIN_GRAPHEMES {
         return Err(invalid("FILE_SEARCH_QUERY_TOO_SHORT"));
     }
     if graphemes > MAX_GRAPHEMES || normalized.len() > MAX_QUERY_BYTES {
@@ -65,21 +69,22 @@ impl Params {
     /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
     pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
         let mut r = Reader::new(value, ToolName::SearchFiles.fields())?;
+        let f = Params::WIRE;
         let params = Params {
-            query: r.string("query").unwrap_or_default(),
-            mode: r.choice("mode"),
-            graph_depth: r.integer("graphDepth"),
-            graph_fanout: r.integer("graphFanout"),
-            rerank: r.flag("rerank"),
-            cursor: r.string("cursor"),
-            limit: r.integer("limit"),
-            scope: r.choice("scope"),
-            file_kind: r.choice("fileKind"),
-            okf_status: r.choice("okfStatus"),
-            okf_trust_tier: r.choice("okfTrustTier"),
-            okf_freshness: r.choice("okfFreshness"),
-            rerank_top_k: r.integer("rerankTopK"),
-            rerank_score_threshold: r.number("rerankScoreThreshold"),
+            query: r.string(f.query).unwrap_or_default(),
+            mode: r.choice(f.mode),
+            graph_depth: r.integer(f.graph_depth),
+            graph_fanout: r.integer(f.graph_fanout),
+            rerank: r.flag(f.rerank),
+            cursor: r.string(f.cursor),
+            limit: r.integer(f.limit),
+            scope: r.choice(f.scope),
+            file_kind: r.choice(f.file_kind),
+            okf_status: r.choice(f.okf_status),
+            okf_trust_tier: r.choice(f.okf_trust_tier),
+            okf_freshness: r.choice(f.okf_freshness),
+            rerank_top_k: r.integer(f.rerank_top_k),
+            rerank_score_threshold: r.number(f.rerank_score_threshold),
         };
         Ok((params, r.malformed))
     }
@@ -90,19 +95,18 @@ fn checked<T>(m: &Malformed, field: &str, given: T, code: &str) -> Result<T, Too
     m.check(field, given).map_err(|_| invalid(code))
 }
 
-/// `given` (absent: `default`) when it is in `range` and `field` was not malformed; else `code`.
-fn bounded<T: PartialOrd>(
+/// `given` (absent: its default) when it is within `bounds` and `field` was not malformed;
+/// else `code`.
+fn bounded<T: PartialOrd + Copy>(
     malformed: &Malformed,
     field: &str,
     given: Option<T>,
-    default: T,
-    range: std::ops::RangeInclusive<T>,
+    bounds: Bounds<T>,
     code: &str,
 ) -> Result<T, ToolError> {
     match malformed.check(field, given) {
-        Ok(None) => Ok(default),
-        Ok(Some(n)) if range.contains(&n) => Ok(n),
-        _ => Err(invalid(code)),
+        Ok(given) => bounds.check(given).ok_or_else(|| invalid(code)),
+        Err(_) => Err(invalid(code)),
     }
 }
 
@@ -113,84 +117,75 @@ pub fn validate(params: &Params) -> Result<Request, ToolError> {
 
 /// Validates a search in the API's order; the first failure wins.
 pub(super) fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
-    let m = malformed;
-    if m.has("query") {
+    let (m, f) = (malformed, Params::WIRE);
+    if m.has(f.query) {
         return Err(invalid("INVALID_FILE_SEARCH_QUERY"));
     }
     let query = normalize_query(&params.query)?;
     let scope =
-        checked(m, "scope", params.scope, "INVALID_FILE_SEARCH_SCOPE")?.unwrap_or(Scope::All);
-    let file_kind = checked(m, "fileKind", params.file_kind, "INVALID_FILE_SEARCH_KIND")?
+        checked(m, f.scope, params.scope, "INVALID_FILE_SEARCH_SCOPE")?.unwrap_or(Scope::All);
+    let file_kind = checked(m, f.file_kind, params.file_kind, "INVALID_FILE_SEARCH_KIND")?
         .unwrap_or(FileKind::Page);
-    let mode = checked(m, "mode", params.mode, "INVALID_FILE_SEARCH_MODE")?.unwrap_or(Mode::Hybrid);
+    let mode = checked(m, f.mode, params.mode, "INVALID_FILE_SEARCH_MODE")?.unwrap_or(Mode::Hybrid);
     let graph_depth = bounded(
         m,
-        "graphDepth",
+        f.graph_depth,
         params.graph_depth,
-        1,
-        0..=2,
+        GRAPH_DEPTH,
         "INVALID_FILE_SEARCH_GRAPH_DEPTH",
     )?;
     let graph_fanout = bounded(
         m,
-        "graphFanout",
+        f.graph_fanout,
         params.graph_fanout,
-        10,
-        0..=25,
+        GRAPH_FANOUT,
         "INVALID_FILE_SEARCH_GRAPH_FANOUT",
     )?;
     let okf_status = checked(
         m,
-        "okfStatus",
+        f.okf_status,
         params.okf_status,
         "INVALID_FILE_SEARCH_OKF_STATUS",
     )?;
     let okf_trust_tier = checked(
         m,
-        "okfTrustTier",
+        f.okf_trust_tier,
         params.okf_trust_tier,
         "INVALID_FILE_SEARCH_OKF_TRUST_TIER",
     )?;
     let okf_freshness = checked(
         m,
-        "okfFreshness",
+        f.okf_freshness,
         params.okf_freshness,
         "INVALID_FILE_SEARCH_OKF_FRESHNESS",
     )?;
-    let limit = bounded(
-        m,
-        "limit",
-        params.limit,
-        DEFAULT_LIMIT,
-        1..=MAX_LIMIT,
-        "INVALID_FILE_SEARCH_LIMIT",
-    )?;
+    let limit = bounded(m, f.limit, params.limit, LIMIT, "INVALID_FILE_SEARCH_LIMIT")?;
     let rerank_invalid = || invalid("INVALID_FILE_SEARCH_RERANK_CONTROLS");
     let rerank = m
-        .check("rerank", params.rerank)
+        .check(f.rerank, params.rerank)
         .map_err(|_| rerank_invalid())?
         .unwrap_or(false);
     let top_k = m
-        .check("rerankTopK", params.rerank_top_k)
+        .check(f.rerank_top_k, params.rerank_top_k)
         .map_err(|_| rerank_invalid())?;
     let rerank_top_k = match (rerank, top_k) {
         (false, Some(_)) => return Err(rerank_invalid()),
         (false, None) => None,
-        (true, None) => Some(limit.max(30)),
-        (true, Some(k)) if (1..=50).contains(&k) && k >= limit => Some(k),
+        (true, None) => Some(limit.max(RERANK_TOP_K.default)),
+        (true, Some(k)) if RERANK_TOP_K.contains(k) && k >= limit => Some(k),
         (true, Some(_)) => return Err(rerank_invalid()),
     };
     let threshold = m
-        .check("rerankScoreThreshold", params.rerank_score_threshold)
+        .check(f.rerank_score_threshold, params.rerank_score_threshold)
         .map_err(|_| rerank_invalid())?;
     let rerank_score_threshold = match (rerank, threshold) {
         (false, Some(_)) => return Err(rerank_invalid()),
         (false, None) => None,
-        (true, None) => Some(0.35),
-        (true, Some(t)) if t.is_finite() && (0.0..=1.0).contains(&t) => Some(t),
+        (true, None) => Some(RERANK_SCORE_THRESHOLD.default),
+        (true, Some(t)) if t.is_finite() && RERANK_SCORE_THRESHOLD.contains(t) => Some(t),
         (true, Some(_)) => return Err(rerank_invalid()),
     };
-    let cursor = input::cursor(m, params.cursor.as_deref())?;
+    let cursor = input::cursor(m, f.cursor, params.cursor.as_deref())?;
     Ok(Request {
         query,
         scope,
