@@ -62,8 +62,28 @@ pub struct ResultSummary {
     pub meaning: &'static str,
 }
 
-fn invalid(code: &str) -> ToolError {
-    ToolError::invalid_code(messages::EXPAND_INVALID, code)
+crate::wire::wire_enum! {
+    /// A graph expansion's validation error: its `details.code`.
+    pub enum InvalidExpansion {
+        FileIdRequired = "GRAPH_EXPANSION_FILE_ID_REQUIRED",
+        Depth = "INVALID_GRAPH_EXPANSION_DEPTH",
+        Fanout = "INVALID_GRAPH_EXPANSION_FANOUT",
+    }
+}
+
+impl InvalidExpansion {
+    /// The input field the error is about, when it is about one field (the hints name it).
+    pub fn field(self) -> Option<&'static str> {
+        match self {
+            Self::FileIdRequired => None,
+            Self::Depth => Some(Params::WIRE.depth),
+            Self::Fanout => Some(Params::WIRE.fanout),
+        }
+    }
+}
+
+fn invalid(code: InvalidExpansion) -> ToolError {
+    ToolError::invalid_code(messages::EXPAND_INVALID, code.as_str())
 }
 
 /// The per-file graph paths of `pages`, de-duplicated in order, keeping only readable ones.
@@ -142,18 +162,18 @@ fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, Tool
     let f = Params::WIRE;
     let file_id = match malformed.check(f.file_id, params.file_id.trim()) {
         Ok(id) if !id.is_empty() => id.to_string(),
-        _ => return Err(invalid("GRAPH_EXPANSION_FILE_ID_REQUIRED")),
+        _ => return Err(invalid(InvalidExpansion::FileIdRequired)),
     };
     let depth = malformed
         .check(f.depth, params.depth)
         .ok()
         .and_then(|depth| DEPTH.check(depth))
-        .ok_or_else(|| invalid("INVALID_GRAPH_EXPANSION_DEPTH"))?;
+        .ok_or_else(|| invalid(InvalidExpansion::Depth))?;
     let fanout = malformed
         .check(f.fanout, params.fanout)
         .ok()
         .and_then(|fanout| FANOUT.check(fanout))
-        .ok_or_else(|| invalid("INVALID_GRAPH_EXPANSION_FANOUT"))?;
+        .ok_or_else(|| invalid(InvalidExpansion::Fanout))?;
     Ok(Request {
         file_id,
         depth,

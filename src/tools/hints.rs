@@ -134,26 +134,10 @@ fn validation(
 
 /// The input field a validation `details.code` is about.
 fn field_of_code(code: &str) -> Option<&'static str> {
-    let (search, expand) = (
-        super::search_files::Params::WIRE,
-        super::expand_graph::Params::WIRE,
-    );
-    Some(match code {
-        "INVALID_FILE_SEARCH_QUERY" => search.query,
-        "INVALID_FILE_SEARCH_MODE" => search.mode,
-        "INVALID_FILE_SEARCH_SCOPE" => search.scope,
-        "INVALID_FILE_SEARCH_KIND" => search.file_kind,
-        "INVALID_FILE_SEARCH_LIMIT" => search.limit,
-        "INVALID_FILE_SEARCH_GRAPH_DEPTH" => search.graph_depth,
-        "INVALID_FILE_SEARCH_GRAPH_FANOUT" => search.graph_fanout,
-        "INVALID_FILE_SEARCH_OKF_STATUS" => search.okf_status,
-        "INVALID_FILE_SEARCH_OKF_TRUST_TIER" => search.okf_trust_tier,
-        "INVALID_FILE_SEARCH_OKF_FRESHNESS" => search.okf_freshness,
-        "INVALID_FILE_SEARCH_RERANK_CONTROLS" => search.rerank_top_k,
-        "INVALID_GRAPH_EXPANSION_DEPTH" => expand.depth,
-        "INVALID_GRAPH_EXPANSION_FANOUT" => expand.fanout,
-        _ => return None,
-    })
+    if let Some(code) = super::search_files::InvalidSearch::parse(code) {
+        return code.field();
+    }
+    super::expand_graph::InvalidExpansion::parse(code)?.field()
 }
 
 /// The paths of the children of `dir` (the root for `""`), at most 500.

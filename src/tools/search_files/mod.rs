@@ -78,7 +78,7 @@ pub use output::{
     QueryContext, ResultSummary, SafeCode, SearchResult, SearchStatus, Status,
 };
 use request::SORT;
-pub use request::{normalize_query, validate, Request};
+pub use request::{normalize_query, validate, InvalidSearch, Request};
 
 fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool {
     if request.okf_status.is_none()

@@ -37,8 +37,49 @@ pub struct Request {
     pub cursor: Option<String>,
 }
 
-fn invalid(code: &str) -> ToolError {
-    ToolError::invalid_code(messages::SEARCH_INVALID, code)
+crate::wire::wire_enum! {
+    /// A search's validation error: its `details.code`.
+    pub enum InvalidSearch {
+        Query = "INVALID_FILE_SEARCH_QUERY",
+        QueryRequired = "FILE_SEARCH_QUERY_REQUIRED",
+        QueryTooShort = "FILE_SEARCH_QUERY_TOO_SHORT",
+        QueryTooLong = "FILE_SEARCH_QUERY_TOO_LONG",
+        Scope = "INVALID_FILE_SEARCH_SCOPE",
+        FileKind = "INVALID_FILE_SEARCH_KIND",
+        Mode = "INVALID_FILE_SEARCH_MODE",
+        GraphDepth = "INVALID_FILE_SEARCH_GRAPH_DEPTH",
+        GraphFanout = "INVALID_FILE_SEARCH_GRAPH_FANOUT",
+        OkfStatus = "INVALID_FILE_SEARCH_OKF_STATUS",
+        OkfTrustTier = "INVALID_FILE_SEARCH_OKF_TRUST_TIER",
+        OkfFreshness = "INVALID_FILE_SEARCH_OKF_FRESHNESS",
+        Limit = "INVALID_FILE_SEARCH_LIMIT",
+        RerankControls = "INVALID_FILE_SEARCH_RERANK_CONTROLS",
+    }
+}
+
+impl InvalidSearch {
+    /// The input field the error is about, when it is about one field (the hints name it).
+    pub fn field(self) -> Option<&'static str> {
+        let f = Params::WIRE;
+        Some(match self {
+            Self::Query => f.query,
+            Self::Mode => f.mode,
+            Self::Scope => f.scope,
+            Self::FileKind => f.file_kind,
+            Self::Limit => f.limit,
+            Self::GraphDepth => f.graph_depth,
+            Self::GraphFanout => f.graph_fanout,
+            Self::OkfStatus => f.okf_status,
+            Self::OkfTrustTier => f.okf_trust_tier,
+            Self::OkfFreshness => f.okf_freshness,
+            Self::RerankControls => f.rerank_top_k,
+            Self::QueryRequired | Self::QueryTooShort | Self::QueryTooLong => return None,
+        })
+    }
+}
+
+fn invalid(code: InvalidSearch) -> ToolError {
+    ToolError::invalid_code(messages::SEARCH_INVALID, code.as_str())
 }
 
 fn is_rejected_query_char(c: char) -> bool {
@@ -49,18 +90,18 @@ fn is_rejected_query_char(c: char) -> bool {
 /// required, at least 2 grapheme clusters, at most 512 clusters and 2,048 UTF-8 bytes.
 pub fn normalize_query(raw: &str) -> Result<String, ToolError> {
     if raw.chars().any(is_rejected_query_char) {
-        return Err(invalid("INVALID_FILE_SEARCH_QUERY"));
+        return Err(invalid(InvalidSearch::Query));
     }
     let normalized = crate::text::normalize_query_text(raw);
     if normalized.is_empty() {
-        return Err(invalid("FILE_SEARCH_QUERY_REQUIRED"));
+        return Err(invalid(InvalidSearch::QueryRequired));
     }
     let graphemes = normalized.graphemes(true).take(MAX_GRAPHEMES + 1).count();
     if graphemes < MIN_GRAPHEMES {
-        return Err(invalid("FILE_SEARCH_QUERY_TOO_SHORT"));
+        return Err(invalid(InvalidSearch::QueryTooShort));
     }
     if graphemes > MAX_GRAPHEMES || normalized.len() > MAX_QUERY_BYTES {
-        return Err(invalid("FILE_SEARCH_QUERY_TOO_LONG"));
+        return Err(invalid(InvalidSearch::QueryTooLong));
     }
     Ok(normalized)
 }
@@ -91,7 +132,7 @@ impl Params {
 }
 
 /// `given`, or `code` when the input gave `field` in a form `Params` cannot hold.
-fn checked<T>(m: &Malformed, field: &str, given: T, code: &str) -> Result<T, ToolError> {
+fn checked<T>(m: &Malformed, field: &str, given: T, code: InvalidSearch) -> Result<T, ToolError> {
     m.check(field, given).map_err(|_| invalid(code))
 }
 
@@ -102,7 +143,7 @@ fn bounded<T: PartialOrd + Copy>(
     field: &str,
     given: Option<T>,
     bounds: Bounds<T>,
-    code: &str,
+    code: InvalidSearch,
 ) -> Result<T, ToolError> {
     match malformed.check(field, given) {
         Ok(given) => bounds.check(given).ok_or_else(|| invalid(code)),
@@ -119,48 +160,42 @@ pub fn validate(params: &Params) -> Result<Request, ToolError> {
 pub(super) fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
     let (m, f) = (malformed, Params::WIRE);
     if m.has(f.query) {
-        return Err(invalid("INVALID_FILE_SEARCH_QUERY"));
+        return Err(invalid(InvalidSearch::Query));
     }
     let query = normalize_query(&params.query)?;
-    let scope =
-        checked(m, f.scope, params.scope, "INVALID_FILE_SEARCH_SCOPE")?.unwrap_or(Scope::All);
-    let file_kind = checked(m, f.file_kind, params.file_kind, "INVALID_FILE_SEARCH_KIND")?
+    let scope = checked(m, f.scope, params.scope, InvalidSearch::Scope)?.unwrap_or(Scope::All);
+    let file_kind = checked(m, f.file_kind, params.file_kind, InvalidSearch::FileKind)?
         .unwrap_or(FileKind::Page);
-    let mode = checked(m, f.mode, params.mode, "INVALID_FILE_SEARCH_MODE")?.unwrap_or(Mode::Hybrid);
+    let mode = checked(m, f.mode, params.mode, InvalidSearch::Mode)?.unwrap_or(Mode::Hybrid);
     let graph_depth = bounded(
         m,
         f.graph_depth,
         params.graph_depth,
         GRAPH_DEPTH,
-        "INVALID_FILE_SEARCH_GRAPH_DEPTH",
+        InvalidSearch::GraphDepth,
     )?;
     let graph_fanout = bounded(
         m,
         f.graph_fanout,
         params.graph_fanout,
         GRAPH_FANOUT,
-        "INVALID_FILE_SEARCH_GRAPH_FANOUT",
+        InvalidSearch::GraphFanout,
     )?;
-    let okf_status = checked(
-        m,
-        f.okf_status,
-        params.okf_status,
-        "INVALID_FILE_SEARCH_OKF_STATUS",
-    )?;
+    let okf_status = checked(m, f.okf_status, params.okf_status, InvalidSearch::OkfStatus)?;
     let okf_trust_tier = checked(
         m,
         f.okf_trust_tier,
         params.okf_trust_tier,
-        "INVALID_FILE_SEARCH_OKF_TRUST_TIER",
+        InvalidSearch::OkfTrustTier,
     )?;
     let okf_freshness = checked(
         m,
         f.okf_freshness,
         params.okf_freshness,
-        "INVALID_FILE_SEARCH_OKF_FRESHNESS",
+        InvalidSearch::OkfFreshness,
     )?;
-    let limit = bounded(m, f.limit, params.limit, LIMIT, "INVALID_FILE_SEARCH_LIMIT")?;
-    let rerank_invalid = || invalid("INVALID_FILE_SEARCH_RERANK_CONTROLS");
+    let limit = bounded(m, f.limit, params.limit, LIMIT, InvalidSearch::Limit)?;
+    let rerank_invalid = || invalid(InvalidSearch::RerankControls);
     let rerank = m
         .check(f.rerank, params.rerank)
         .map_err(|_| rerank_invalid())?
