@@ -33,6 +33,15 @@ crate::wire::wire_enum! {
     }
 }
 
+crate::wire::wire_enum! {
+    /// Where `generatedAt` was read: the frontmatter's `generated.at`, or its older
+    /// `timestamp`.
+    pub enum GeneratedAtSource {
+        Generated = "generated",
+        LegacyTimestamp = "legacy_timestamp",
+    }
+}
+
 /// `OkfSignals` of the contract: eight required, nullable fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -42,7 +51,7 @@ pub struct OkfSignals {
     pub is_stale: Option<bool>,
     pub stale_after: Option<String>,
     pub generated_at: Option<String>,
-    pub generated_at_source: Option<String>,
+    pub generated_at_source: Option<GeneratedAtSource>,
     pub latest_verified_at: Option<String>,
     pub source_count: Option<u64>,
 }
@@ -172,9 +181,9 @@ impl OkfSignals {
             g.get("at").and_then(iso_instant)
         });
         let (generated_at, generated_at_source) = match generated {
-            Some((_, at)) => (Some(at), Some("generated".to_string())),
+            Some((_, at)) => (Some(at), Some(GeneratedAtSource::Generated)),
             None => match frontmatter.get("timestamp").and_then(iso_instant) {
-                Some((_, at)) => (Some(at), Some("legacy_timestamp".to_string())),
+                Some((_, at)) => (Some(at), Some(GeneratedAtSource::LegacyTimestamp)),
                 None => (None, None),
             },
         };
@@ -231,7 +240,7 @@ mod tests {
         );
         assert_eq!(s.is_stale, Some(true));
         assert_eq!(s.generated_at.as_deref(), Some("2026-07-13T00:00:00.000Z"));
-        assert_eq!(s.generated_at_source.as_deref(), Some("generated"));
+        assert_eq!(s.generated_at_source, Some(GeneratedAtSource::Generated));
         assert_eq!(s.source_count, Some(1));
     }
 

@@ -7,7 +7,7 @@ use super::{
     VALUE_CHARS,
 };
 use crate::ingest::bundle::paths::ContractFileKind;
-use crate::tools::search_files::{Output, SearchResult, Status};
+use crate::tools::search_files::{Output, ResultClass, SafeCode, SearchResult, Status};
 
 pub(super) fn search_files(output: &Output) -> Listing {
     let mut listing = Listing::new("candidates");
@@ -83,6 +83,7 @@ fn status_part(name: &str, status: &Status) -> Option<String> {
     let state = shown(status.state.as_str())?;
     let code = status
         .safe_code
+        .map(SafeCode::as_str)
         .and_then(shown)
         .map(|c| format!(" ({})", identifier(c)))
         .unwrap_or_default();
@@ -166,7 +167,7 @@ pub fn render_explained(results: &[crate::tools::search_files::ExplainedResult])
     for r in results {
         // Path and title hits come before the rest whatever their score.
         let class = match r.class {
-            "score" => String::new(),
+            ResultClass::Score => String::new(),
             class => format!(" · {class} hit"),
         };
         let _ = writeln!(

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::fields::{wire_names, Bounds};
 use super::input::{self, Malformed, Reader};
 use super::ToolName;
 use super::{require_revision, GeneratedFile, RelatedFile};
@@ -14,12 +15,24 @@ use crate::ingest::bundle::paths;
 use crate::kb::KnowledgeBase;
 
 pub const NAME: &str = ToolName::ExpandGraph.as_str();
-pub(crate) const DEFAULT_DEPTH: u8 = 1;
-pub const MAX_DEPTH: u8 = 2;
-pub(crate) const DEFAULT_FANOUT: u64 = 10;
-pub(crate) const MAX_FANOUT: u64 = 25;
-pub(crate) const DEFAULT_LIMIT: u64 = 50;
-pub(crate) const MAX_LIMIT: u64 = 200;
+/// `depth`: relation steps walked from the seed.
+pub const DEPTH: Bounds<u8> = Bounds {
+    min: 0,
+    max: 2,
+    default: 1,
+};
+/// `fanout`: new relations taken per explored page.
+pub(crate) const FANOUT: Bounds<u64> = Bounds {
+    min: 0,
+    max: 25,
+    default: 10,
+};
+/// `limit`: relationships per page.
+pub(crate) const LIMIT: Bounds<u64> = Bounds {
+    min: 1,
+    max: 200,
+    default: 50,
+};
 const MEANING: &str =
     "Relationships connect readable source-backed files in the current knowledge-base version.";
 
@@ -49,8 +62,28 @@ pub struct ResultSummary {
     pub meaning: &'static str,
 }
 
-fn invalid(code: &str) -> ToolError {
-    ToolError::invalid_code(messages::EXPAND_INVALID, code)
+crate::wire::wire_enum! {
+    /// A graph expansion's validation error: its `details.code`.
+    pub enum InvalidExpansion {
+        FileIdRequired = "GRAPH_EXPANSION_FILE_ID_REQUIRED",
+        Depth = "INVALID_GRAPH_EXPANSION_DEPTH",
+        Fanout = "INVALID_GRAPH_EXPANSION_FANOUT",
+    }
+}
+
+impl InvalidExpansion {
+    /// The input field the error is about, when it is about one field (the hints name it).
+    pub fn field(self) -> Option<&'static str> {
+        match self {
+            Self::FileIdRequired => None,
+            Self::Depth => Some(Params::WIRE.depth),
+            Self::Fanout => Some(Params::WIRE.fanout),
+        }
+    }
+}
+
+fn invalid(code: InvalidExpansion) -> ToolError {
+    ToolError::invalid_code(messages::EXPAND_INVALID, code.as_str())
 }
 
 /// The per-file graph paths of `pages`, de-duplicated in order, keeping only readable ones.
@@ -74,31 +107,37 @@ pub struct Params {
     pub file_id: String,
     /// How many relation steps to walk from the seed, 0–2 (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 2))]
+    #[schemars(range(min = DEPTH.min, max = DEPTH.max))]
     pub depth: Option<u8>,
     /// New relations taken per explored page, 0–25 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 25))]
+    #[schemars(range(min = FANOUT.min, max = FANOUT.max))]
     pub fanout: Option<u64>,
     /// The `nextCursor` of the previous page (default the first page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Relationships per page, 1–200 (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 200))]
+    #[schemars(range(min = LIMIT.min, max = LIMIT.max))]
     pub limit: Option<u64>,
+}
+
+wire_names! {
+    /// The wire names of [`Params`]' fields.
+    pub struct ParamNames for Params { file_id, depth, fanout, cursor, limit }
 }
 
 impl Params {
     /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
     pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
         let mut reader = Reader::new(value, ToolName::ExpandGraph.fields())?;
+        let f = Params::WIRE;
         let params = Params {
-            file_id: reader.string("fileId").unwrap_or_default(),
-            depth: reader.integer("depth"),
-            fanout: reader.integer("fanout"),
-            cursor: reader.string("cursor"),
-            limit: reader.integer("limit"),
+            file_id: reader.string(f.file_id).unwrap_or_default(),
+            depth: reader.integer(f.depth),
+            fanout: reader.integer(f.fanout),
+            cursor: reader.string(f.cursor),
+            limit: reader.integer(f.limit),
         };
         Ok((params, reader.malformed))
     }
@@ -120,26 +159,27 @@ pub fn validate(params: &Params) -> Result<Request, ToolError> {
 }
 
 fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
-    let file_id = match malformed.check("fileId", params.file_id.trim()) {
+    let f = Params::WIRE;
+    let file_id = match malformed.check(f.file_id, params.file_id.trim()) {
         Ok(id) if !id.is_empty() => id.to_string(),
-        _ => return Err(invalid("GRAPH_EXPANSION_FILE_ID_REQUIRED")),
+        _ => return Err(invalid(InvalidExpansion::FileIdRequired)),
     };
-    let depth = match malformed.check("depth", params.depth) {
-        Ok(None) => DEFAULT_DEPTH,
-        Ok(Some(d)) if d <= MAX_DEPTH => d,
-        _ => return Err(invalid("INVALID_GRAPH_EXPANSION_DEPTH")),
-    };
-    let fanout = match malformed.check("fanout", params.fanout) {
-        Ok(None) => DEFAULT_FANOUT,
-        Ok(Some(f)) if f <= MAX_FANOUT => f,
-        _ => return Err(invalid("INVALID_GRAPH_EXPANSION_FANOUT")),
-    };
+    let depth = malformed
+        .check(f.depth, params.depth)
+        .ok()
+        .and_then(|depth| DEPTH.check(depth))
+        .ok_or_else(|| invalid(InvalidExpansion::Depth))?;
+    let fanout = malformed
+        .check(f.fanout, params.fanout)
+        .ok()
+        .and_then(|fanout| FANOUT.check(fanout))
+        .ok_or_else(|| invalid(InvalidExpansion::Fanout))?;
     Ok(Request {
         file_id,
         depth,
         fanout: fanout as usize,
-        limit: input::limit(malformed, params.limit, DEFAULT_LIMIT, MAX_LIMIT)?,
-        cursor: input::cursor(malformed, params.cursor.as_deref())?,
+        limit: input::limit(malformed, f.limit, params.limit, LIMIT)?,
+        cursor: input::cursor(malformed, f.cursor, params.cursor.as_deref())?,
     })
 }
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::fields::wire_names;
 use super::ToolName;
 use super::{require_revision, GeneratedFile, Malformed, Reader};
 use crate::error::{messages, ErrorCode, ToolError};
@@ -14,11 +15,16 @@ pub struct Output {
     pub file: GeneratedFile,
 }
 
-/// The `fileId` input: a non-empty string, trimmed (ids and paths are both accepted).
-pub(crate) fn file_id<'a>(malformed: &Malformed, given: &'a str) -> Result<&'a str, ToolError> {
-    match malformed.check("fileId", given.trim()) {
+/// A file id input read from `field`: a non-empty string, trimmed (ids and paths are both
+/// accepted).
+pub(crate) fn file_id<'a>(
+    malformed: &Malformed,
+    field: &str,
+    given: &'a str,
+) -> Result<&'a str, ToolError> {
+    match malformed.check(field, given.trim()) {
         Ok(id) if !id.is_empty() => Ok(id),
-        _ => Err(ToolError::invalid_field(messages::INPUT_INVALID, "fileId")),
+        _ => Err(ToolError::invalid_field(messages::INPUT_INVALID, field)),
     }
 }
 
@@ -30,12 +36,17 @@ pub struct Params {
     pub file_id: String,
 }
 
+wire_names! {
+    /// The wire names of [`Params`]' fields.
+    pub struct ParamNames for Params { file_id }
+}
+
 impl Params {
     /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
     pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
         let mut reader = Reader::new(value, ToolName::GetFile.fields())?;
         let params = Params {
-            file_id: reader.string("fileId").unwrap_or_default(),
+            file_id: reader.string(Params::WIRE.file_id).unwrap_or_default(),
         };
         Ok((params, reader.malformed))
     }
@@ -54,7 +65,7 @@ pub fn validate(params: &Params) -> Result<Request, ToolError> {
 
 fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
     Ok(Request {
-        file_id: file_id(malformed, &params.file_id)?.to_string(),
+        file_id: file_id(malformed, Params::WIRE.file_id, &params.file_id)?.to_string(),
     })
 }
 

@@ -29,9 +29,10 @@ pub fn hint(
             .map(str::to_string),
         Ok(Output::SearchFiles(output)) => semantic_off(kb, output),
         Ok(Output::ListTree(output)) => {
-            let parent = input.get("parentPath").and_then(Value::as_str)?;
+            let f = super::list_tree::Params::WIRE;
+            let parent = input.get(f.parent_path).and_then(Value::as_str)?;
             let empty = output.items.is_empty();
-            (empty && !parent.is_empty() && input.get("cursor").is_none())
+            (empty && !parent.is_empty() && input.get(f.cursor).is_none())
                 .then(|| not_found(kb, parent, "folder"))
                 .flatten()
         }
@@ -50,7 +51,8 @@ pub(super) fn error_hint(
     match error.code {
         ErrorCode::ValidationError => validation(kb, tool, input, error),
         ErrorCode::NotFound => {
-            let target = ["path", "fileId"]
+            let f = super::read_file::Params::WIRE;
+            let target = [f.path, f.file_id]
                 .iter()
                 .find_map(|k| input.get(*k).and_then(Value::as_str))?;
             not_found(kb, target, "file")
@@ -132,22 +134,10 @@ fn validation(
 
 /// The input field a validation `details.code` is about.
 fn field_of_code(code: &str) -> Option<&'static str> {
-    Some(match code {
-        "INVALID_FILE_SEARCH_QUERY" => "query",
-        "INVALID_FILE_SEARCH_MODE" => "mode",
-        "INVALID_FILE_SEARCH_SCOPE" => "scope",
-        "INVALID_FILE_SEARCH_KIND" => "fileKind",
-        "INVALID_FILE_SEARCH_LIMIT" => "limit",
-        "INVALID_FILE_SEARCH_GRAPH_DEPTH" => "graphDepth",
-        "INVALID_FILE_SEARCH_GRAPH_FANOUT" => "graphFanout",
-        "INVALID_FILE_SEARCH_OKF_STATUS" => "okfStatus",
-        "INVALID_FILE_SEARCH_OKF_TRUST_TIER" => "okfTrustTier",
-        "INVALID_FILE_SEARCH_OKF_FRESHNESS" => "okfFreshness",
-        "INVALID_FILE_SEARCH_RERANK_CONTROLS" => "rerankTopK",
-        "INVALID_GRAPH_EXPANSION_DEPTH" => "depth",
-        "INVALID_GRAPH_EXPANSION_FANOUT" => "fanout",
-        _ => return None,
-    })
+    if let Some(code) = super::search_files::InvalidSearch::parse(code) {
+        return code.field();
+    }
+    super::expand_graph::InvalidExpansion::parse(code)?.field()
 }
 
 /// The paths of the children of `dir` (the root for `""`), at most 500.

@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value};
 
+use super::fields::Bounds;
 use crate::error::ToolError;
 
 /// An input field holds a value of the wrong type or form (each tool maps it to its own error).
@@ -253,23 +254,28 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// A page `limit` in `1..=max` (default `default`), with the API's `{field: "limit"}` error.
+/// A page limit within `bounds` (absent: their default), read from `field`, with the API's
+/// `{field: "limit"}` error.
 pub fn limit(
     malformed: &Malformed,
+    field: &str,
     given: Option<u64>,
-    default: u64,
-    max: u64,
+    bounds: Bounds<u64>,
 ) -> Result<u64, ToolError> {
-    match malformed.check("limit", given) {
-        Ok(None) => Ok(default),
-        Ok(Some(n)) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(ToolError::limit_invalid()),
-    }
+    malformed
+        .check(field, given)
+        .ok()
+        .and_then(|given| bounds.check(given))
+        .ok_or_else(ToolError::limit_invalid)
 }
 
-/// A `cursor` (empty: none); a non-string is the API's invalid-cursor error.
-pub fn cursor(malformed: &Malformed, given: Option<&str>) -> Result<Option<String>, ToolError> {
-    match malformed.check("cursor", given) {
+/// A cursor read from `field` (empty: none); a non-string is the API's invalid-cursor error.
+pub fn cursor(
+    malformed: &Malformed,
+    field: &str,
+    given: Option<&str>,
+) -> Result<Option<String>, ToolError> {
+    match malformed.check(field, given) {
         Ok(cursor) => Ok(cursor.filter(|c| !c.is_empty()).map(str::to_string)),
         Err(_) => Err(ToolError::cursor_invalid()),
     }

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::fields::{wire_names, Bounds};
 use super::input::{self, Malformed, Reader};
 use super::read_actions;
 use super::ToolName;
@@ -17,8 +18,12 @@ use crate::ingest::bundle::paths::ContractFileKind;
 use crate::kb::KnowledgeBase;
 
 pub const NAME: &str = ToolName::ListTree.as_str();
-pub(crate) const DEFAULT_LIMIT: u64 = 100;
-pub(crate) const MAX_LIMIT: u64 = 500;
+/// `limit`: entries per page.
+pub(crate) const LIMIT: Bounds<u64> = Bounds {
+    min: 1,
+    max: 500,
+    default: 100,
+};
 
 crate::wire::wire_enum! {
     /// What a tree entry is (`entryType`).
@@ -72,11 +77,9 @@ pub struct TreeEntry {
 
 /// Validates `parentPath`: absent, `""` and `"root"` mean the root.
 fn parent_path(malformed: &Malformed, given: Option<&str>) -> Result<String, ToolError> {
-    let invalid = || ToolError::invalid_field(messages::TREE_PARENT_INVALID, "parentPath");
-    match malformed
-        .check("parentPath", given)
-        .map_err(|_| invalid())?
-    {
+    let field = Params::WIRE.parent_path;
+    let invalid = || ToolError::invalid_field(messages::TREE_PARENT_INVALID, field);
+    match malformed.check(field, given).map_err(|_| invalid())? {
         None | Some("") | Some("root") => Ok(String::new()),
         Some(path) if paths::is_allowed_tree_parent(path) => Ok(path.to_string()),
         Some(_) => Err(invalid()),
@@ -97,18 +100,24 @@ pub struct Params {
     pub cursor: Option<String>,
     /// Entries per page, 1–500 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 500))]
+    #[schemars(range(min = LIMIT.min, max = LIMIT.max))]
     pub limit: Option<u64>,
+}
+
+wire_names! {
+    /// The wire names of [`Params`]' fields.
+    pub struct ParamNames for Params { parent_path, cursor, limit }
 }
 
 impl Params {
     /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
     pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
         let mut reader = Reader::new(value, ToolName::ListTree.fields())?;
+        let f = Params::WIRE;
         let params = Params {
-            parent_path: reader.string("parentPath"),
-            limit: reader.integer("limit"),
-            cursor: reader.string("cursor"),
+            parent_path: reader.string(f.parent_path),
+            limit: reader.integer(f.limit),
+            cursor: reader.string(f.cursor),
         };
         Ok((params, reader.malformed))
     }
@@ -129,10 +138,11 @@ pub fn validate(params: &Params) -> Result<Request, ToolError> {
 }
 
 fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
+    let f = Params::WIRE;
     Ok(Request {
         parent_path: parent_path(malformed, params.parent_path.as_deref())?,
-        limit: input::limit(malformed, params.limit, DEFAULT_LIMIT, MAX_LIMIT)?,
-        cursor: input::cursor(malformed, params.cursor.as_deref())?,
+        limit: input::limit(malformed, f.limit, params.limit, LIMIT)?,
+        cursor: input::cursor(malformed, f.cursor, params.cursor.as_deref())?,
     })
 }
 

@@ -14,6 +14,7 @@ pub mod read_file;
 pub mod read_related;
 pub mod search_files;
 mod texts;
+mod warm_up;
 
 use std::borrow::Cow;
 
@@ -30,6 +31,7 @@ use crate::okf::OkfSignals;
 use crate::relation::Direction;
 pub use fields::ParamsDef;
 pub use input::{page_limit, Input, Malformed, Reader, WrongType};
+pub use warm_up::{warm_up, WarmUp};
 
 /// A tool, by its MCP name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -187,9 +189,14 @@ fn user_paths<'a>(kb: &KnowledgeBase, tool: ToolName, input: &'a Value) -> Cow<'
     }
     let fields: &[&str] = match tool {
         ToolName::SearchFiles => &[],
-        ToolName::ListTree => &["parentPath"],
-        ToolName::ReadFile => &["path", "fileId"],
-        ToolName::GetFile | ToolName::ReadRelated | ToolName::ExpandGraph => &["fileId"],
+        ToolName::ListTree => &[list_tree::Params::WIRE.parent_path],
+        ToolName::ReadFile => &[
+            read_file::Params::WIRE.path,
+            read_file::Params::WIRE.file_id,
+        ],
+        ToolName::GetFile => &[get_file::Params::WIRE.file_id],
+        ToolName::ReadRelated => &[read_related::Params::WIRE.file_id],
+        ToolName::ExpandGraph => &[expand_graph::Params::WIRE.file_id],
     };
     let mut rewritten: Option<Value> = None;
     for field in fields {

@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ToolName;
-use super::{require_revision, GeneratedFile, Malformed, Reader};
+use super::fields::{wire_names, Bounds};
+use super::{require_revision, GeneratedFile, Malformed};
 use crate::error::{messages, ErrorCode, ToolError};
 use crate::index::catalog::CatalogFile;
 use crate::ingest::bundle::paths::{self, PathClass};
@@ -17,10 +17,23 @@ use crate::kb::KnowledgeBase;
 use crate::search::query::{is_quote, quote_runs, Quoting};
 use crate::text;
 
-pub(crate) const DEFAULT_CONTEXT_LINES: i64 = 2;
-pub(crate) const MAX_CONTEXT_LINES: i64 = 20;
-pub(crate) const DEFAULT_MAX_MATCHES: i64 = 20;
-pub(crate) const MAX_MATCHES: i64 = 100;
+mod request;
+
+use request::{bounded, validate_with, LineRange, Part, Target};
+pub use request::{validate, Request};
+
+/// `contextLines`: lines of context around each matching line.
+pub(crate) const CONTEXT_LINES: Bounds<u8> = Bounds {
+    min: 0,
+    max: 20,
+    default: 2,
+};
+/// `maxMatches`: snippets returned at most.
+pub(crate) const MAX_MATCHES: Bounds<u8> = Bounds {
+    min: 1,
+    max: 100,
+    default: 20,
+};
 pub(crate) const MAX_QUERY_CHARS: usize = 512;
 pub(crate) const MAX_QUERY_TERMS: usize = 32;
 pub(crate) const MAX_SEGMENTS: usize = 50;
@@ -34,37 +47,6 @@ pub struct Output {
     /// What `content` holds (not in the contract: the text renderer's way to continue a cut).
     #[serde(skip)]
     pub read_type: ReadType,
-}
-
-/// What to read.
-#[derive(Debug, Clone, PartialEq)]
-enum Target {
-    Id(String),
-    Path(String),
-}
-
-fn target(params: &Params, m: &Malformed) -> Result<Target, ToolError> {
-    let id = m
-        .check("fileId", params.file_id.as_deref())
-        .map_err(|_| ToolError::invalid_field(messages::INPUT_INVALID, "fileId"))?
-        .map(str::trim)
-        .filter(|id| !id.is_empty());
-    let path = m
-        .check("path", params.path.as_deref())
-        .map_err(|_| ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"))?;
-    match (id, path) {
-        (Some(_), Some(_)) | (None, None) => Err(ToolError::invalid_field(
-            "Provide exactly one of fileId or path.",
-            "fileId",
-        )),
-        (Some(id), None) => Ok(Target::Id(id.to_string())),
-        (None, Some(path)) => {
-            if paths::check_canonical(path).is_err() {
-                return Err(ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"));
-            }
-            Ok(Target::Path(path.to_string()))
-        }
-    }
 }
 
 /// True when `path` is exactly the path of a per-file graph record kbtools renders itself. A
@@ -126,11 +108,11 @@ pub struct Params {
     pub query: Option<String>,
     /// For `type: "search"`: lines of context around each matching line, 0–20 (default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 20))]
+    #[schemars(range(min = CONTEXT_LINES.min, max = CONTEXT_LINES.max))]
     pub context_lines: Option<u8>,
     /// For `type: "search"`: most snippets returned, 1–100 (default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 100))]
+    #[schemars(range(min = MAX_MATCHES.min, max = MAX_MATCHES.max))]
     pub max_matches: Option<u8>,
     /// For `type: "extract"` (required there): 1–50 line ranges `{label?, start, end?}`, returned
     /// in the order given.
@@ -138,119 +120,22 @@ pub struct Params {
     pub segments: Option<Vec<Segment>>,
 }
 
-impl Params {
-    /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
-    pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
-        let mut r = Reader::new(value, ToolName::ReadFile.fields())?;
-        let segments = read_segments(&mut r);
-        let params = Params {
-            file_id: r.string("fileId"),
-            path: r.string("path"),
-            read_type: r.choice("type"),
-            query: r.string("query"),
-            context_lines: r.integer("contextLines"),
-            max_matches: r.integer("maxMatches"),
-            segments,
-        };
-        Ok((params, r.malformed))
+wire_names! {
+    /// The wire names of [`Params`]' fields.
+    pub struct ParamNames for Params {
+        file_id,
+        path,
+        read_type = "type",
+        query,
+        context_lines,
+        max_matches,
+        segments,
     }
 }
 
-/// `segments` as given: an array's items (each read by [`read_segment`]); a blank string as
-/// none given; anything else noted.
-fn read_segments(r: &mut Reader<'_>) -> Option<Vec<Segment>> {
-    match r.raw("segments")? {
-        Value::Array(items) => Some(
-            items
-                .iter()
-                .enumerate()
-                .map(|(index, item)| read_segment(&mut r.malformed, index, item))
-                .collect(),
-        ),
-        Value::String(s) if s.trim().is_empty() => Some(Vec::new()),
-        _ => {
-            r.malformed.note("segments");
-            None
-        }
-    }
-}
-
-/// One item of `segments`; what does not fit a [`Segment`] is noted under `segments[index]`.
-fn read_segment(malformed: &mut Malformed, index: usize, item: &Value) -> Segment {
-    let at = format!("segments[{index}]");
-    let Value::Object(map) = item else {
-        malformed.note_error(
-            &at,
-            invalid(
-                &format!("`{at}` must be an object such as {{\"start\": 10, \"end\": 20}}."),
-                &at,
-            ),
-        );
-        return Segment::default();
-    };
-    if let Some(unknown) = map
-        .keys()
-        .find(|k| !super::fields::field_names::<Segment>().contains(&k.as_str()))
-    {
-        let field = format!("{at}.{}", text::truncate_chars(unknown, 64));
-        malformed.note_error(
-            &at,
-            invalid(
-                &format!("Unknown field `{field}`. A segment takes label, start and end."),
-                &field,
-            ),
-        );
-        return Segment::default();
-    }
-    let mut r = match Reader::new(item, super::fields::field_names::<Segment>()) {
-        Ok(r) => r,
-        Err(error) => {
-            malformed.note_error(&at, error);
-            return Segment::default();
-        }
-    };
-    let start = r.integer::<u64>("start");
-    let segment = Segment {
-        label: r.string("label"),
-        start: start.unwrap_or_default(),
-        end: r.integer("end"),
-    };
-    for field in ["start", "end", "label"] {
-        if r.malformed.has(field) {
-            malformed.note(format!("{at}.{field}"));
-        }
-    }
-    if start.is_none() && !r.malformed.has("start") {
-        let field = format!("{at}.start");
-        malformed.note_error(
-            &field,
-            invalid(
-                &format!("`{field}` is required: the first line to return, from 1."),
-                &field,
-            ),
-        );
-    }
-    segment
-}
-
-/// A validated request: what to read, and which part of it.
-#[derive(Debug)]
-pub struct Request {
-    target: Target,
-    part: Part,
-}
-
-/// Validates typed parameters.
-pub fn validate(params: &Params) -> Result<Request, ToolError> {
-    validate_with(params, &Malformed::default())
-}
-
-/// Validates a read in the API's order; the first failure wins.
-fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
-    Ok(Request {
-        target: target(params, malformed)?,
-        part: part(params, malformed)?,
-    })
+wire_names! {
+    /// The wire names of [`Segment`]'s fields.
+    pub struct SegmentNames for Segment { label, start, end }
 }
 
 /// Runs the tool with typed parameters.
@@ -268,7 +153,10 @@ fn answer(kb: &KnowledgeBase, request: Request) -> Result<Output, ToolError> {
     let Request { target, part } = request;
     if let Target::Path(path) = &target {
         if paths::classify(path).is_none() && !is_virtual_graph(kb, path) {
-            return Err(ToolError::invalid_field(messages::PATH_UNSUPPORTED, "path"));
+            return Err(ToolError::invalid_field(
+                messages::PATH_UNSUPPORTED,
+                Params::WIRE.path,
+            ));
         }
     }
     let revision = require_revision(kb)?;
@@ -292,102 +180,8 @@ fn answer(kb: &KnowledgeBase, request: Request) -> Result<Output, ToolError> {
     })
 }
 
-/// A validated read request: the whole file, a line search, or line ranges.
-#[derive(Debug)]
-enum Part {
-    Whole,
-    Search(LineSearch),
-    Extract(Vec<LineRange>),
-}
-
 fn invalid(message: &str, field: &str) -> ToolError {
     ToolError::invalid_field(message, field)
-}
-
-/// The fields of a read type other than `read`, each with whether the input holds something
-/// there (not absent, a blank string or an empty array).
-fn given_fields(params: &Params, m: &Malformed, owner: ReadType) -> Vec<(&'static str, bool)> {
-    let given = |field: &'static str, typed: bool| (field, typed || m.holds(field));
-    match owner {
-        ReadType::Search => vec![
-            given(
-                "query",
-                params
-                    .query
-                    .as_deref()
-                    .is_some_and(|q| !q.trim().is_empty()),
-            ),
-            given("contextLines", params.context_lines.is_some()),
-            given("maxMatches", params.max_matches.is_some()),
-        ],
-        ReadType::Extract => vec![given(
-            "segments",
-            params.segments.as_ref().is_some_and(|s| !s.is_empty()),
-        )],
-        ReadType::Read => Vec::new(),
-    }
-}
-
-/// Refuses the fields of another read type, so a forgotten `type` does not read the whole file.
-fn refuse_fields(
-    params: &Params,
-    m: &Malformed,
-    read_type: ReadType,
-    owner: ReadType,
-) -> Result<(), ToolError> {
-    match given_fields(params, m, owner)
-        .into_iter()
-        .find(|(_, given)| *given)
-    {
-        Some((field, _)) => Err(invalid(
-            &format!(
-                "`{field}` applies only to type \"{}\"; this read has type \"{}\".",
-                owner.as_str(),
-                read_type.as_str()
-            ),
-            field,
-        )),
-        None => Ok(()),
-    }
-}
-
-fn part(params: &Params, m: &Malformed) -> Result<Part, ToolError> {
-    let read_type = m.check("type", params.read_type).map_err(|_| {
-        invalid(
-            "`type` must be \"read\" (the whole file, the default), \"search\" or \"extract\".",
-            "type",
-        )
-    })?;
-    let read_type = read_type.unwrap_or_default();
-    for owner in [ReadType::Search, ReadType::Extract] {
-        if read_type != owner {
-            refuse_fields(params, m, read_type, owner)?;
-        }
-    }
-    Ok(match read_type {
-        ReadType::Read => Part::Whole,
-        ReadType::Search => Part::Search(LineSearch::from_params(params, m)?),
-        ReadType::Extract => Part::Extract(line_ranges(params, m)?),
-    })
-}
-
-/// An integer field in `min..=max` with a default.
-fn bounded(
-    m: &Malformed,
-    key: &str,
-    given: Option<u8>,
-    default: i64,
-    min: i64,
-    max: i64,
-) -> Result<usize, ToolError> {
-    match m.check(key, given.map(i64::from)) {
-        Ok(None) => Ok(default as usize),
-        Ok(Some(n)) if (min..=max).contains(&n) => Ok(n as usize),
-        _ => Err(invalid(
-            &format!("`{key}` must be an integer from {min} to {max} (default {default})."),
-            key,
-        )),
-    }
 }
 
 /// The lines of `content`: split on `\n`, a final newline ending the last line rather than
@@ -477,57 +271,49 @@ struct Snippet {
 
 impl LineSearch {
     fn from_params(params: &Params, m: &Malformed) -> Result<Self, ToolError> {
-        let required = "type \"search\" requires `query`: the words or phrase to find in the file.";
-        let raw = match m.check("query", params.query.as_deref()) {
+        let f = Params::WIRE;
+        let query = f.query;
+        let required = format!(
+            "{} \"{}\" requires `{query}`: the words or phrase to find in the file.",
+            f.read_type,
+            ReadType::Search
+        );
+        let raw = match m.check(query, params.query.as_deref()) {
             Ok(Some(raw)) => raw,
-            Ok(None) => return Err(invalid(required, "query")),
-            Err(_) => return Err(invalid("`query` must be a string.", "query")),
+            Ok(None) => return Err(invalid(&required, query)),
+            Err(_) => return Err(invalid(&format!("`{query}` must be a string."), query)),
         };
         let key = match_key(raw);
         if key.is_empty() {
-            return Err(invalid(required, "query"));
+            return Err(invalid(&required, query));
         }
         if key.chars().count() > MAX_QUERY_CHARS {
             return Err(invalid(
-                &format!("`query` must be at most {MAX_QUERY_CHARS} characters."),
-                "query",
+                &format!("`{query}` must be at most {MAX_QUERY_CHARS} characters."),
+                query,
             ));
         }
         let terms = query_terms(&key);
         if terms.is_empty() {
             return Err(invalid(
-                "`query` has nothing to find once its quotes are removed.",
-                "query",
+                &format!("`{query}` has nothing to find once its quotes are removed."),
+                query,
             ));
         }
         if terms.len() > MAX_QUERY_TERMS {
             return Err(invalid(
                 &format!(
-                    "`query` has {} terms; at most {MAX_QUERY_TERMS}. Quote a phrase to make it one term.",
+                    "`{query}` has {} terms; at most {MAX_QUERY_TERMS}. Quote a phrase to make it one term.",
                     terms.len()
                 ),
-                "query",
+                query,
             ));
         }
         Ok(LineSearch {
             echo: one_line(&text::collapse_whitespace(raw)),
             terms,
-            context: bounded(
-                m,
-                "contextLines",
-                params.context_lines,
-                DEFAULT_CONTEXT_LINES,
-                0,
-                MAX_CONTEXT_LINES,
-            )?,
-            max_matches: bounded(
-                m,
-                "maxMatches",
-                params.max_matches,
-                DEFAULT_MAX_MATCHES,
-                1,
-                MAX_MATCHES,
-            )?,
+            context: bounded(m, f.context_lines, params.context_lines, CONTEXT_LINES)?,
+            max_matches: bounded(m, f.max_matches, params.max_matches, MAX_MATCHES)?,
         })
     }
 
@@ -600,94 +386,6 @@ impl LineSearch {
     }
 }
 
-/// A validated segment of `type: "extract"`: 1-based, `start <= end`, not yet checked against
-/// the file.
-#[derive(Debug)]
-struct LineRange {
-    /// Index in `segments`.
-    index: usize,
-    label: String,
-    start: u64,
-    end: u64,
-}
-
-fn line_ranges(params: &Params, m: &Malformed) -> Result<Vec<LineRange>, ToolError> {
-    let shape = "`segments` must be an array of 1 to 50 objects {\"label\"?: string, \"start\": line, \"end\"?: line}.";
-    let items = match m.check("segments", params.segments.as_deref()) {
-        Ok(None) => {
-            return Err(invalid(
-                "type \"extract\" requires `segments`: line ranges such as [{\"start\": 10, \"end\": 20}].",
-                "segments",
-            ))
-        }
-        Ok(Some(items)) if !items.is_empty() && items.len() <= MAX_SEGMENTS => items,
-        _ => return Err(invalid(shape, "segments")),
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(index, segment)| line_range(m, index, segment))
-        .collect()
-}
-
-fn line_range(m: &Malformed, index: usize, segment: &Segment) -> Result<LineRange, ToolError> {
-    let at = format!("segments[{index}]");
-    let start_field = format!("{at}.start");
-    if let Some(error) = m.error(&at).or_else(|| m.error(&start_field)) {
-        return Err(error);
-    }
-    let start = match m.check(&start_field, segment.start) {
-        Ok(n) if n >= 1 => n,
-        _ => {
-            return Err(invalid(
-                &format!("`{start_field}` must be a line number, 1 or more."),
-                &start_field,
-            ))
-        }
-    };
-    let end_field = format!("{at}.end");
-    let end = match m.check(&end_field, segment.end) {
-        Ok(None) => start,
-        Ok(Some(n)) if n >= 1 && n >= start => n,
-        Ok(Some(n)) if n >= 1 => {
-            return Err(invalid(
-                &format!("`{end_field}` ({n}) is before `{start_field}` ({start})."),
-                &end_field,
-            ))
-        }
-        _ => {
-            return Err(invalid(
-                &format!("`{end_field}` must be a line number, {start} (the start) or more."),
-                &end_field,
-            ))
-        }
-    };
-    let label_field = format!("{at}.label");
-    let label = match m.check(&label_field, segment.label.as_deref()) {
-        Ok(label) => label
-            .map(one_line)
-            .map(|l| {
-                text::truncate_chars(&l, MAX_LABEL_CHARS)
-                    .trim_end()
-                    .to_string()
-            })
-            .filter(|l| !l.is_empty())
-            .unwrap_or_else(|| format!("segment_{}", index + 1)),
-        Err(_) => {
-            return Err(invalid(
-                &format!("`{label_field}` must be a string."),
-                &label_field,
-            ))
-        }
-    };
-    Ok(LineRange {
-        index,
-        label,
-        start,
-        end,
-    })
-}
-
 /// The `[label] Lx-y` blocks of `ranges`; a start past the last line is an error, an end past it
 /// reads to the end. The result stays within the read limit.
 fn extract(
@@ -702,7 +400,12 @@ fn extract(
     let mut total: u64 = 0;
     for range in ranges {
         if range.start > count {
-            let field = format!("segments[{}].start", range.index);
+            let field = format!(
+                "{}[{}].{}",
+                Params::WIRE.segments,
+                range.index,
+                Segment::WIRE.start
+            );
             return Err(invalid(
                 &format!(
                     "`{field}` is {}, past the last line of {} ({count} lines).",

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::fields::{wire_names, Bounds};
 use super::get_file::file_id;
 use super::input::{self, Malformed, Reader};
 use super::ToolName;
@@ -18,8 +19,12 @@ use crate::kb::KnowledgeBase;
 use crate::relation::Direction;
 
 pub const NAME: &str = ToolName::ReadRelated.as_str();
-pub(crate) const DEFAULT_LIMIT: u64 = 50;
-pub(crate) const MAX_LIMIT: u64 = 200;
+/// `limit`: related files per page.
+pub(crate) const LIMIT: Bounds<u64> = Bounds {
+    min: 1,
+    max: 200,
+    default: 50,
+};
 
 /// `RelatedFileListResponse`.
 #[derive(Debug, Clone, Serialize)]
@@ -61,18 +66,24 @@ pub struct Params {
     pub cursor: Option<String>,
     /// Related files per page, 1–200 (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 200))]
+    #[schemars(range(min = LIMIT.min, max = LIMIT.max))]
     pub limit: Option<u64>,
+}
+
+wire_names! {
+    /// The wire names of [`Params`]' fields.
+    pub struct ParamNames for Params { file_id, cursor, limit }
 }
 
 impl Params {
     /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
     pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
         let mut reader = Reader::new(value, ToolName::ReadRelated.fields())?;
+        let f = Params::WIRE;
         let params = Params {
-            file_id: reader.string("fileId").unwrap_or_default(),
-            cursor: reader.string("cursor"),
-            limit: reader.integer("limit"),
+            file_id: reader.string(f.file_id).unwrap_or_default(),
+            cursor: reader.string(f.cursor),
+            limit: reader.integer(f.limit),
         };
         Ok((params, reader.malformed))
     }
@@ -92,10 +103,11 @@ pub fn validate(params: &Params) -> Result<Request, ToolError> {
 }
 
 fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
+    let f = Params::WIRE;
     Ok(Request {
-        file_id: file_id(malformed, &params.file_id)?.to_string(),
-        limit: input::limit(malformed, params.limit, DEFAULT_LIMIT, MAX_LIMIT)?,
-        cursor: input::cursor(malformed, params.cursor.as_deref())?,
+        file_id: file_id(malformed, f.file_id, &params.file_id)?.to_string(),
+        limit: input::limit(malformed, f.limit, params.limit, LIMIT)?,
+        cursor: input::cursor(malformed, f.cursor, params.cursor.as_deref())?,
     })
 }
 

@@ -61,6 +61,8 @@ pub(super) fn evaluate(source: &Source, judged: Judgments, options: EvalOptions)
         options.modes.clone()
     };
     let mut kb = open(source)?;
+    // Thousands of queries: what they need is loaded before any is timed.
+    kbtools::tools::warm_up(&kb, kbtools::tools::WarmUp::Batch);
     refuse_unknown_judgments(&kb, &judged, options.lenient)?;
     check_threshold_names(&options.thresholds, &modes, &judged)?;
     let semantic = kb.options.semantic;
@@ -514,8 +516,6 @@ pub(crate) fn run(source: &Source, args: EvalArgs) -> Result<i32> {
     let thresholds = thresholds(&args.min_ndcg, &args.min_recall)?;
     let fail_on_miss = args.fail_on_miss || args.must_find.is_some();
     let judged = load(args.queries, args.qrels, args.questions, args.must_find)?;
-    // Thousands of queries: the whole dictionary, loaded before any is timed.
-    kbtools::ingest::analysis::load_dictionary();
     let options = EvalOptions {
         modes: args.mode,
         json: args.json,

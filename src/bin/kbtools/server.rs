@@ -24,7 +24,6 @@ pub(super) fn mcp_stdio(
     watch: bool,
 ) -> Result<i32> {
     init_tracing(source.quiet);
-    kbtools::ingest::analysis::load_dictionary_at_first_cjk_query();
     let mut source = source;
     source.bundle = one_bundle(bundle_path, source.bundle.clone())?;
     let (live, watcher) = open_live(&source, watch)?;
@@ -119,9 +118,7 @@ fn open_live(
     let location = locate(source)?;
     // A server answers from what it opens for long: every file is checked.
     let kb = open_at(source, &location, index::Verify::Full)?;
-    // The embedding model, when the index has vectors, is loaded now rather than by the first
-    // search (the load takes a few tenths of a second).
-    let _ = kbtools::search::semantic(&kb);
+    kbtools::tools::warm_up(&kb, kbtools::tools::WarmUp::Server);
     let log = server_log();
     let live = Arc::new(LiveKnowledgeBase::from_opened(
         kb,
@@ -269,7 +266,6 @@ pub(super) fn serve_http(
 
 /// `kbtools serve`: the HTTP server over the bundles until Ctrl-C.
 pub(crate) fn serve_command(source: &Source, args: ServeArgs) -> Result<i32> {
-    kbtools::ingest::analysis::load_dictionary_at_first_cjk_query();
     let limits = ServeLimits {
         request_timeout: args.request_timeout,
         header_timeout: args.header_timeout,

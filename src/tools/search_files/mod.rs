@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::fields::{wire_names, Bounds};
 use super::ToolName;
 use crate::cursor;
 use crate::error::ToolError;
@@ -17,10 +18,41 @@ use crate::search::nearest::Nearest;
 pub use crate::search::{Candidate, FileKind, Lane, LaneSet, Mode, Ranking, Scope, SemanticState};
 
 pub const NAME: &str = ToolName::SearchFiles.as_str();
-pub(crate) const DEFAULT_LIMIT: u64 = 10;
-pub(crate) const MAX_LIMIT: u64 = 50;
-const MAX_GRAPHEMES: usize = 512;
+/// `query`: grapheme clusters after normalization, and UTF-8 bytes at most.
+pub(crate) const MIN_GRAPHEMES: usize = 2;
+pub(crate) const MAX_GRAPHEMES: usize = 512;
 const MAX_QUERY_BYTES: usize = 2048;
+/// `graphDepth`: relation steps the graph lanes walk.
+pub(crate) const GRAPH_DEPTH: Bounds<u8> = Bounds {
+    min: 0,
+    max: 2,
+    default: 1,
+};
+/// `graphFanout`: relations the graph lanes follow per page.
+pub(crate) const GRAPH_FANOUT: Bounds<u64> = Bounds {
+    min: 0,
+    max: 25,
+    default: 10,
+};
+/// `limit`: results per page.
+pub(crate) const LIMIT: Bounds<u64> = Bounds {
+    min: 1,
+    max: 50,
+    default: 10,
+};
+/// `rerankTopK`: candidates the reranker would see, at least `limit` (default the larger of
+/// `limit` and this default).
+pub(crate) const RERANK_TOP_K: Bounds<u64> = Bounds {
+    min: 1,
+    max: 50,
+    default: 30,
+};
+/// `rerankScoreThreshold`: the lowest reranker score kept.
+pub(crate) const RERANK_SCORE_THRESHOLD: Bounds<f64> = Bounds {
+    min: 0.0,
+    max: 1.0,
+    default: 0.35,
+};
 
 const NO_MATCH_MESSAGE: &str = "No generated files matched this query. The knowledge base may still contain relevant data through different titles, paths, or metadata terms.";
 /// The message of a search whose items are its nearest pages ([`crate::search::nearest`]).
@@ -43,17 +75,17 @@ use output::{
 };
 pub use output::{
     EvidenceStatus, GraphContext, GraphStatus, GraphSummary, LaneState, MatchType, Output,
-    QueryContext, ResultSummary, SearchResult, SearchStatus, Status,
+    QueryContext, ResultSummary, SafeCode, SearchResult, SearchStatus, Status,
 };
 use request::SORT;
-pub use request::{normalize_query, validate, Request};
+pub use request::{normalize_query, validate, InvalidSearch, Request};
 
 /// The tool input, for Rust callers and schemas.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Params {
     /// The user's whole question (or key words), 2–512 characters: send the question as asked.
-    #[schemars(length(min = 2, max = 512))]
+    #[schemars(length(min = MIN_GRAPHEMES, max = MAX_GRAPHEMES))]
     pub query: String,
     /// The lanes that rank: `file` (the lexical and exact lanes), `graph` (relations of the best
     /// lexical hits) or `hybrid` (all of them) (default hybrid).
@@ -61,11 +93,11 @@ pub struct Params {
     pub mode: Option<Mode>,
     /// How many relation steps the graph lanes walk, 0–2 (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 2))]
+    #[schemars(range(min = GRAPH_DEPTH.min, max = GRAPH_DEPTH.max))]
     pub graph_depth: Option<u8>,
     /// Relations the graph lanes follow per page, 0–25 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 25))]
+    #[schemars(range(min = GRAPH_FANOUT.min, max = GRAPH_FANOUT.max))]
     pub graph_fanout: Option<u64>,
     /// Ask for a reranker; none runs offline, and `rerankerStatus` says so (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,7 +107,7 @@ pub struct Params {
     pub cursor: Option<String>,
     /// Results per page, 1–50 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 50))]
+    #[schemars(range(min = LIMIT.min, max = LIMIT.max))]
     pub limit: Option<u64>,
     /// Where to match: `all` (content and metadata), `path` or `metadata` (default all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,11 +129,31 @@ pub struct Params {
     /// With `rerank`: candidates the reranker would see, 1–50 and at least `limit`
     /// (default the larger of `limit` and 30).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 50))]
+    #[schemars(range(min = RERANK_TOP_K.min, max = RERANK_TOP_K.max))]
     pub rerank_top_k: Option<u64>,
     /// With `rerank`: the lowest reranker score kept, 0–1 (default 0.35).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank_score_threshold: Option<f64>,
+}
+
+wire_names! {
+    /// The wire names of [`Params`]' fields.
+    pub struct ParamNames for Params {
+        query,
+        mode,
+        graph_depth,
+        graph_fanout,
+        rerank,
+        cursor,
+        limit,
+        scope,
+        file_kind,
+        okf_status,
+        okf_trust_tier,
+        okf_freshness,
+        rerank_top_k,
+        rerank_score_threshold,
+    }
 }
 
 /// Runs the tool with typed parameters.
@@ -130,6 +182,27 @@ pub fn ranked(
     Ok((ranking.candidates, ranking.lanes))
 }
 
+crate::wire::wire_enum! {
+    /// The class that orders results before their score (docs/rules.md#order): an exact path or
+    /// a page the query names, an exact title, or neither.
+    pub enum ResultClass {
+        Path = "path",
+        Title = "title",
+        Score = "score",
+    }
+}
+
+impl ResultClass {
+    /// The class of a candidate's lanes ([`LaneSet::priority_class`]: 0, 1 or 2).
+    fn of(lanes: &LaneSet) -> ResultClass {
+        match lanes.priority_class() {
+            0 => ResultClass::Path,
+            1 => ResultClass::Title,
+            _ => ResultClass::Score,
+        }
+    }
+}
+
 /// One result of [`explain`]: the page, its place, and its score by lane.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -137,9 +210,7 @@ pub struct ExplainedResult {
     pub rank: usize,
     pub path: String,
     pub score: f64,
-    /// `path` (an exact path or a page the query names), `title` (an exact title) or `score`:
-    /// the class that orders results before their score.
-    pub class: &'static str,
+    pub class: ResultClass,
     #[serde(flatten)]
     pub explained: crate::search::Explained,
 }
@@ -161,7 +232,7 @@ pub fn explain(kb: &KnowledgeBase, input: &Value) -> Result<Vec<ExplainedResult>
             rank: i + 1,
             path: kb.catalog.file(c.position).path.clone(),
             score: c.score,
-            class: ["path", "title", "score"][usize::from(c.lanes.priority_class())],
+            class: ResultClass::of(&c.lanes),
             explained: c.explained.map(|e| *e).unwrap_or_default(),
         })
         .collect())

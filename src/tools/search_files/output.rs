@@ -74,11 +74,23 @@ crate::wire::wire_enum! {
     }
 }
 
+crate::wire::wire_enum! {
+    /// The `safeCode` of `semanticStatus` and `rerankerStatus`: why a lane is not `ready`.
+    pub enum SafeCode {
+        SemanticAdoptionRequired = "SEMANTIC_ADOPTION_REQUIRED",
+        SemanticLanePartialFailure = "SEMANTIC_LANE_PARTIAL_FAILURE",
+        SemanticSearchUnavailable = "SEMANTIC_SEARCH_UNAVAILABLE",
+        RerankerNotConfigured = "RERANKER_NOT_CONFIGURED",
+        RerankerDisabled = "RERANKER_DISABLED",
+        RerankerRetrievalUnavailable = "RERANKER_RETRIEVAL_UNAVAILABLE",
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     pub state: LaneState,
-    pub safe_code: Option<&'static str>,
+    pub safe_code: Option<SafeCode>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -189,12 +201,12 @@ pub(super) fn reranker_status(request: &Request) -> Status {
     if request.rerank {
         Status {
             state: LaneState::NotConfigured,
-            safe_code: Some("RERANKER_NOT_CONFIGURED"),
+            safe_code: Some(SafeCode::RerankerNotConfigured),
         }
     } else {
         Status {
             state: LaneState::Skipped,
-            safe_code: Some("RERANKER_DISABLED"),
+            safe_code: Some(SafeCode::RerankerDisabled),
         }
     }
 }
@@ -229,7 +241,7 @@ pub(super) fn no_content_output(request: &Request) -> Output {
         search_mode: request.mode,
         semantic_status: Status {
             state: LaneState::Unavailable,
-            safe_code: Some("SEMANTIC_ADOPTION_REQUIRED"),
+            safe_code: Some(SafeCode::SemanticAdoptionRequired),
         },
         evidence_status: EvidenceStatus {
             completed_families: Vec::new(),
@@ -238,9 +250,9 @@ pub(super) fn no_content_output(request: &Request) -> Output {
         reranker_status: Status {
             state: LaneState::Skipped,
             safe_code: Some(if request.rerank {
-                "RERANKER_RETRIEVAL_UNAVAILABLE"
+                SafeCode::RerankerRetrievalUnavailable
             } else {
-                "RERANKER_DISABLED"
+                SafeCode::RerankerDisabled
             }),
         },
         graph_status: if request.mode == Mode::File {
@@ -411,11 +423,11 @@ pub(super) fn lane_statuses(lanes: &[Lane], semantic: SemanticState) -> (Status,
         },
         (true, _) => Status {
             state: LaneState::Degraded,
-            safe_code: Some("SEMANTIC_LANE_PARTIAL_FAILURE"),
+            safe_code: Some(SafeCode::SemanticLanePartialFailure),
         },
         (false, _) => Status {
             state: LaneState::Unavailable,
-            safe_code: Some("SEMANTIC_SEARCH_UNAVAILABLE"),
+            safe_code: Some(SafeCode::SemanticSearchUnavailable),
         },
     };
     let evidence = EvidenceStatus {

@@ -12,7 +12,11 @@ pub use crate::search::{FileKind, Mode, Scope};
 use crate::tools::input;
 use crate::tools::{Malformed, Reader, ToolName};
 
-use super::{Params, DEFAULT_LIMIT, MAX_GRAPHEMES, MAX_LIMIT, MAX_QUERY_BYTES};
+use super::{
+    Params, GRAPH_DEPTH, GRAPH_FANOUT, LIMIT, MAX_GRAPHEMES, MAX_QUERY_BYTES, MIN_GRAPHEMES,
+    RERANK_SCORE_THRESHOLD, RERANK_TOP_K,
+};
+use crate::tools::fields::Bounds;
 
 pub(super) const SORT: [&str; 3] = ["relevance_desc", "logical_path_asc", "source_file_id_asc"];
 
@@ -71,8 +75,49 @@ fn passes_filters(kb: &KnowledgeBase, request: &Request, position: u32) -> bool 
         && passes(request.okf_freshness, signals.freshness())
 }
 
-fn invalid(code: &str) -> ToolError {
-    ToolError::invalid_code(messages::SEARCH_INVALID, code)
+crate::wire::wire_enum! {
+    /// A search's validation error: its `details.code`.
+    pub enum InvalidSearch {
+        Query = "INVALID_FILE_SEARCH_QUERY",
+        QueryRequired = "FILE_SEARCH_QUERY_REQUIRED",
+        QueryTooShort = "FILE_SEARCH_QUERY_TOO_SHORT",
+        QueryTooLong = "FILE_SEARCH_QUERY_TOO_LONG",
+        Scope = "INVALID_FILE_SEARCH_SCOPE",
+        FileKind = "INVALID_FILE_SEARCH_KIND",
+        Mode = "INVALID_FILE_SEARCH_MODE",
+        GraphDepth = "INVALID_FILE_SEARCH_GRAPH_DEPTH",
+        GraphFanout = "INVALID_FILE_SEARCH_GRAPH_FANOUT",
+        OkfStatus = "INVALID_FILE_SEARCH_OKF_STATUS",
+        OkfTrustTier = "INVALID_FILE_SEARCH_OKF_TRUST_TIER",
+        OkfFreshness = "INVALID_FILE_SEARCH_OKF_FRESHNESS",
+        Limit = "INVALID_FILE_SEARCH_LIMIT",
+        RerankControls = "INVALID_FILE_SEARCH_RERANK_CONTROLS",
+    }
+}
+
+impl InvalidSearch {
+    /// The input field the error is about, when it is about one field (the hints name it).
+    pub fn field(self) -> Option<&'static str> {
+        let f = Params::WIRE;
+        Some(match self {
+            Self::Query => f.query,
+            Self::Mode => f.mode,
+            Self::Scope => f.scope,
+            Self::FileKind => f.file_kind,
+            Self::Limit => f.limit,
+            Self::GraphDepth => f.graph_depth,
+            Self::GraphFanout => f.graph_fanout,
+            Self::OkfStatus => f.okf_status,
+            Self::OkfTrustTier => f.okf_trust_tier,
+            Self::OkfFreshness => f.okf_freshness,
+            Self::RerankControls => f.rerank_top_k,
+            Self::QueryRequired | Self::QueryTooShort | Self::QueryTooLong => return None,
+        })
+    }
+}
+
+fn invalid(code: InvalidSearch) -> ToolError {
+    ToolError::invalid_code(messages::SEARCH_INVALID, code.as_str())
 }
 
 fn is_rejected_query_char(c: char) -> bool {
@@ -83,18 +128,18 @@ fn is_rejected_query_char(c: char) -> bool {
 /// required, at least 2 grapheme clusters, at most 512 clusters and 2,048 UTF-8 bytes.
 pub fn normalize_query(raw: &str) -> Result<String, ToolError> {
     if raw.chars().any(is_rejected_query_char) {
-        return Err(invalid("INVALID_FILE_SEARCH_QUERY"));
+        return Err(invalid(InvalidSearch::Query));
     }
     let normalized = crate::text::normalize_query_text(raw);
     if normalized.is_empty() {
-        return Err(invalid("FILE_SEARCH_QUERY_REQUIRED"));
+        return Err(invalid(InvalidSearch::QueryRequired));
     }
     let graphemes = normalized.graphemes(true).take(MAX_GRAPHEMES + 1).count();
-    if graphemes < 2 {
-        return Err(invalid("FILE_SEARCH_QUERY_TOO_SHORT"));
+    if graphemes < MIN_GRAPHEMES {
+        return Err(invalid(InvalidSearch::QueryTooShort));
     }
     if graphemes > MAX_GRAPHEMES || normalized.len() > MAX_QUERY_BYTES {
-        return Err(invalid("FILE_SEARCH_QUERY_TOO_LONG"));
+        return Err(invalid(InvalidSearch::QueryTooLong));
     }
     Ok(normalized)
 }
@@ -103,44 +148,44 @@ impl Params {
     /// A JSON input as `Params`, and the fields it gave in a form they cannot hold.
     pub(crate) fn from_json(value: &Value) -> Result<(Params, Malformed), ToolError> {
         let mut r = Reader::new(value, ToolName::SearchFiles.fields())?;
+        let f = Params::WIRE;
         let params = Params {
-            query: r.string("query").unwrap_or_default(),
-            mode: r.choice("mode"),
-            graph_depth: r.integer("graphDepth"),
-            graph_fanout: r.integer("graphFanout"),
-            rerank: r.flag("rerank"),
-            cursor: r.string("cursor"),
-            limit: r.integer("limit"),
-            scope: r.choice("scope"),
-            file_kind: r.choice("fileKind"),
-            okf_status: r.choice("okfStatus"),
-            okf_trust_tier: r.choice("okfTrustTier"),
-            okf_freshness: r.choice("okfFreshness"),
-            rerank_top_k: r.integer("rerankTopK"),
-            rerank_score_threshold: r.number("rerankScoreThreshold"),
+            query: r.string(f.query).unwrap_or_default(),
+            mode: r.choice(f.mode),
+            graph_depth: r.integer(f.graph_depth),
+            graph_fanout: r.integer(f.graph_fanout),
+            rerank: r.flag(f.rerank),
+            cursor: r.string(f.cursor),
+            limit: r.integer(f.limit),
+            scope: r.choice(f.scope),
+            file_kind: r.choice(f.file_kind),
+            okf_status: r.choice(f.okf_status),
+            okf_trust_tier: r.choice(f.okf_trust_tier),
+            okf_freshness: r.choice(f.okf_freshness),
+            rerank_top_k: r.integer(f.rerank_top_k),
+            rerank_score_threshold: r.number(f.rerank_score_threshold),
         };
         Ok((params, r.malformed))
     }
 }
 
 /// `given`, or `code` when the input gave `field` in a form `Params` cannot hold.
-fn checked<T>(m: &Malformed, field: &str, given: T, code: &str) -> Result<T, ToolError> {
+fn checked<T>(m: &Malformed, field: &str, given: T, code: InvalidSearch) -> Result<T, ToolError> {
     m.check(field, given).map_err(|_| invalid(code))
 }
 
-/// `given` (absent: `default`) when it is in `range` and `field` was not malformed; else `code`.
-fn bounded<T: PartialOrd>(
+/// `given` (absent: its default) when it is within `bounds` and `field` was not malformed;
+/// else `code`.
+fn bounded<T: PartialOrd + Copy>(
     malformed: &Malformed,
     field: &str,
     given: Option<T>,
-    default: T,
-    range: std::ops::RangeInclusive<T>,
-    code: &str,
+    bounds: Bounds<T>,
+    code: InvalidSearch,
 ) -> Result<T, ToolError> {
     match malformed.check(field, given) {
-        Ok(None) => Ok(default),
-        Ok(Some(n)) if range.contains(&n) => Ok(n),
-        _ => Err(invalid(code)),
+        Ok(given) => bounds.check(given).ok_or_else(|| invalid(code)),
+        Err(_) => Err(invalid(code)),
     }
 }
 
@@ -151,84 +196,69 @@ pub fn validate(params: &Params) -> Result<Request, ToolError> {
 
 /// Validates a search in the API's order; the first failure wins.
 pub(super) fn validate_with(params: &Params, malformed: &Malformed) -> Result<Request, ToolError> {
-    let m = malformed;
-    if m.has("query") {
-        return Err(invalid("INVALID_FILE_SEARCH_QUERY"));
+    let (m, f) = (malformed, Params::WIRE);
+    if m.has(f.query) {
+        return Err(invalid(InvalidSearch::Query));
     }
     let query = normalize_query(&params.query)?;
-    let scope =
-        checked(m, "scope", params.scope, "INVALID_FILE_SEARCH_SCOPE")?.unwrap_or(Scope::All);
-    let file_kind = checked(m, "fileKind", params.file_kind, "INVALID_FILE_SEARCH_KIND")?
+    let scope = checked(m, f.scope, params.scope, InvalidSearch::Scope)?.unwrap_or(Scope::All);
+    let file_kind = checked(m, f.file_kind, params.file_kind, InvalidSearch::FileKind)?
         .unwrap_or(FileKind::Page);
-    let mode = checked(m, "mode", params.mode, "INVALID_FILE_SEARCH_MODE")?.unwrap_or(Mode::Hybrid);
+    let mode = checked(m, f.mode, params.mode, InvalidSearch::Mode)?.unwrap_or(Mode::Hybrid);
     let graph_depth = bounded(
         m,
-        "graphDepth",
+        f.graph_depth,
         params.graph_depth,
-        1,
-        0..=2,
-        "INVALID_FILE_SEARCH_GRAPH_DEPTH",
+        GRAPH_DEPTH,
+        InvalidSearch::GraphDepth,
     )?;
     let graph_fanout = bounded(
         m,
-        "graphFanout",
+        f.graph_fanout,
         params.graph_fanout,
-        10,
-        0..=25,
-        "INVALID_FILE_SEARCH_GRAPH_FANOUT",
+        GRAPH_FANOUT,
+        InvalidSearch::GraphFanout,
     )?;
-    let okf_status = checked(
-        m,
-        "okfStatus",
-        params.okf_status,
-        "INVALID_FILE_SEARCH_OKF_STATUS",
-    )?;
+    let okf_status = checked(m, f.okf_status, params.okf_status, InvalidSearch::OkfStatus)?;
     let okf_trust_tier = checked(
         m,
-        "okfTrustTier",
+        f.okf_trust_tier,
         params.okf_trust_tier,
-        "INVALID_FILE_SEARCH_OKF_TRUST_TIER",
+        InvalidSearch::OkfTrustTier,
     )?;
     let okf_freshness = checked(
         m,
-        "okfFreshness",
+        f.okf_freshness,
         params.okf_freshness,
-        "INVALID_FILE_SEARCH_OKF_FRESHNESS",
+        InvalidSearch::OkfFreshness,
     )?;
-    let limit = bounded(
-        m,
-        "limit",
-        params.limit,
-        DEFAULT_LIMIT,
-        1..=MAX_LIMIT,
-        "INVALID_FILE_SEARCH_LIMIT",
-    )?;
-    let rerank_invalid = || invalid("INVALID_FILE_SEARCH_RERANK_CONTROLS");
+    let limit = bounded(m, f.limit, params.limit, LIMIT, InvalidSearch::Limit)?;
+    let rerank_invalid = || invalid(InvalidSearch::RerankControls);
     let rerank = m
-        .check("rerank", params.rerank)
+        .check(f.rerank, params.rerank)
         .map_err(|_| rerank_invalid())?
         .unwrap_or(false);
     let top_k = m
-        .check("rerankTopK", params.rerank_top_k)
+        .check(f.rerank_top_k, params.rerank_top_k)
         .map_err(|_| rerank_invalid())?;
     let rerank_top_k = match (rerank, top_k) {
         (false, Some(_)) => return Err(rerank_invalid()),
         (false, None) => None,
-        (true, None) => Some(limit.max(30)),
-        (true, Some(k)) if (1..=50).contains(&k) && k >= limit => Some(k),
+        (true, None) => Some(limit.max(RERANK_TOP_K.default)),
+        (true, Some(k)) if RERANK_TOP_K.contains(k) && k >= limit => Some(k),
         (true, Some(_)) => return Err(rerank_invalid()),
     };
     let threshold = m
-        .check("rerankScoreThreshold", params.rerank_score_threshold)
+        .check(f.rerank_score_threshold, params.rerank_score_threshold)
         .map_err(|_| rerank_invalid())?;
     let rerank_score_threshold = match (rerank, threshold) {
         (false, Some(_)) => return Err(rerank_invalid()),
         (false, None) => None,
-        (true, None) => Some(0.35),
-        (true, Some(t)) if t.is_finite() && (0.0..=1.0).contains(&t) => Some(t),
+        (true, None) => Some(RERANK_SCORE_THRESHOLD.default),
+        (true, Some(t)) if t.is_finite() && RERANK_SCORE_THRESHOLD.contains(t) => Some(t),
         (true, Some(_)) => return Err(rerank_invalid()),
     };
-    let cursor = input::cursor(m, params.cursor.as_deref())?;
+    let cursor = input::cursor(m, f.cursor, params.cursor.as_deref())?;
     Ok(Request {
         query,
         scope,
