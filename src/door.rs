@@ -11,8 +11,9 @@
 //!
 //! [`OutputFormat`] is the one list of formats: the CLI's `--format` (with `auto`), MCP's
 //! `format` argument, its schema in `tools/list` and `kbtools mcp --format` read its values. A new
-//! format is its renderer, a value here and its arm in [`Answer::render`] and
-//! [`OutputFormat::summary`]; no door names a format it does not choose itself.
+//! format is its renderer, a value here and its arms in [`Answer::render`] and
+//! [`OutputFormat::summary`]; a door matches only on the [`Body`]'s kind, save the CLI's
+//! `search --explain`, a view of its own with an arm per format.
 
 use serde_json::Value;
 
