@@ -4,7 +4,8 @@
 //! Developer OpenAPI.
 //!
 //! Data flows one way: [`ingest`] (walk, classify, frontmatter, records, diagnostics, Markdown,
-//! analysis) → [`index`] (catalog, tantivy, manifest) → [`search`] → [`tools`] → [`render`].
+//! analysis) → [`index`] (catalog, tantivy, manifest) → [`search`] → [`tools`] → [`render`];
+//! every front door answers a tool call through [`door`].
 //! The library never prints.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -14,6 +15,7 @@ pub mod bundle_gen;
 pub mod check;
 pub(crate) mod compact;
 pub mod cursor;
+pub mod door;
 #[cfg(feature = "semantic")]
 pub mod embed;
 pub mod error;

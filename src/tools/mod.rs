@@ -1,6 +1,6 @@
 //! The six tools. Each module holds its tool's input rules and output types, once; every front
-//! door (CLI, MCP, HTTP) calls [`run`] (or [`call`]), gets the typed [`Output`], and makes its
-//! JSON ([`Output::to_json`]) or its text ([`crate::render::render_output`]) itself.
+//! door (CLI, MCP, HTTP) reaches [`run`] through the doors' one recipe (`door.rs`), which
+//! writes the typed [`Output`] as JSON ([`Output::to_json`]) or text (`render/`).
 //! This module holds what the tools share: input parsing in the API's validation style, the
 //! `GeneratedFile` and `RelatedFile` shapes, and content reads.
 

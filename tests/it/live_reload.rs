@@ -21,11 +21,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use kbtools::door::OutputFormat;
 use kbtools::index::{self, BuildOptions};
 use kbtools::kb::KnowledgeBase;
 use kbtools::serve::http::HttpOptions;
 use kbtools::serve::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchOptions};
-use kbtools::serve::mcp::{Format, KbServer, McpOptions};
+use kbtools::serve::mcp::{KbServer, McpOptions};
 use serde_json::{json, Value};
 
 /// The page every edit appends to.
@@ -405,7 +406,7 @@ fn the_mcp_server_switches_between_calls_and_never_mixes_revisions() {
     let live = fixture.live(kbtools::serve::live::silent());
     let expect = Expect::of(&live.get());
     let options = McpOptions {
-        format: Format::Json,
+        format: OutputFormat::Json,
         ..McpOptions::default()
     };
     let server = KbServer::live(live, options).unwrap();

@@ -5,7 +5,8 @@
 use crate::common;
 
 use common::{open_fixture, operation_of, schema_for, violations};
-use kbtools::serve::mcp::{tool_definitions, Format, KbServer, McpOptions};
+use kbtools::door::OutputFormat;
+use kbtools::serve::mcp::{tool_definitions, KbServer, McpOptions};
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{json, Value};
 
@@ -231,7 +232,7 @@ fn a_plain_folder_path_as_the_user_sees_it_and_a_typo_with_the_nearest_paths() {
 #[test]
 fn the_server_format_applies_when_a_call_names_none() {
     let options = McpOptions {
-        format: Format::Json,
+        format: OutputFormat::Json,
         ..McpOptions::default()
     };
     let (server, _opened) = server(options);

@@ -936,7 +936,7 @@ fn the_mcp_handler_answers_generated_calls() {
             );
             let format_ok = match &format {
                 None | Some(Value::Null) => true,
-                Some(Value::String(s)) => kbtools::serve::mcp::Format::parse(s.trim()).is_some(),
+                Some(Value::String(s)) => kbtools::door::OutputFormat::parse(s.trim()).is_some(),
                 Some(_) => false,
             };
             if format_ok {

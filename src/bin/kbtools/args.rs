@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use kbtools::door::OutputFormat;
 use kbtools::tools::ToolName;
 
 #[cfg(feature = "semantic")]
@@ -138,8 +139,8 @@ pub(crate) struct RenderArgs {
     /// auto: text on a terminal, json when piped or redirected; json: the contract JSON (an
     /// error as its envelope); text: the compact text format (`kbtools help text-format`; an
     /// error as `失败: <CODE> <message>`).
-    #[arg(long, value_enum, default_value_t = OutputFormat::Auto)]
-    pub(crate) format: OutputFormat,
+    #[arg(long, default_value = "auto", value_parser = format_choice())]
+    pub(crate) format: FormatChoice,
     /// Character budget of a text result; a longer one is cut and says how to continue.
     #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET, value_name = "CHARS")]
     pub(crate) text_budget: usize,
@@ -150,8 +151,8 @@ pub(crate) struct RenderArgs {
 pub(crate) struct CallRenderArgs {
     /// json: the contract JSON (an error as its envelope); text: the compact text format
     /// (`kbtools help text-format`); auto: text on a terminal, json when piped.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Json)]
-    pub(crate) format: OutputFormat,
+    #[arg(long, default_value = "json", value_parser = format_choice())]
+    pub(crate) format: FormatChoice,
     /// Character budget of a text result; a longer one is cut and says how to continue.
     #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET, value_name = "CHARS")]
     pub(crate) text_budget: usize,
@@ -173,21 +174,35 @@ fn wire<T: kbtools::wire::WireName>() -> impl clap::builder::TypedValueParser<Va
     clap::builder::PossibleValuesParser::new(T::NAMES).try_map(|name| name.parse::<T>())
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum OutputFormat {
+/// `--format` of a tool command: one of the library's formats, or `auto`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FormatChoice {
+    /// Text on a terminal, JSON otherwise.
     Auto,
-    Json,
-    Text,
+    Given(OutputFormat),
+}
+
+/// `--format`'s parser: `auto`, then [`OutputFormat`]'s values by name (`auto, json, text`).
+fn format_choice() -> impl clap::builder::TypedValueParser<Value = FormatChoice> {
+    use clap::builder::TypedValueParser;
+    let mut names = OutputFormat::NAMES.to_vec();
+    names.sort_unstable();
+    names.insert(0, "auto");
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| match name.as_str() {
+        "auto" => Ok(FormatChoice::Auto),
+        name => name.parse().map(FormatChoice::Given),
+    })
 }
 
 impl RenderArgs {
-    /// Whether the result is printed as text: asked for, or `auto` with stdout a terminal.
-    pub(crate) fn text(&self) -> bool {
+    /// The format the result is printed in: the one asked for, or for `auto` text on a terminal
+    /// and JSON otherwise.
+    pub(crate) fn format(&self) -> OutputFormat {
         use std::io::IsTerminal;
         match self.format {
-            OutputFormat::Text => true,
-            OutputFormat::Json => false,
-            OutputFormat::Auto => std::io::stdout().is_terminal(),
+            FormatChoice::Given(format) => format,
+            FormatChoice::Auto if std::io::stdout().is_terminal() => OutputFormat::Text,
+            FormatChoice::Auto => OutputFormat::Json,
         }
     }
 }
@@ -324,8 +339,8 @@ pub(crate) enum Command {
         bundle_path: Option<PathBuf>,
         /// The result format of a call that does not name one: text (compact, for models) or
         /// json (the contract JSON).
-        #[arg(long = "format", default_value = "text", value_parser = wire::<kbtools::serve::mcp::Format>())]
-        result_format: kbtools::serve::mcp::Format,
+        #[arg(long = "format", default_value_t = OutputFormat::default(), value_parser = wire::<OutputFormat>())]
+        result_format: OutputFormat,
         /// Character budget of a text result.
         #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET, value_name = "CHARS")]
         text_budget: usize,

@@ -6,7 +6,7 @@ use std::io::Read;
 use anyhow::{anyhow, Context, Result};
 use serde_json::Value;
 
-use kbtools::error::new_request_id;
+use kbtools::door::{Answer, Body, Call, OutputFormat, Rendered};
 use kbtools::tools::{self, ToolName};
 
 use crate::open;
@@ -42,7 +42,7 @@ pub(crate) fn call(
             names.join(", ")
         ));
     };
-    answer(source, render, tool, &value)
+    answer(source, render, tool, value)
 }
 
 /// Whether `target` (of `kbtools read`) is a file id rather than a path.
@@ -50,61 +50,52 @@ pub(crate) fn looks_like_id(target: &str) -> bool {
     target.starts_with("source-file-") || target.starts_with("generated-")
 }
 
-/// `kbtools search --explain`: each result's score by lane, as JSON or as text.
+/// `kbtools search --explain`: each result's score by lane, as JSON or as text (an error as
+/// its envelope).
 pub(crate) fn explain_search(source: &Source, render: &RenderArgs, input: &Value) -> Result<i32> {
     let kb = open::open(source)?;
     let explained = match tools::search_files::explain(&kb, input) {
         Ok(explained) => explained,
-        Err(error) => {
-            print_json(&error.envelope(&new_request_id()), source.pretty)?;
-            return Ok(1);
-        }
+        Err(error) => return print(Answer::refused(error).json(), source),
     };
-    if render.text() {
-        print_text(kbtools::render::render_explained(&explained))?;
-    } else {
-        print_json(
+    match render.format() {
+        OutputFormat::Text => print_text(kbtools::render::render_explained(&explained))?,
+        OutputFormat::Json => print_json(
             &serde_json::json!({ "query": input["query"], "items": explained }),
             source.pretty,
-        )?;
+        )?,
     }
     Ok(0)
 }
 
-/// Runs `tool` on `input` and prints its answer; 1 when the tool answered with an error.
+/// Runs `tool` on `input` as every door does ([`kbtools::door`]) and prints its answer; 1 when
+/// the tool answered with an error.
 pub(crate) fn answer(
     source: &Source,
     render: &RenderArgs,
     tool: ToolName,
-    input: &Value,
+    input: Value,
 ) -> Result<i32> {
+    let call = Call::new(tool, input);
     // The tool answers while the bundle is checked; again only if the index was rebuilt.
-    let (kb, early) = open::open_ahead(source, |kb| tools::run(kb, tool, input))?;
-    let result = early.unwrap_or_else(|| tools::run(&kb, tool, input));
-    if let Some(hint) = tools::hints::hint(&kb, input, &result) {
+    let (kb, early) = open::open_ahead(source, |kb| call.answer(kb))?;
+    let answer = early.unwrap_or_else(|| call.answer(&kb));
+    if let Some(hint) = tools::hints::hint(&kb, &call.input, &answer.result) {
         eprintln!("kbtools: hint: {hint}");
     }
     // A one-shot process: the OS frees the knowledge base faster than its destructors would
     // (hundreds of thousands of small allocations on a large bundle).
     std::mem::forget(kb);
-    if render.text() {
-        let text = match &result {
-            Ok(output) => kbtools::render::render_output(output, render.text_budget),
-            Err(error) => kbtools::render::render_error(error),
-        };
-        print_text(text)?;
-        return Ok(if result.is_ok() { 0 } else { 1 });
+    print(answer.render(render.format(), render.text_budget), source)
+}
+
+/// Prints a rendered answer; its exit code (1 for an error).
+fn print(rendered: Rendered, source: &Source) -> Result<i32> {
+    match rendered.body {
+        Body::Json(json) => print_json(&json, source.pretty)?,
+        Body::Text(text) => print_text(text)?,
     }
-    match result.and_then(|output| output.to_json()) {
-        Ok(output) => {
-            print_json(&output, source.pretty)?;
-            Ok(0)
-        }
-        Err(error) => {
-            print_json(&error.envelope(&new_request_id()), source.pretty)?;
-            Ok(1)
-        }
-    }
+    Ok(i32::from(rendered.is_error))
 }
 
 /// A tool command that takes a source page (`file`, `related`, `expand`): `target` as its
@@ -116,5 +107,5 @@ pub(crate) fn on_file<C: ToolCommand>(
     input: ToolFlags<C>,
 ) -> Result<i32> {
     let (tool, input) = input.with("fileId", Some(target));
-    answer(source, render, tool, &input)
+    answer(source, render, tool, input)
 }

@@ -91,7 +91,7 @@ fn run(cli: Cli) -> Result<i32> {
             if explain {
                 return call::explain_search(&source, &render, &input);
             }
-            call::answer(&source, &render, tool, &input)
+            call::answer(&source, &render, tool, input)
         }
         #[cfg(feature = "server")]
         Command::Serve(args) => server::serve_command(&source, args),
@@ -122,7 +122,7 @@ fn run(cli: Cli) -> Result<i32> {
                 "path"
             };
             let (tool, input) = input.with(key, Some(target));
-            call::answer(&source, &render, tool, &input)
+            call::answer(&source, &render, tool, input)
         }
         Command::Tree {
             parent,
@@ -130,7 +130,7 @@ fn run(cli: Cli) -> Result<i32> {
             render,
         } => {
             let (tool, input) = input.with("parentPath", parent);
-            call::answer(&source, &render, tool, &input)
+            call::answer(&source, &render, tool, input)
         }
         Command::File {
             target,

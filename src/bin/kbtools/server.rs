@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
+use kbtools::door::OutputFormat;
 use kbtools::index;
 use kbtools::serve::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchMode, WatchOptions};
-use kbtools::serve::mcp::{serve_stdio, Format, McpOptions};
+use kbtools::serve::mcp::{serve_stdio, McpOptions};
 
 use crate::args::ServeArgs;
 use crate::open::{build_options, locate, one_bundle, open_at};
@@ -18,7 +19,7 @@ use crate::Source;
 pub(super) fn mcp_stdio(
     source: Source,
     bundle_path: Option<PathBuf>,
-    format: Format,
+    format: OutputFormat,
     text_budget: usize,
     audit_log: Option<PathBuf>,
     watch: bool,

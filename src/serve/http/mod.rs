@@ -1,7 +1,8 @@
 //! The local HTTP server: the online Developer OpenAPI's read routes of the six tools (and the
 //! short backend-adapter routes) over one or more knowledge bases, read-only, with the contract's
 //! error envelope and status codes. axum on tokio, confined to this module; every route is a
-//! thin mapping onto [`crate::tools::call`], run off the async threads.
+//! thin mapping onto a tool call answered as at every door ([`crate::door`]), off the async
+//! threads.
 //!
 //! Safe by default: the caller picks the address (the CLI defaults to loopback); an optional
 //! bearer token answers 401 `UNAUTHORIZED` before anything else, as online; request bodies are

@@ -10,12 +10,15 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Map, Value};
 
+use crate::door::{Call, OutputFormat};
 use crate::error::{ErrorCode, ToolError};
 use crate::kb::KnowledgeBase;
+use crate::render;
 use crate::serve::live::LiveKnowledgeBase;
+use crate::serve::pool;
 use crate::tools;
 
-use super::responses::{error_response, json_response, request_id};
+use super::responses::{error_response, json_response, rendered_response, request_id};
 use super::{spec, Served, Shared};
 
 pub(super) async fn unsupported(request: Request) -> Response {
@@ -278,8 +281,8 @@ fn matched(request: &Request) -> String {
         .to_string()
 }
 
-/// Answers one tool route from one snapshot of `kb`, taken on the blocking pool (switching to a
-/// rebuilt index opens it there, never on the async threads).
+/// Answers one tool route as every door answers a call ([`crate::door`]), from one snapshot of
+/// `kb` taken on the blocking pool.
 pub(super) async fn answer(
     kb: Arc<LiveKnowledgeBase>,
     route: &'static spec::KbRoute,
@@ -295,15 +298,15 @@ pub(super) async fn answer(
         Ok(q) => q,
         Err(e) => return error_response(&e, id),
     };
-    let input = tool_input(route, file_id, query);
-    let tool = route.tool;
-    let result = tokio::task::spawn_blocking(move || {
-        tools::run(&kb.get(), tool, &input).and_then(|output| output.to_json())
+    let call = Call::with_id(route.tool, tool_input(route, file_id, query), id.into());
+    // The contract JSON, the one format the served document describes.
+    let rendered = pool::on_snapshot(kb, move |kb| {
+        call.answer(kb)
+            .render(OutputFormat::Json, render::DEFAULT_TEXT_BUDGET)
     })
     .await;
-    match result {
-        Ok(Ok(output)) => json_response(StatusCode::OK, &output),
-        Ok(Err(error)) => error_response(&error, id),
+    match rendered {
+        Ok(rendered) => rendered_response(rendered, id),
         Err(e) => error_response(
             &ToolError::new(ErrorCode::InternalError, format!("The request failed: {e}")),
             id,

@@ -1,6 +1,6 @@
 //! The local MCP server (stdio): the six tools over the Model Context Protocol with the official
 //! Rust SDK `rmcp`. A result is compact text by default ([`crate::render`]) or, per call
-//! (`format: "json"`) or per server, the exact contract JSON. Tool errors are tool results with
+//! (`format: "json"`) or per server, the exact contract JSON ([`OutputFormat`]). Tool errors are tool results with
 //! `isError: true`; an unknown tool or a malformed request is a JSON-RPC error. stdout carries
 //! the protocol only. Each call answers from one snapshot of a [`LiveKnowledgeBase`], so a
 //! rebuilt index is picked up between calls.
@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt;
 
+use crate::door::OutputFormat;
 use crate::render;
 use crate::serve::live::{LiveKnowledgeBase, Log};
 
@@ -31,23 +32,11 @@ pub(crate) use stdio::{parse_line, Parsed, INVALID_REQUEST, PARSE_ERROR};
 pub use stdio::{LineTransport, MAX_IN_FLIGHT, MAX_LINE_BYTES};
 pub use tool_list::{input_schema, tool_definitions};
 
-crate::wire::wire_enum! {
-    /// What a tool result is made of.
-    #[derive(Default)]
-    pub enum Format {
-        /// Compact text for models (`docs/text-format.md`).
-        #[default]
-        Text = "text",
-        /// The exact contract JSON (also as `structuredContent`).
-        Json = "json",
-    }
-}
-
 /// How the server answers.
 #[derive(Debug, Clone)]
 pub struct McpOptions {
     /// The format of a call that does not name one.
-    pub format: Format,
+    pub format: OutputFormat,
     /// The character budget of a text result.
     pub text_budget: usize,
     /// Appends one JSON line per call: tool, input, the contract JSON output, duration.
@@ -57,7 +46,7 @@ pub struct McpOptions {
 impl Default for McpOptions {
     fn default() -> Self {
         McpOptions {
-            format: Format::Text,
+            format: OutputFormat::default(),
             text_budget: render::DEFAULT_TEXT_BUDGET,
             audit_log: None,
         }

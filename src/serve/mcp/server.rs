@@ -1,5 +1,6 @@
-//! The MCP server over one knowledge base: `tools/list`, `tools/call` on one snapshot, text or
-//! JSON results, tool errors as results, the audit log.
+//! The MCP server over one knowledge base: `tools/list`, `tools/call` (the `format` argument
+//! read, the call answered as every door answers it, [`crate::door`], on the blocking pool),
+//! tool errors as results, the audit log.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -18,12 +19,13 @@ use serde_json::{json, Value};
 
 use super::stdio::KNOWN_METHODS;
 use super::tool_list::{shared_tool_definitions, FORMAT_ARGUMENT, INSTRUCTIONS};
-use super::{Format, McpOptions};
-use crate::error::{new_request_id, ErrorCode, ToolError};
+use super::McpOptions;
+use crate::door::{Answer, Body, Call, OutputFormat};
+use crate::error::{ErrorCode, ToolError};
 use crate::kb::KnowledgeBase;
-use crate::render;
 use crate::serve::live::LiveKnowledgeBase;
-use crate::tools::{self, ToolName};
+use crate::serve::pool;
+use crate::tools::ToolName;
 
 /// The MCP server over one knowledge base.
 #[derive(Clone)]
@@ -62,49 +64,54 @@ impl KbServer {
         self.kb.get()
     }
 
-    /// Answers one tool call: the result a client sees, and the audit record.
+    /// Answers one call of the tool named `tool` as the client gave it (an unknown name is the
+    /// tool error `UNSUPPORTED_ROUTE`): the result a client sees, and the audit record.
     pub fn answer(&self, tool: &str, arguments: Option<JsonObject>) -> CallToolResult {
+        self.answer_on(&self.kb.get(), tool, tool.parse(), arguments)
+    }
+
+    /// Answers one call on the snapshot `kb` ([`Call::answer`]) in the call's format; `name` is
+    /// the tool as the audit record names it.
+    fn answer_on(
+        &self,
+        kb: &KnowledgeBase,
+        name: &str,
+        tool: Result<ToolName, ToolError>,
+        arguments: Option<JsonObject>,
+    ) -> CallToolResult {
         let started = Instant::now();
         let mut input = arguments.unwrap_or_default();
-        let format = match input.remove(FORMAT_ARGUMENT) {
-            None | Some(Value::Null) => Ok(self.options.format),
-            Some(Value::String(s)) => Format::parse(s.trim()).ok_or(()),
-            Some(_) => Err(()),
-        };
+        let format = take_format(&mut input, self.options.format);
         let input = Value::Object(input);
-        let (result, format) = match format {
-            Ok(format) => (tools::call(&self.kb.get(), tool, &input), format),
-            Err(()) => (
-                Err(ToolError::invalid_field(
-                    "format must be \"text\" or \"json\".",
-                    FORMAT_ARGUMENT,
-                )),
-                self.options.format,
-            ),
-        };
-        // The answer beside its contract JSON (the structured content, the audit record).
-        let result = result.and_then(|answer| answer.to_json().map(|json| (answer, json)));
-        let (output, is_error) = match &result {
-            Ok((_, json)) => (json.clone(), false),
-            Err(error) => (error.envelope(&new_request_id()), true),
-        };
-        let content = match (format, &result) {
-            (Format::Json, _) => serde_json::to_string(&output).unwrap_or_default(),
-            (Format::Text, Ok((answer, _))) => {
-                render::render_output(answer, self.options.text_budget)
+        let (answer, format, input) = match (format, tool) {
+            (Err(error), _) => (Answer::refused(error), self.options.format, input),
+            (Ok(format), Err(unknown)) => (Answer::refused(unknown), format, input),
+            (Ok(format), Ok(tool)) => {
+                let call = Call::new(tool, input);
+                (call.answer(kb), format, call.input)
             }
-            (Format::Text, Err(error)) => render::render_error(error),
         };
-        let mut answer = if is_error {
+        let rendered = answer.render(format, self.options.text_budget);
+        let is_error = rendered.is_error;
+        let (content, structured) = match rendered.body {
+            Body::Json(json) => (serde_json::to_string(&json).unwrap_or_default(), Some(json)),
+            Body::Text(text) => (text, None),
+        };
+        let mut result = if is_error {
             CallToolResult::error(vec![ContentBlock::text(content)])
         } else {
             CallToolResult::success(vec![ContentBlock::text(content)])
         };
-        if format == Format::Json && !is_error {
-            answer.structured_content = Some(output.clone());
+        if self.audit.is_some() {
+            // The record holds the contract JSON whatever the call's format.
+            let output = match &structured {
+                Some(json) => json.clone(),
+                None => answer.json().body.into_json(),
+            };
+            self.audit(name, &input, &output, is_error, started);
         }
-        self.audit(tool, &input, &output, is_error, started);
-        answer
+        result.structured_content = structured.filter(|_| !is_error);
+        result
     }
 
     /// Appends the audit record of one call (a write failure must not fail the call).
@@ -126,6 +133,22 @@ impl KbServer {
             let _ = file.write_all(line.as_bytes()).and_then(|_| file.flush());
         }
     }
+}
+
+/// Takes the `format` argument out of a call's arguments: absent or `null` is the server's
+/// `default`, else one of [`OutputFormat`]'s spellings (trimmed).
+fn take_format(input: &mut JsonObject, default: OutputFormat) -> Result<OutputFormat, ToolError> {
+    match input.remove(FORMAT_ARGUMENT) {
+        None | Some(Value::Null) => return Ok(default),
+        Some(Value::String(s)) => OutputFormat::parse(s.trim()),
+        Some(_) => None,
+    }
+    .ok_or_else(|| {
+        ToolError::invalid_field(
+            &format!("{FORMAT_ARGUMENT} must be {}.", OutputFormat::choices()),
+            FORMAT_ARGUMENT,
+        )
+    })
 }
 
 impl ServerHandler for KbServer {
@@ -192,8 +215,9 @@ impl ServerHandler for KbServer {
         let arguments = request.arguments;
         let cancelled = context.ct.clone();
         // A call cancelled while it waited for a thread is not run (its answer is dropped).
-        let result = tokio::task::spawn_blocking(move || {
-            (!cancelled.is_cancelled()).then(|| server.answer(tool.as_str(), arguments))
+        let result = pool::on_snapshot(self.kb.clone(), move |kb| {
+            (!cancelled.is_cancelled())
+                .then(|| server.answer_on(kb, tool.as_str(), Ok(tool), arguments))
         })
         .await;
         match result {

@@ -1,11 +1,13 @@
 //! The six tools as MCP sees them: titles, descriptions and input schemas made for clients
-//! (`format` added), and the instructions sent with `initialize`.
+//! (`format` added, its values from [`OutputFormat`]), and the instructions sent with
+//! `initialize`.
 
 use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 
+use crate::door::OutputFormat;
 use crate::tools::{ParamsDef, ToolName};
 
 /// The argument every tool takes on top of its contract input.
@@ -148,19 +150,32 @@ pub fn input_schema(tool: ToolName, params: &ParamsDef) -> JsonObject {
         .entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(properties) = properties {
-        properties.insert(
-            FORMAT_ARGUMENT.into(),
-            json!({
-                "type": "string",
-                "enum": ["text", "json"],
-                "description": "text (default): compact text for reading; json: the full contract JSON."
-            }),
-        );
+        properties.insert(FORMAT_ARGUMENT.into(), format_schema());
     }
     object
 }
 
-/// The six tools as MCP tool definitions.
+/// The schema of the `format` argument, from [`OutputFormat`]: its values in order, each with
+/// what it gives (`text (default): compact text for reading; json: the full contract JSON.`).
+fn format_schema() -> Value {
+    let described: Vec<String> = OutputFormat::ALL
+        .iter()
+        .map(|&format| {
+            let default = if format == OutputFormat::default() {
+                " (default)"
+            } else {
+                ""
+            };
+            format!("{format}{default}: {}", format.summary())
+        })
+        .collect();
+    json!({
+        "type": "string",
+        "enum": OutputFormat::NAMES,
+        "description": format!("{}.", described.join("; ")),
+    })
+}
+
 /// The tool list every server (every MCP-over-HTTP session) shares: built once, so that a
 /// session costs a pointer to it rather than a copy of six schemas.
 pub(super) fn shared_tool_definitions() -> Arc<Vec<Tool>> {
@@ -168,6 +183,7 @@ pub(super) fn shared_tool_definitions() -> Arc<Vec<Tool>> {
     TOOLS.get_or_init(|| Arc::new(tool_definitions())).clone()
 }
 
+/// The six tools as MCP tool definitions.
 pub fn tool_definitions() -> Vec<Tool> {
     ToolName::ALL
         .into_iter()
