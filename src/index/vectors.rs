@@ -496,10 +496,11 @@ fn embed_all(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sample() -> Vectors {
+    /// Two pages, three windows of two dimensions (the vector lanes' tests read it too).
+    pub(crate) fn sample() -> Vectors {
         Vectors {
             dim: 2,
             pages: vec![

@@ -84,32 +84,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::vectors::{PageVectors, Script};
-
-    fn sample() -> Vectors {
-        Vectors {
-            dim: 2,
-            pages: vec![
-                PageVectors {
-                    position: 3,
-                    first: 0,
-                    count: 2,
-                    key: [1; 16],
-                    script: Script::Cjk,
-                },
-                PageVectors {
-                    position: 7,
-                    first: 2,
-                    count: 1,
-                    key: [2; 16],
-                    script: Script::Other,
-                },
-            ],
-            sections: vec![0, 1, 0],
-            section_keys: vec![10, 11, 12],
-            data: vec![1.0, 0.0, 0.6, 0.8, 0.0, 1.0],
-        }
-    }
+    use crate::index::vectors::tests::sample;
 
     #[test]
     fn dot_sums_every_product() {
