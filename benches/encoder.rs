@@ -1,5 +1,7 @@
-//! The semantic lane's encoder (issue 23's budget): passage embedding throughput with two
-//! threads over ~300-token passages of the fixture's pages, and one short query's latency.
+//! The semantic lane's encoder: passage embedding throughput with two threads over
+//! ~300-token passages of the fixture's pages, and one short query's latency, in each
+//! precision this CPU runs (the f32 GEMMs, and the integer products where a SIMD kernel runs
+//! them), side by side.
 //! Needs the model (`KBTOOLS_TEST_MODEL_DIR`, else `target/model`); says so and skips without
 //! it. `cargo bench --bench encoder`; CI runs it in criterion's test mode (one pass, checks
 //! only).
@@ -7,9 +9,9 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
-use kbtools::embed::{Kind, Model};
+use kbtools::embed::{Kind, Model, Precision};
 
-fn model() -> Option<Model> {
+fn model(precision: Precision) -> Option<Model> {
     let dir = std::env::var_os("KBTOOLS_TEST_MODEL_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/model"));
@@ -18,7 +20,7 @@ fn model() -> Option<Model> {
         eprintln!("SKIPPED: encoder bench: no model at {}", path.display());
         return None;
     }
-    Some(Model::load(&path).expect("the model loads"))
+    Some(Model::load_in(&path, precision).expect("the model loads"))
 }
 
 /// Windows of at most 320 tokens from the fixture's English and Chinese pages, the first
@@ -55,10 +57,23 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 }
 
 fn bench_encoder(c: &mut Criterion) {
-    let Some(model) = model() else { return };
+    let mut precisions = vec![("f32", Precision::F32)];
+    let kernel = kbtools::embed::int8::Kernel::detect();
+    if kernel != kbtools::embed::int8::Kernel::Portable {
+        precisions.push(("int8", Precision::Int8(kernel)));
+    }
+    for (name, precision) in precisions {
+        let Some(model) = model(precision) else {
+            return;
+        };
+        bench_precision(c, name, &model);
+    }
+}
+
+fn bench_precision(c: &mut Criterion, name: &str, model: &Model) {
     // 64 passages when measuring; criterion's test mode (CI, a test-profile build) checks 4.
     let measuring = std::env::args().any(|a| a == "--bench");
-    let windows = passages(&model, if measuring { 64 } else { 4 });
+    let windows = passages(model, if measuring { 64 } else { 4 });
     let tokens: usize = windows.iter().map(|w| w.len() + 2).sum();
     let vectors = model.embed_windows(&windows, 2, &|_| {});
     assert_eq!(vectors.len(), windows.len());
@@ -66,7 +81,7 @@ fn bench_encoder(c: &mut Criterion) {
         .iter()
         .all(|v| v.len() == 384 && v.iter().all(|x| x.is_finite())));
 
-    let mut group = c.benchmark_group("encoder");
+    let mut group = c.benchmark_group(format!("encoder_{name}"));
     group.sampling_mode(SamplingMode::Flat).sample_size(10);
     group.throughput(Throughput::Elements(tokens as u64));
     group.bench_function("passages_320_tokens_2_threads", |b| {
@@ -91,7 +106,8 @@ fn bench_encoder(c: &mut Criterion) {
         }
         let secs = started.elapsed().as_secs_f64();
         eprintln!(
-            "encoder: {} passages, {tokens} tokens: {:.0} tokens/s with 2 threads ({rounds} rounds)",
+            "encoder ({name}, {:?}): {} passages, {tokens} tokens: {:.0} tokens/s with 2 threads ({rounds} rounds)",
+            model.precision(),
             windows.len(),
             (tokens * rounds) as f64 / secs
         );

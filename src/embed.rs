@@ -11,12 +11,14 @@ pub mod download;
 pub mod encoder;
 pub mod format;
 pub mod install;
+pub mod int8;
 pub mod tokenizer;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+pub use encoder::Precision;
 use encoder::{Encoder, Scratch};
 use tokenizer::Tokenizer;
 
@@ -65,24 +67,40 @@ pub struct Model {
 }
 
 impl Model {
+    /// Loads the model at `path` in the precision this build runs best on this CPU
+    /// ([`Precision::detect`]).
     pub fn load(path: &Path) -> Result<Model, EmbedError> {
+        Self::load_in(path, Precision::detect())
+    }
+
+    /// Loads the model at `path` to run in `precision` (benchmarks compare them).
+    pub fn load_in(path: &Path, precision: Precision) -> Result<Model, EmbedError> {
         let bytes = std::fs::read(path).map_err(|source| EmbedError::Io {
             path: path.display().to_string(),
             source,
         })?;
-        Self::from_bytes(&bytes).map_err(|source| EmbedError::Format {
+        Self::from_bytes_in(&bytes, precision).map_err(|source| EmbedError::Format {
             path: path.display().to_string(),
             source,
         })
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Model, format::FormatError> {
+        Self::from_bytes_in(bytes, Precision::detect())
+    }
+
+    pub fn from_bytes_in(bytes: &[u8], precision: Precision) -> Result<Model, format::FormatError> {
         let file = format::ModelFile::parse(bytes)?;
-        let encoder = Encoder::load(&file, bytes)?;
+        let encoder = Encoder::load(&file, bytes, precision)?;
         Ok(Model {
             tokenizer: Tokenizer::new(file.vocabulary),
             encoder,
         })
+    }
+
+    /// How the encoder multiplies ([`Precision`]).
+    pub fn precision(&self) -> Precision {
+        self.encoder.precision
     }
 
     /// The embedding's dimension.

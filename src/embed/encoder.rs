@@ -1,34 +1,64 @@
-//! The encoder: a 12-layer BERT (post-norm, GELU, mean pooling) run in f32 over the 4-bit
-//! weights dequantized once at load. Every matrix product goes through the `gemm` crate: the
-//! tokens of a whole batch of passages are one matrix, so each weight matrix is one large GEMM
-//! per layer (Q, K and V fused into one), and attention is two GEMMs per passage and head over
-//! strided views, with no copies. Batches run on `threads` scoped threads, each its own GEMMs
-//! (no pool, no spinning: a thread with nothing left ends); a batch too small to share runs its
-//! GEMMs on the rayon pool instead (one short query).
+//! The encoder: a 12-layer BERT (post-norm, GELU, mean pooling). Its four weight matrices a
+//! layer run in one of two [`Precision`]s: as 8-bit integer products over the 4-bit weights as
+//! the file holds them ([`super::int8`], on any x86-64 CPU with AVX2 in an optimized build), or
+//! in f32 over the weights dequantized once at load, through the `gemm` crate (elsewhere, and in
+//! test builds, whose unoptimized intrinsics would be a call each). The tokens of a whole batch
+//! of passages are one matrix, so each weight matrix is one product per layer (Q, K and V
+//! fused into one); attention is two f32 GEMMs per passage and head over strided views, with no
+//! copies. Batches run on `threads` scoped threads, each its own products (no pool, no
+//! spinning: a thread with nothing left ends); a batch too small to share runs its products on
+//! the rayon pool instead (one short query).
 
 use gemm::Parallelism;
 
 use super::format::{self, FormatError, ModelFile, Shape, Q4_BLOCK, Q4_BLOCK_BYTES};
+use super::int8::{self, Kernel, Q4Matrix, Q8Rows};
+
+/// How the encoder multiplies by its weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// 8-bit products from the 4-bit weights, on this kernel ([`super::int8`]).
+    Int8(Kernel),
+    /// f32 GEMMs over the dequantized weights.
+    F32,
+}
+
+impl Precision {
+    /// What this build on this CPU runs best: the integer products where a SIMD kernel runs
+    /// them (AVX-512 VNNI or AVX2) in an optimized build; f32 GEMMs elsewhere (their kernels
+    /// use the SIMD of every CPU `gemm` knows) and in test builds.
+    pub fn detect() -> Precision {
+        match Kernel::detect() {
+            Kernel::Portable => Precision::F32,
+            _ if cfg!(debug_assertions) => Precision::F32,
+            kernel => Precision::Int8(kernel),
+        }
+    }
+}
+
+/// One weight matrix (rows of `[out][in]`) in the encoder's precision.
+enum Weights {
+    Int8(Q4Matrix, Kernel),
+    F32(Vec<f32>),
+}
 
 struct Layer {
     /// Q, K and V stacked: `[3H][H]`, and their biases.
-    qkv: Vec<f32>,
-    /// The same four weight matrices as the file holds them (Q4_0, rows of `[out][in]`), for
-    /// [`linear_q4`]: `qkv`, `out`, `up`, `down`.
-    q4: [Vec<u8>; 4],
+    qkv: Weights,
     qkv_bias: Vec<f32>,
-    out: Vec<f32>,
+    out: Weights,
     out_bias: Vec<f32>,
     attention_norm: (Vec<f32>, Vec<f32>),
-    up: Vec<f32>,
+    up: Weights,
     up_bias: Vec<f32>,
-    down: Vec<f32>,
+    down: Weights,
     down_bias: Vec<f32>,
     output_norm: (Vec<f32>, Vec<f32>),
 }
 
 pub(crate) struct Encoder {
     pub shape: Shape,
+    pub precision: Precision,
     /// The word embeddings, still Q4_0 (a row dequantized per token): `[vocab][H / 32]` blocks.
     words: Vec<u8>,
     positions: Vec<f32>,
@@ -46,6 +76,8 @@ pub(crate) struct Scratch {
     projected: Vec<f32>,
     mid: Vec<f32>,
     scores: Vec<f32>,
+    /// A product's input rows, quantized ([`Precision::Int8`]).
+    q8: Q8Rows,
 }
 
 fn grow(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
@@ -56,7 +88,11 @@ fn grow(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
 }
 
 impl Encoder {
-    pub fn load(file: &ModelFile, bytes: &[u8]) -> Result<Encoder, FormatError> {
+    pub fn load(
+        file: &ModelFile,
+        bytes: &[u8],
+        precision: Precision,
+    ) -> Result<Encoder, FormatError> {
         let s = file.shape;
         let (h, ff) = (s.hidden, s.ffn);
         let f32s = |name: &str, n: usize| -> Result<Vec<f32>, FormatError> {
@@ -65,53 +101,47 @@ impl Encoder {
                 _ => Err(FormatError::Bad("tensor type")),
             }
         };
-        let q4 = |name: &str, n: usize| -> Result<Vec<f32>, FormatError> {
+        let raw = |name: &str, n: usize| -> Result<&[u8], FormatError> {
             match file.tensor(bytes, name, n)? {
                 (_, 0) => Err(FormatError::Bad("tensor type")),
-                (raw, _) => {
-                    let mut out = vec![0.0; n];
-                    format::dequantize(raw, &mut out);
-                    Ok(out)
+                (raw, _) => Ok(raw),
+            }
+        };
+        // Weight matrices of `rows × cols`, from the Q4_0 tensors `names` stacked.
+        let weights = |names: &[String],
+                       rows: usize,
+                       cols: usize|
+         -> Result<Weights, FormatError> {
+            let mut q4 = Vec::with_capacity(names.len() * rows * cols / Q4_BLOCK * Q4_BLOCK_BYTES);
+            for name in names {
+                q4.extend_from_slice(raw(name, rows * cols)?);
+            }
+            let rows = rows * names.len();
+            Ok(match precision {
+                Precision::Int8(kernel) => Weights::Int8(Q4Matrix::pack(&q4, rows, cols), kernel),
+                Precision::F32 => {
+                    let mut out = vec![0.0; rows * cols];
+                    format::dequantize(&q4, &mut out);
+                    Weights::F32(out)
                 }
-            }
+            })
         };
-        let raw = |name: &str, n: usize| -> Result<Vec<u8>, FormatError> {
-            match file.tensor(bytes, name, n)? {
-                (_, 0) => Err(FormatError::Bad("tensor type")),
-                (raw, _) => Ok(raw.to_vec()),
-            }
-        };
-        let words = match file.tensor(bytes, "emb.word", s.vocab * h)? {
-            (_, 0) => return Err(FormatError::Bad("tensor type")),
-            (raw, _) => raw.to_vec(),
-        };
+        let words = raw("emb.word", s.vocab * h)?.to_vec();
         let mut layers = Vec::with_capacity(s.layers);
         for l in 0..s.layers {
             let name = |part: &str| format!("l{l}.{part}");
-            let mut qkv = q4(&name("q.w"), h * h)?;
-            qkv.extend(q4(&name("k.w"), h * h)?);
-            qkv.extend(q4(&name("v.w"), h * h)?);
             let mut qkv_bias = f32s(&name("q.b"), h)?;
             qkv_bias.extend(f32s(&name("k.b"), h)?);
             qkv_bias.extend(f32s(&name("v.b"), h)?);
-            let mut qkv_q4 = raw(&name("q.w"), h * h)?;
-            qkv_q4.extend(raw(&name("k.w"), h * h)?);
-            qkv_q4.extend(raw(&name("v.w"), h * h)?);
             layers.push(Layer {
-                qkv,
-                q4: [
-                    qkv_q4,
-                    raw(&name("ao.w"), h * h)?,
-                    raw(&name("fi.w"), ff * h)?,
-                    raw(&name("fo.w"), h * ff)?,
-                ],
+                qkv: weights(&[name("q.w"), name("k.w"), name("v.w")], h, h)?,
                 qkv_bias,
-                out: q4(&name("ao.w"), h * h)?,
+                out: weights(&[name("ao.w")], h, h)?,
                 out_bias: f32s(&name("ao.b"), h)?,
                 attention_norm: (f32s(&name("aln.w"), h)?, f32s(&name("aln.b"), h)?),
-                up: q4(&name("fi.w"), ff * h)?,
+                up: weights(&[name("fi.w")], ff, h)?,
                 up_bias: f32s(&name("fi.b"), ff)?,
-                down: q4(&name("fo.w"), h * ff)?,
+                down: weights(&[name("fo.w")], h, ff)?,
                 down_bias: f32s(&name("fo.b"), h)?,
                 output_norm: (f32s(&name("oln.w"), h)?, f32s(&name("oln.b"), h)?),
             });
@@ -120,6 +150,7 @@ impl Encoder {
         token_type.truncate(h);
         Ok(Encoder {
             shape: s,
+            precision,
             words,
             positions: f32s("emb.pos", s.positions * h)?,
             token_type,
@@ -147,6 +178,7 @@ impl Encoder {
             projected,
             mid,
             scores,
+            q8,
         } = scratch;
         let x = grow(x, t * h);
         let qkv = grow(qkv, t * 3 * h);
@@ -159,37 +191,22 @@ impl Encoder {
         self.embed_tokens(segments, x);
         layer_norm(x, None, &self.embedding_norm, h, s.eps);
 
-        // A few rows (one short query) multiply straight from the 4-bit weights.
-        let small = t <= SMALL_ROWS && small_products();
-        let linear = |x: &[f32], nin: usize, w: &[f32], q4: &[u8], bias: &[f32], y: &mut [f32]| {
-            if small {
-                linear_q4(x, nin, q4, bias, y);
-            } else {
-                linear(x, nin, w, bias, y, parallelism);
+        let parallel = matches!(parallelism, Parallelism::Rayon(n) if n > 1);
+        let mut linear = |x: &[f32], nin: usize, w: &Weights, bias: &[f32], y: &mut [f32]| match w {
+            Weights::Int8(w, kernel) => {
+                q8.quantize(x, nin);
+                int8::linear(q8, w, bias, y, *kernel, parallel);
             }
+            Weights::F32(w) => linear(x, nin, w, bias, y, parallelism),
         };
         for layer in &self.layers {
-            linear(x, h, &layer.qkv, &layer.q4[0], &layer.qkv_bias, qkv);
+            linear(x, h, &layer.qkv, &layer.qkv_bias, qkv);
             attention(segments, qkv, scores, context, (h, s.heads));
-            linear(
-                context,
-                h,
-                &layer.out,
-                &layer.q4[1],
-                &layer.out_bias,
-                projected,
-            );
+            linear(context, h, &layer.out, &layer.out_bias, projected);
             layer_norm(x, Some(projected), &layer.attention_norm, h, s.eps);
-            linear(x, h, &layer.up, &layer.q4[2], &layer.up_bias, mid);
+            linear(x, h, &layer.up, &layer.up_bias, mid);
             wide(|| mid.iter_mut().for_each(|v| *v = gelu(*v)));
-            linear(
-                mid,
-                ff,
-                &layer.down,
-                &layer.q4[3],
-                &layer.down_bias,
-                projected,
-            );
+            linear(mid, ff, &layer.down, &layer.down_bias, projected);
             layer_norm(x, Some(projected), &layer.output_norm, h, s.eps);
         }
 
@@ -347,181 +364,12 @@ fn linear(x: &[f32], nin: usize, w: &[f32], bias: &[f32], y: &mut [f32], par: Pa
     }
 }
 
-/// Rows (tokens) of a product at most this many go through [`linear_q4`].
-pub(crate) const SMALL_ROWS: usize = 64;
-
-/// Whether this CPU runs [`linear_q4`]'s kernel (AVX2 and FMA); elsewhere every product is a GEMM.
-/// Whether a few rows multiply straight from the 4-bit weights ([`linear_q4`]): in an optimized
-/// build, on a CPU with AVX2 and FMA. Unoptimized (a test build) the kernel's intrinsics are
-/// each a function call, far slower than the GEMM (an optimized dependency even there, see
-/// Cargo.toml): a one-shot semantic search took 3.5 s, past the 3 s search deadline once CI's
-/// tests ran side by side. `the_small_product_agrees_with_the_gemm` tests the kernel itself
-/// in every build.
-fn small_products() -> bool {
-    !cfg!(debug_assertions) && fma_available()
-}
-
-fn fma_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// [`linear`] for a few rows of `x` (one short query), from the Q4_0 weights `w` (rows of
-/// `[out][in]`): each pair of weight rows is dequantized into a buffer once and multiplied with
-/// every row of `x`, two by two, the weight rows split among the rayon threads. A GEMM packs the
-/// whole f32 weight matrix for every product, which for a dozen rows cost more than the product
-/// itself (a short query ran 3–4 times slower per token than a batch), and reads eight times the
-/// bytes. Needs AVX2 and FMA ([`fma_available`]); sums in another order than the GEMM, so the
-/// two agree to rounding (a test compares them).
-fn linear_q4(x: &[f32], nin: usize, w: &[u8], bias: &[f32], y: &mut [f32]) {
-    use rayon::prelude::*;
-    let nout = bias.len();
-    let t = x.len() / nin;
-    let row_bytes = nin / Q4_BLOCK * Q4_BLOCK_BYTES;
-    debug_assert_eq!(w.len(), nout * row_bytes);
-    debug_assert!(nin.is_multiple_of(LANES));
-    /// Weight rows a task takes.
-    const ROWS: usize = 32;
-    // Output-major: each task writes its weight rows' outputs, contiguous.
-    let mut by_row = vec![0.0f32; nout * t];
-    by_row
-        .par_chunks_mut(ROWS * t)
-        .enumerate()
-        .for_each(|(task, out)| {
-            let first = task * ROWS;
-            let rows = out.len() / t;
-            let mut weights = vec![0.0f32; 2 * nin];
-            let mut r = 0;
-            while r < rows {
-                let pair = (rows - r).min(2);
-                for p in 0..pair {
-                    let at = (first + r + p) * row_bytes;
-                    let out = &mut weights[p * nin..(p + 1) * nin];
-                    format::dequantize(&w[at..at + row_bytes], out);
-                }
-                let (w0, w1) = weights.split_at(nin);
-                let mut k = 0;
-                while k < t {
-                    let x0 = &x[k * nin..(k + 1) * nin];
-                    if k + 1 < t && pair == 2 {
-                        let x1 = &x[(k + 1) * nin..(k + 2) * nin];
-                        let [[a, b], [c, d]] = fused_dots::<2, 2>([w0, w1], [x0, x1]);
-                        out[r * t + k] = a;
-                        out[r * t + k + 1] = b;
-                        out[(r + 1) * t + k] = c;
-                        out[(r + 1) * t + k + 1] = d;
-                        k += 2;
-                    } else {
-                        for p in 0..pair {
-                            let row = &weights[p * nin..(p + 1) * nin];
-                            out[(r + p) * t + k] = fused_dots::<1, 1>([row], [x0])[0][0];
-                        }
-                        k += 1;
-                    }
-                }
-                r += pair;
-            }
-        });
-    for (k, y) in y[..t * nout].chunks_exact_mut(nout).enumerate() {
-        for (o, y) in y.iter_mut().enumerate() {
-            *y = bias[o] + by_row[o * t + k];
-        }
-    }
-}
-
-/// The dot product of each of `rows` with each of `xs` (all of one length, a multiple of
-/// [`LANES`]): fused multiply-adds into [`LANES`] running sums per product, then the lanes
-/// added in order. Written with AVX2 intrinsics: LLVM left the plain loops of a 2 × 2 tile
-/// scalar. Call only where [`fma_available`].
-fn fused_dots<const R: usize, const T: usize>(rows: [&[f32]; R], xs: [&[f32]; T]) -> [[f32; T]; R] {
-    #[cfg(target_arch = "x86_64")]
-    {
-        debug_assert!(fma_available());
-        let n = rows[0].len();
-        assert!(
-            n.is_multiple_of(LANES)
-                && rows.iter().all(|r| r.len() == n)
-                && xs.iter().all(|x| x.len() == n)
-        );
-        // SAFETY: the caller checked the CPU has AVX2 and FMA; every load reads
-        // `LANES` floats at `k < n`, `n` a multiple of `LANES`, of slices `n` long (asserted).
-        unsafe { avx2_dots(rows, xs) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (rows, xs);
-        unreachable!("linear_q4 runs only where fma_available()")
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn avx2_dots<const R: usize, const T: usize>(
-    rows: [&[f32]; R],
-    xs: [&[f32]; T],
-) -> [[f32; T]; R] {
-    use std::arch::x86_64::*;
-    let n = rows[0].len();
-    let mut sums = [[[_mm256_setzero_ps(); 2]; T]; R];
-    let mut k = 0;
-    while k < n {
-        let mut x = [[_mm256_setzero_ps(); 2]; T];
-        for i in 0..T {
-            // SAFETY: `k + LANES <= n`, and every slice is `n` long (the caller's contract).
-            x[i] = unsafe {
-                [
-                    _mm256_loadu_ps(xs[i].as_ptr().add(k)),
-                    _mm256_loadu_ps(xs[i].as_ptr().add(k + 8)),
-                ]
-            };
-        }
-        for r in 0..R {
-            // SAFETY: as above.
-            let w = unsafe {
-                [
-                    _mm256_loadu_ps(rows[r].as_ptr().add(k)),
-                    _mm256_loadu_ps(rows[r].as_ptr().add(k + 8)),
-                ]
-            };
-            for i in 0..T {
-                for half in 0..2 {
-                    sums[r][i][half] = _mm256_fmadd_ps(w[half], x[i][half], sums[r][i][half]);
-                }
-            }
-        }
-        k += LANES;
-    }
-    let mut out = [[0.0f32; T]; R];
-    for r in 0..R {
-        for i in 0..T {
-            let mut lanes = [0.0f32; LANES];
-            // SAFETY: `lanes` holds `LANES` (16) floats: two stores of 8.
-            unsafe {
-                _mm256_storeu_ps(lanes.as_mut_ptr(), sums[r][i][0]);
-                _mm256_storeu_ps(lanes.as_mut_ptr().add(8), sums[r][i][1]);
-            }
-            out[r][i] = lanes.iter().sum();
-        }
-    }
-    out
-}
-
-/// Lanes of [`fused_dots`]' running sums per product: two AVX2 vectors, so that a 2 × 2 tile
-/// keeps eight independent sums in flight (an FMA takes four cycles, two issue a cycle).
-const LANES: usize = 16;
-
 /// Runs `f` compiled for AVX2 and FMA when the CPU has them (checked once, cached by std):
 /// the build targets baseline x86-64, whose loops vectorize four lanes wide at most. `f` and
 /// what it calls must inline into it (`#[inline(always)]`) to be compiled that way.
 /// Measured reason: the layer norms, softmax and GELU were 22% of the encoder's time.
 #[inline(always)]
-fn wide<R>(f: impl FnOnce() -> R) -> R {
+pub(super) fn wide<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         #[target_feature(enable = "avx2,fma")]
@@ -624,47 +472,6 @@ fn gelu(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The one-query product from the 4-bit weights gives the GEMM's over the dequantized
-    /// weights, to rounding, for every shape of tile and remainder.
-    #[test]
-    #[allow(clippy::print_stderr)]
-    fn the_small_product_agrees_with_the_gemm() {
-        if !fma_available() {
-            eprintln!("SKIPPED: this CPU has no AVX2 and FMA; the small product never runs here");
-            return;
-        }
-        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d);
-        for (nin, nout) in [(64, 71), (384, 64), (96, 1), (32, 2)] {
-            let blocks = nout * nin / Q4_BLOCK;
-            let mut q4 = Vec::with_capacity(blocks * Q4_BLOCK_BYTES);
-            for _ in 0..blocks {
-                let scale = half::f16::from_f32(0.001 + (next() % 1000) as f32 / 10_000.0);
-                q4.extend(scale.to_le_bytes());
-                q4.extend((0..Q4_BLOCK_BYTES - 2).map(|_| next() as u8));
-            }
-            let mut w = vec![0.0; nout * nin];
-            format::dequantize(&q4, &mut w);
-            let bias: Vec<f32> = (0..nout)
-                .map(|_| (next() % 200) as f32 / 100.0 - 1.0)
-                .collect();
-            for t in 1..=5 {
-                let x: Vec<f32> = (0..t * nin)
-                    .map(|_| (next() % 2000) as f32 / 1000.0 - 1.0)
-                    .collect();
-                let (mut want, mut got) = (vec![0.0; t * nout], vec![0.0; t * nout]);
-                linear(&x, nin, &w, &bias, &mut want, Parallelism::None);
-                linear_q4(&x, nin, &q4, &bias, &mut got);
-                let largest = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
-                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                    assert!(
-                        (g - w).abs() <= 1e-5 * largest,
-                        "{nin}x{nout}, {t} rows: output {i} is {g}, the GEMM's {w}"
-                    );
-                }
-            }
-        }
-    }
 
     #[test]
     fn fold8_folds_every_value_once_and_joins_the_lanes() {

@@ -109,13 +109,9 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     dot / (na * nb)
 }
 
-/// The engine quantizes activations to 8 bits before each product; this encoder keeps them in
-/// f32, so the two agree closely, not exactly.
-#[test]
-fn encoder_agrees_with_the_engine() {
-    let Some(model) = test_model() else { return };
-    let refs = references();
-    let texts: Vec<&str> = refs.iter().map(|r| r.text.as_str()).collect();
+/// The worst cosine between `model`'s embeddings of `texts` and the engine's, per kind.
+fn worst_cosine(model: &Model, refs: &[Reference], texts: &[&str]) -> Vec<(Kind, f32, String)> {
+    let mut out = Vec::new();
     for (kind, want) in [
         (
             Kind::Query,
@@ -123,44 +119,69 @@ fn encoder_agrees_with_the_engine() {
         ),
         (Kind::Passage, refs.iter().map(|r| &r.passage).collect()),
     ] {
-        let got = model.embed(&texts, kind, 2);
+        let got = model.embed(texts, kind, 2);
         let mut worst = (1.0f32, "");
-        for ((g, w), text) in got.iter().zip(&want).zip(&texts) {
+        for ((g, w), text) in got.iter().zip(&want).zip(texts) {
             let c = cosine(g, w);
             if c < worst.0 {
                 worst = (c, text);
             }
         }
+        out.push((kind, worst.0, worst.1.to_string()));
+    }
+    out
+}
+
+/// The engine quantizes activations to 8 bits before each product; this encoder's f32 path
+/// keeps them in f32, so the two agree closely, not exactly.
+#[test]
+fn encoder_agrees_with_the_engine() {
+    let Some(model) = test_model() else { return };
+    let refs = references();
+    let texts: Vec<&str> = refs.iter().map(|r| r.text.as_str()).collect();
+    for (kind, worst, text) in worst_cosine(model, &refs, &texts) {
+        assert!(worst > 0.99, "{kind:?}: cosine {worst} for {text:?}");
+    }
+}
+
+/// The integer products ([`super::int8`]) agree with the engine as closely as the f32 path:
+/// cosine above 0.99 for every text. On the kernel this CPU runs: the kernels give the same
+/// bits (`int8`'s own test). Four texts: an unoptimized test build runs each intrinsic as a
+/// call.
+#[test]
+#[allow(clippy::print_stderr)]
+fn the_integer_encoder_agrees_with_the_engine() {
+    use super::int8::Kernel;
+    let path = test_model_dir().join(super::install::MODEL_FILE);
+    if !path.exists() {
+        eprintln!("SKIPPED: no embedding model at {}", path.display());
+        return;
+    }
+    let refs: Vec<Reference> = references().into_iter().take(4).collect();
+    let texts: Vec<&str> = refs.iter().map(|r| r.text.as_str()).collect();
+    let kernel = Kernel::detect();
+    if kernel == Kernel::Portable {
+        eprintln!("SKIPPED: this CPU has no SIMD kernel for the integer products");
+        return;
+    }
+    let model = Model::load_in(&path, super::Precision::Int8(kernel)).expect("loads");
+    for (kind, worst, text) in worst_cosine(&model, &refs, &texts) {
         assert!(
-            worst.0 > 0.99,
-            "{kind:?}: cosine {} for {:?}",
-            worst.0,
-            worst.1
+            worst > 0.99,
+            "{kernel:?}, {kind:?}: cosine {worst} for {text:?}"
         );
     }
 }
 
-/// A short text alone runs the one-query products ([`super::encoder`]'s `linear_q4`), the same
-/// texts together one batch of GEMMs: the embeddings agree to rounding.
-/// One query alone takes the few-rows products in an optimized build (`cargo test --release`;
-/// a test build takes the GEMM for both, see `small_products`).
+/// A short text alone runs its products on the rayon pool, the same texts together one batch:
+/// the embeddings agree to rounding (exactly, with the integer products: each row is
+/// quantized on its own).
 #[test]
 fn one_query_alone_embeds_as_in_a_batch() {
     let Some(model) = test_model() else { return };
     let refs = references();
-    // Eight texts: more than the one-query products take together (an unoptimized test build
-    // embeds at a few texts a second).
     let texts: Vec<&str> = refs.iter().map(|r| r.text.as_str()).take(8).collect();
     let batch = model.embed(&texts, Kind::Query, 2);
-    let tokens: usize = texts
-        .iter()
-        .map(|t| model.tokens(&format!("query: {t}")).len())
-        .sum();
-    let small = super::encoder::SMALL_ROWS;
-    assert!(
-        tokens > small,
-        "the eight texts are one batch of GEMMs ({tokens} tokens)"
-    );
     for (text, together) in texts.iter().zip(&batch) {
         let alone = model.embed_query(text, 2);
         let c = cosine(&alone, together);
