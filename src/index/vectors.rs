@@ -420,13 +420,16 @@ fn read_sections(
         .collect()
 }
 
-/// Every window to embed, in page order, and each changed page's layout by position.
+/// Every distinct window to embed, in page order, and each changed page's layout by position.
+/// A window whose tokens are another's (a section repeated within or across pages under the
+/// same title) is embedded once and shared: the model gives both the same vector.
 fn lay_out(
     changed: &[&SourcePage],
     read: Vec<Option<Sections>>,
     work: &mut VectorWork,
 ) -> (Vec<Vec<u32>>, HashMap<u32, Layout>) {
     let mut to_embed: Vec<Vec<u32>> = Vec::new();
+    let mut seen: HashMap<Vec<u32>, usize> = HashMap::new();
     let mut layouts: HashMap<u32, Layout> = HashMap::new();
     for (p, sections) in changed.iter().zip(read) {
         let Some((script, sections)) = sections else {
@@ -442,8 +445,11 @@ fn lay_out(
                 }
                 Err(new) => {
                     for w in new {
-                        layout.push((section, key, Window::Fresh(to_embed.len())));
-                        to_embed.push(w);
+                        let at = *seen.entry(w).or_insert_with_key(|w| {
+                            to_embed.push(w.clone());
+                            to_embed.len() - 1
+                        });
+                        layout.push((section, key, Window::Fresh(at)));
                     }
                 }
             }
@@ -523,6 +529,54 @@ pub(crate) mod tests {
             section_keys: vec![10, 11, 12],
             data: vec![1.0, 0.0, 0.6, 0.8, 0.0, 1.0],
         }
+    }
+
+    /// A window repeated within a page and across pages is embedded once; each place that
+    /// holds it points at that one vector.
+    #[test]
+    fn identical_windows_are_embedded_once() {
+        let page = |position: u32| SourcePage {
+            position,
+            key: [position as u8; 16],
+            disk: format!("p{position}.md"),
+            path: format!("pages/p{position}.md"),
+            title: "T".into(),
+        };
+        let pages = [page(0), page(1)];
+        let changed: Vec<&SourcePage> = pages.iter().collect();
+        let (a, b, c) = (vec![1, 2, 3], vec![4, 5], vec![6]);
+        let read = vec![
+            Some((
+                Script::Other,
+                vec![
+                    (0, 10, Err(vec![a.clone(), b.clone()])),
+                    (1, 11, Err(vec![a.clone()])),
+                ],
+            )),
+            Some((
+                Script::Other,
+                vec![
+                    (0, 12, Err(vec![b.clone(), c.clone()])),
+                    (1, 13, Ok(vec![4])),
+                ],
+            )),
+        ];
+        let mut work = VectorWork::default();
+        let (to_embed, layouts) = lay_out(&changed, read, &mut work);
+        assert_eq!(to_embed, vec![a, b, c]);
+        let fresh = |position: u32| -> Vec<String> {
+            layouts[&position]
+                .1
+                .iter()
+                .map(|(section, _, w)| match w {
+                    Window::Fresh(i) => format!("{section}:fresh {i}"),
+                    Window::Kept(i) => format!("{section}:kept {i}"),
+                })
+                .collect()
+        };
+        assert_eq!(fresh(0), ["0:fresh 0", "0:fresh 1", "1:fresh 0"]);
+        assert_eq!(fresh(1), ["0:fresh 1", "0:fresh 2", "1:kept 4"]);
+        assert_eq!(work.pages_read, 2);
     }
 
     #[test]
