@@ -7,14 +7,15 @@
 //! The weights are repacked at load ([`Q4Matrix::pack`]): a tile of 16 output rows, a block of
 //! 32 inputs, in groups of 4 inputs, each group 16 rows × 4 codes, so that one 512-bit register
 //! holds a group and a token's 4 bytes broadcast to every lane multiply all 16 rows at once. A
-//! code is unsigned (0..15, the weight `(code − 8) · scale`), a token's value signed, and
-//! `Σ (c − 8)·x = Σ c·x − 8·Σ x`: the integer dot of each block is corrected by the token's own
-//! block sum (computed once per token and block), then scaled by the weight block's scale and
-//! the token block's scale and added in f32 (`acc = fma(f32(dot − 8Σx) · s_x, s_w, acc)`).
+//! weight is signed (`q − 8`, −8..7, times its block's scale), a token's value stored unsigned
+//! (`x + 128`, as `vpdpbusd` and `vpmaddubsw` take it), and `Σ w·(x + 128) = Σ w·x + 128·Σ w`:
+//! each block's integer sum starts from `−128·Σ w` (computed once at load), so the float
+//! epilogue of a block is a conversion, a product and a fused multiply-add
+//! (`acc = fma(f32(dot) · s_x, s_w, acc)`).
 //!
 //! Three kernels, one picked once at run time ([`Kernel::detect`]): AVX-512 VNNI, AVX2
 //! (`vpmaddubsw` sums of pairs kept in 16 bits for a whole block — 8 groups of at most
-//! 2·15·127 each stay below 2¹⁵ — then `vpmaddwd`), and a portable one. The integer sums are
+//! 2·255·8 each stay below 2¹⁵ — then `vpmaddwd`), and a portable one. The integer sums are
 //! exact, and every kernel adds the blocks in the same order with the same fused
 //! multiply-add, so all three give the same bits (a test checks it).
 
@@ -33,8 +34,11 @@ const TOKENS: usize = 8;
 pub(crate) struct Q4Matrix {
     rows: usize,
     cols: usize,
-    /// `[tile][block][group][row of the tile][4 codes]`, rows past `rows` zero.
+    /// `[tile][block][group][row of the tile][4 weights]`, each `q − 8` as an `i8`'s byte,
+    /// rows past `rows` zero.
     codes: Vec<u8>,
+    /// `[tile][block][row of the tile]`: `−128 · Σ (q − 8)`, where each block's sum starts.
+    starts: Vec<i32>,
     /// `[tile][block][row of the tile]`, rows past `rows` zero.
     scales: Vec<f32>,
 }
@@ -55,7 +59,8 @@ impl Q4Matrix {
         let tiles = rows.div_ceil(TILE);
         let mut codes = vec![0u8; tiles * blocks * TILE_BLOCK_BYTES];
         let mut scales = vec![0.0f32; tiles * blocks * TILE];
-        let mut unpacked = [0u8; Q4_BLOCK];
+        let mut starts = vec![0i32; tiles * blocks * TILE];
+        let mut unpacked = [0i8; Q4_BLOCK];
         for row in 0..rows {
             let (tile, lane) = (row / TILE, row % TILE);
             for b in 0..blocks {
@@ -65,13 +70,17 @@ impl Q4Matrix {
                     half::f16::from_le_bytes([block[0], block[1]]).to_f32();
                 // Byte j holds weight j in its low nibble and weight j + 16 in its high one.
                 for (j, &q) in block[2..].iter().enumerate() {
-                    unpacked[j] = q & 0x0f;
-                    unpacked[j + Q4_BLOCK / 2] = q >> 4;
+                    unpacked[j] = (q & 0x0f) as i8 - 8;
+                    unpacked[j + Q4_BLOCK / 2] = (q >> 4) as i8 - 8;
                 }
+                starts[(tile * blocks + b) * TILE + lane] =
+                    -128 * unpacked.iter().map(|&w| i32::from(w)).sum::<i32>();
                 let base = (tile * blocks + b) * TILE_BLOCK_BYTES;
                 for (g, four) in unpacked.chunks_exact(GROUP).enumerate() {
                     let at = base + (g * TILE + lane) * GROUP;
-                    codes[at..at + GROUP].copy_from_slice(four);
+                    for (c, &w) in codes[at..at + GROUP].iter_mut().zip(four) {
+                        *c = w as u8;
+                    }
                 }
             }
         }
@@ -79,6 +88,7 @@ impl Q4Matrix {
             rows,
             cols,
             codes,
+            starts,
             scales,
         }
     }
@@ -92,15 +102,14 @@ impl Q4Matrix {
     }
 }
 
-/// Rows of f32 values quantized to 8 bits per block of 32: `x ≈ code · scale`, with
-/// `scale = max |x| / 127` per block, and `8 · Σ code` per block (the weights' correction).
-/// Reused between products: it grows to the largest one.
+/// Rows of f32 values quantized to 8 bits per block of 32: `x ≈ (code − 128) · scale`, with
+/// `scale = max |x| / 127` per block (codes 1..255). Reused between products: it grows to the
+/// largest one.
 #[derive(Default)]
 pub(crate) struct Q8Rows {
     cols: usize,
-    codes: Vec<i8>,
+    codes: Vec<u8>,
     scales: Vec<f32>,
-    sums: Vec<i32>,
 }
 
 impl Q8Rows {
@@ -111,22 +120,19 @@ impl Q8Rows {
         self.cols = cols;
         self.codes.resize(x.len(), 0);
         self.scales.resize(blocks, 0.0);
-        self.sums.resize(blocks, 0);
         let avx2 = Kernel::detect() != Kernel::Portable;
-        for (((values, codes), scale), sum) in x
+        for ((values, codes), scale) in x
             .chunks_exact(Q4_BLOCK)
             .zip(self.codes.chunks_exact_mut(Q4_BLOCK))
             .zip(&mut self.scales)
-            .zip(&mut self.sums)
         {
             let (values, codes) = (values.try_into().unwrap(), codes.try_into().unwrap());
-            let total = match avx2 {
+            match avx2 {
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: `detect()` finds a SIMD kernel only where the CPU has AVX2.
                 true => unsafe { quantize_avx2(values, codes, scale) },
                 _ => quantize_block(values, codes, scale),
-            };
-            *sum = 8 * total;
+            }
         }
     }
 
@@ -140,30 +146,23 @@ impl Q8Rows {
 const ROUND: f32 = 12_582_912.0;
 
 /// One block: `scale = max |x| / 127`, each code `x / scale` rounded to nearest (ties to
-/// even), returning the codes' sum. [`quantize_avx2`] gives the same bits.
-fn quantize_block(values: &[f32; Q4_BLOCK], codes: &mut [i8; Q4_BLOCK], scale: &mut f32) -> i32 {
+/// even), plus 128. [`quantize_avx2`] gives the same bits.
+fn quantize_block(values: &[f32; Q4_BLOCK], codes: &mut [u8; Q4_BLOCK], scale: &mut f32) {
     let largest = values.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     *scale = largest / 127.0;
     let inverse = if largest > 0.0 { 127.0 / largest } else { 0.0 };
-    let mut total = 0;
     for (c, v) in codes.iter_mut().zip(values) {
         // |v · inverse| ≤ 127: exact in f32 after rounding, and the casts never saturate.
         let r = ((v * inverse + ROUND) - ROUND) as i32;
-        *c = r as i8;
-        total += r;
+        *c = (r + 128) as u8;
     }
-    total
 }
 
 /// [`quantize_block`] with AVX2: four registers of 8 values. Measured reason: the plain loop
 /// did not vectorize (saturating casts, NaN-aware `max`) and was 13% of the encoder's time.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn quantize_avx2(
-    values: &[f32; Q4_BLOCK],
-    codes: &mut [i8; Q4_BLOCK],
-    scale: &mut f32,
-) -> i32 {
+unsafe fn quantize_avx2(values: &[f32; Q4_BLOCK], codes: &mut [u8; Q4_BLOCK], scale: &mut f32) {
     use std::arch::x86_64::*;
     let magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
     // SAFETY: four loads of 8 floats from a block of 32.
@@ -181,11 +180,9 @@ unsafe fn quantize_avx2(
     let inverse = _mm256_set1_ps(if largest > 0.0 { 127.0 / largest } else { 0.0 });
     let round = _mm256_set1_ps(ROUND);
     let mut ints = [_mm256_setzero_si256(); 4];
-    let mut total = _mm256_setzero_si256();
     for (i, v) in v.iter().enumerate() {
         let r = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(*v, inverse), round), round);
         ints[i] = _mm256_cvtps_epi32(r);
-        total = _mm256_add_epi32(total, ints[i]);
     }
     // 32 → 16 → 8 bits, saturating (no value is out of range); packs work within 128-bit
     // halves, so the quadwords are put back in order.
@@ -195,12 +192,10 @@ unsafe fn quantize_avx2(
     ];
     let bytes = _mm256_packs_epi16(words[0], words[1]);
     let ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    // +128: flipping the sign bit of a byte in −127..127.
+    let unsigned = _mm256_xor_si256(ordered, _mm256_set1_epi8(i8::MIN));
     // SAFETY: 32 bytes into a block of 32.
-    unsafe { _mm256_storeu_si256(codes.as_mut_ptr().cast(), ordered) };
-    let mut sums = [0i32; 8];
-    // SAFETY: 8 integers into an array of 8.
-    unsafe { _mm256_storeu_si256(sums.as_mut_ptr().cast(), total) };
-    sums.iter().sum()
+    unsafe { _mm256_storeu_si256(codes.as_mut_ptr().cast(), unsigned) };
 }
 
 /// Which kernel runs the products on this CPU.
@@ -317,8 +312,11 @@ fn run_tile(
     mut emit: impl FnMut(usize, &[f32]),
 ) {
     let blocks = w.blocks();
-    let codes = &w.codes[tile * blocks * TILE_BLOCK_BYTES..(tile + 1) * blocks * TILE_BLOCK_BYTES];
-    let scales = &w.scales[tile * blocks * TILE..(tile + 1) * blocks * TILE];
+    let weights = TileWeights {
+        codes: &w.codes[tile * blocks * TILE_BLOCK_BYTES..(tile + 1) * blocks * TILE_BLOCK_BYTES],
+        scales: &w.scales[tile * blocks * TILE..(tile + 1) * blocks * TILE],
+        starts: &w.starts[tile * blocks * TILE..(tile + 1) * blocks * TILE],
+    };
     let t = x.rows();
     let mut first = 0;
     while first < t {
@@ -326,7 +324,6 @@ fn run_tile(
         let tokens = Tokens {
             codes: &x.codes[first * x.cols..(first + n) * x.cols],
             scales: &x.scales[first * blocks..(first + n) * blocks],
-            sums: &x.sums[first * blocks..(first + n) * blocks],
             blocks,
         };
         let out = &mut out[..n * TILE];
@@ -340,7 +337,7 @@ fn run_tile(
                             // SAFETY: `supported()` chose this kernel only where the CPU has
                             // AVX-512 F, BW and VNNI; the slices' lengths are those the
                             // kernel reads (asserted there).
-                            $($n => unsafe { tile_vnni512::<$n>(codes, scales, &tokens, out) },)*
+                            $($n => unsafe { tile_vnni512::<$n>(&weights, &tokens, out) },)*
                             _ => unreachable!("1 to {TOKENS} tokens"),
                         }
                     };
@@ -353,14 +350,14 @@ fn run_tile(
                     ($($n:literal)*) => {
                         match n {
                             // SAFETY: as above, with AVX2 and FMA.
-                            $($n => unsafe { tile_avx2::<$n>(codes, scales, &tokens, out) },)*
+                            $($n => unsafe { tile_avx2::<$n>(&weights, &tokens, out) },)*
                             _ => unreachable!("1 to {TOKENS} tokens"),
                         }
                     };
                 }
                 call!(1 2 3 4 5 6 7 8);
             }
-            _ => tile_portable(codes, scales, &tokens, out),
+            _ => tile_portable(&weights, &tokens, out),
         }
         for (i, lanes) in out.chunks_exact(TILE).enumerate() {
             emit(first + i, lanes);
@@ -369,14 +366,19 @@ fn run_tile(
     }
 }
 
+/// One tile of a [`Q4Matrix`]: its weights, scales and starts, block after block.
+struct TileWeights<'a> {
+    codes: &'a [u8],
+    scales: &'a [f32],
+    starts: &'a [i32],
+}
+
 /// Up to [`TOKENS`] quantized rows, for one kernel call.
 struct Tokens<'a> {
     /// `[token][blocks × 32]`.
-    codes: &'a [i8],
+    codes: &'a [u8],
     /// `[token][block]`.
     scales: &'a [f32],
-    /// `[token][block]`: `8 · Σ code`.
-    sums: &'a [i32],
     blocks: usize,
 }
 
@@ -385,80 +387,75 @@ impl Tokens<'_> {
         self.scales.len() / self.blocks
     }
 
-    fn check(&self, codes: &[u8], scales: &[f32], out: &[f32]) {
+    fn check(&self, w: &TileWeights<'_>, out: &[f32]) {
         let n = self.count();
         assert!(n <= TOKENS && n > 0);
         assert_eq!(self.codes.len(), n * self.blocks * Q4_BLOCK);
-        assert_eq!(self.sums.len(), n * self.blocks);
-        assert_eq!(codes.len(), self.blocks * TILE_BLOCK_BYTES);
-        assert_eq!(scales.len(), self.blocks * TILE);
+        assert_eq!(w.codes.len(), self.blocks * TILE_BLOCK_BYTES);
+        assert_eq!(w.scales.len(), self.blocks * TILE);
+        assert_eq!(w.starts.len(), self.blocks * TILE);
         assert_eq!(out.len(), n * TILE);
     }
 }
 
 /// The reference: what every kernel computes, lane by lane, in the same order.
-fn tile_portable(codes: &[u8], scales: &[f32], tokens: &Tokens<'_>, out: &mut [f32]) {
-    tokens.check(codes, scales, out);
+fn tile_portable(w: &TileWeights<'_>, tokens: &Tokens<'_>, out: &mut [f32]) {
+    tokens.check(w, out);
     let blocks = tokens.blocks;
     out.fill(0.0);
     for b in 0..blocks {
-        let group = &codes[b * TILE_BLOCK_BYTES..(b + 1) * TILE_BLOCK_BYTES];
+        let group = &w.codes[b * TILE_BLOCK_BYTES..(b + 1) * TILE_BLOCK_BYTES];
         for token in 0..tokens.count() {
             let x = &tokens.codes[(token * blocks + b) * Q4_BLOCK..][..Q4_BLOCK];
             let sx = tokens.scales[token * blocks + b];
-            let correction = tokens.sums[token * blocks + b];
             for lane in 0..TILE {
-                let mut dot = 0i32;
+                let mut dot = w.starts[b * TILE + lane];
                 for g in 0..Q4_BLOCK / GROUP {
                     let c = &group[(g * TILE + lane) * GROUP..][..GROUP];
                     for k in 0..GROUP {
-                        dot += i32::from(c[k]) * i32::from(x[g * GROUP + k]);
+                        dot += i32::from(c[k] as i8) * i32::from(x[g * GROUP + k]);
                     }
                 }
                 let acc = &mut out[token * TILE + lane];
-                *acc = ((dot - correction) as f32 * sx).mul_add(scales[b * TILE + lane], *acc);
+                *acc = (dot as f32 * sx).mul_add(w.scales[b * TILE + lane], *acc);
             }
         }
     }
 }
 
-/// [`tile_portable`] with AVX-512 VNNI for `N` tokens: a group of 16 rows × 4 codes is one
+/// [`tile_portable`] with AVX-512 VNNI for `N` tokens: a group of 16 rows × 4 weights is one
 /// register, each token's 4 bytes broadcast to every lane, `vpdpbusd` adds the 16 rows' 4
-/// products.
+/// products to the block's sums, which start at the block's starts.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn tile_vnni512<const N: usize>(
-    codes: &[u8],
-    scales: &[f32],
-    tokens: &Tokens<'_>,
-    out: &mut [f32],
-) {
+unsafe fn tile_vnni512<const N: usize>(w: &TileWeights<'_>, tokens: &Tokens<'_>, out: &mut [f32]) {
     use std::arch::x86_64::*;
-    tokens.check(codes, scales, out);
+    tokens.check(w, out);
     assert_eq!(tokens.count(), N);
     let blocks = tokens.blocks;
     let x = tokens.codes.as_ptr();
     let mut acc = [_mm512_setzero_ps(); N];
     for b in 0..blocks {
-        let mut dots = [_mm512_setzero_si512(); N];
+        // SAFETY: the block's 16 starts lie inside `starts` (checked lengths).
+        let start = unsafe { _mm512_loadu_si512(w.starts.as_ptr().add(b * TILE).cast()) };
+        let mut dots = [start; N];
         for g in 0..Q4_BLOCK / GROUP {
             // SAFETY: group g of block b: 64 bytes inside `codes` (checked lengths).
-            let w = unsafe {
-                _mm512_loadu_si512(codes.as_ptr().add(b * TILE_BLOCK_BYTES + g * 64).cast())
+            let weights = unsafe {
+                _mm512_loadu_si512(w.codes.as_ptr().add(b * TILE_BLOCK_BYTES + g * 64).cast())
             };
             for (token, dot) in dots.iter_mut().enumerate() {
                 let at = (token * blocks + b) * Q4_BLOCK + g * GROUP;
                 // SAFETY: 4 bytes at `at < N · blocks · 32` (checked lengths).
                 let four = unsafe { x.add(at).cast::<i32>().read_unaligned() };
-                *dot = _mm512_dpbusd_epi32(*dot, w, _mm512_set1_epi32(four));
+                *dot = _mm512_dpbusd_epi32(*dot, _mm512_set1_epi32(four), weights);
             }
         }
         // SAFETY: the block's 16 scales lie inside `scales` (checked lengths).
-        let sw = unsafe { _mm512_loadu_ps(scales.as_ptr().add(b * TILE)) };
+        let sw = unsafe { _mm512_loadu_ps(w.scales.as_ptr().add(b * TILE)) };
         for (token, acc) in acc.iter_mut().enumerate() {
-            let at = token * blocks + b;
-            let dot = _mm512_sub_epi32(dots[token], _mm512_set1_epi32(tokens.sums[at]));
-            let scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(tokens.scales[at]));
+            let sx = _mm512_set1_ps(tokens.scales[token * blocks + b]);
+            let scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(dots[token]), sx);
             *acc = _mm512_fmadd_ps(scaled, sw, *acc);
         }
     }
@@ -469,18 +466,14 @@ unsafe fn tile_vnni512<const N: usize>(
 }
 
 /// [`tile_portable`] with AVX2 for `N` tokens: a group in two halves of 8 rows; `vpmaddubsw`
-/// multiplies codes and bytes and adds pairs into 16 bits, summed over the block's 8 groups (at
-/// most 8 · 2 · 15 · 127 = 30,480, below 2¹⁵), then `vpmaddwd` adds the pairs into 32 bits.
+/// multiplies the token's bytes (unsigned) by the weights (signed) and adds pairs into 16 bits,
+/// summed over the block's 8 groups (at most 8 · 2 · 255 · 8 = 32,640, below 2¹⁵), then
+/// `vpmaddwd` adds the pairs into 32 bits, on top of the block's starts.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn tile_avx2<const N: usize>(
-    codes: &[u8],
-    scales: &[f32],
-    tokens: &Tokens<'_>,
-    out: &mut [f32],
-) {
+unsafe fn tile_avx2<const N: usize>(w: &TileWeights<'_>, tokens: &Tokens<'_>, out: &mut [f32]) {
     use std::arch::x86_64::*;
-    tokens.check(codes, scales, out);
+    tokens.check(w, out);
     assert_eq!(tokens.count(), N);
     let blocks = tokens.blocks;
     let x = tokens.codes.as_ptr();
@@ -491,10 +484,10 @@ unsafe fn tile_avx2<const N: usize>(
         for g in 0..Q4_BLOCK / GROUP {
             let at = b * TILE_BLOCK_BYTES + g * 64;
             // SAFETY: group g of block b: 64 bytes inside `codes` (checked lengths).
-            let w = unsafe {
+            let weights = unsafe {
                 [
-                    _mm256_loadu_si256(codes.as_ptr().add(at).cast()),
-                    _mm256_loadu_si256(codes.as_ptr().add(at + 32).cast()),
+                    _mm256_loadu_si256(w.codes.as_ptr().add(at).cast()),
+                    _mm256_loadu_si256(w.codes.as_ptr().add(at + 32).cast()),
                 ]
             };
             for (token, pair) in pairs.iter_mut().enumerate() {
@@ -503,18 +496,22 @@ unsafe fn tile_avx2<const N: usize>(
                 let four = unsafe { x.add(at).cast::<i32>().read_unaligned() };
                 let x = _mm256_set1_epi32(four);
                 for half in 0..2 {
-                    pair[half] = _mm256_add_epi16(pair[half], _mm256_maddubs_epi16(w[half], x));
+                    let products = _mm256_maddubs_epi16(x, weights[half]);
+                    pair[half] = _mm256_add_epi16(pair[half], products);
                 }
             }
         }
         for (token, acc) in acc.iter_mut().enumerate() {
-            let at = token * blocks + b;
-            let correction = _mm256_set1_epi32(tokens.sums[at]);
-            let sx = _mm256_set1_ps(tokens.scales[at]);
+            let sx = _mm256_set1_ps(tokens.scales[token * blocks + b]);
             for half in 0..2 {
-                let dot = _mm256_sub_epi32(_mm256_madd_epi16(pairs[token][half], ones), correction);
-                // SAFETY: the block's 16 scales lie inside `scales` (checked lengths).
-                let sw = unsafe { _mm256_loadu_ps(scales.as_ptr().add(b * TILE + half * 8)) };
+                // SAFETY: the block's 16 starts and scales lie inside theirs (checked lengths).
+                let (start, sw) = unsafe {
+                    (
+                        _mm256_loadu_si256(w.starts.as_ptr().add(b * TILE + half * 8).cast()),
+                        _mm256_loadu_ps(w.scales.as_ptr().add(b * TILE + half * 8)),
+                    )
+                };
+                let dot = _mm256_add_epi32(_mm256_madd_epi16(pairs[token][half], ones), start);
                 let scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), sx);
                 acc[half] = _mm256_fmadd_ps(scaled, sw, acc[half]);
             }
@@ -592,8 +589,8 @@ mod tests {
                         let mut exact = f64::from(bias[o]);
                         for i in 0..cols {
                             let b = token * cols / Q4_BLOCK + i / Q4_BLOCK;
-                            let xi =
-                                f64::from(q8.codes[token * cols + i]) * f64::from(q8.scales[b]);
+                            let xi = (f64::from(q8.codes[token * cols + i]) - 128.0)
+                                * f64::from(q8.scales[b]);
                             exact += xi * f64::from(dense[o * cols + i]);
                         }
                         let got = f64::from(want[token * rows + o]);
@@ -620,18 +617,17 @@ mod tests {
             let spread = [0.0, 1e-6, 1.0, 300.0][round % 4];
             let values: [f32; Q4_BLOCK] =
                 std::array::from_fn(|_| ((next() % 20_001) as f32 / 10_000.0 - 1.0) * spread);
-            let (mut plain, mut simd) = ([0i8; Q4_BLOCK], [0i8; Q4_BLOCK]);
+            let (mut plain, mut simd) = ([0u8; Q4_BLOCK], [0u8; Q4_BLOCK]);
             let (mut plain_scale, mut simd_scale) = (0.0, 0.0);
-            let plain_sum = quantize_block(&values, &mut plain, &mut plain_scale);
+            quantize_block(&values, &mut plain, &mut plain_scale);
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX2 (checked above).
-            let simd_sum = unsafe { quantize_avx2(&values, &mut simd, &mut simd_scale) };
+            unsafe {
+                quantize_avx2(&values, &mut simd, &mut simd_scale)
+            };
             #[cfg(not(target_arch = "x86_64"))]
-            let simd_sum = quantize_block(&values, &mut simd, &mut simd_scale);
-            assert_eq!(
-                (plain, plain_scale.to_bits(), plain_sum),
-                (simd, simd_scale.to_bits(), simd_sum)
-            );
+            quantize_block(&values, &mut simd, &mut simd_scale);
+            assert_eq!((plain, plain_scale.to_bits()), (simd, simd_scale.to_bits()));
         }
     }
 
@@ -652,18 +648,15 @@ mod tests {
         q8.quantize(&x, 64);
         for (i, v) in x.iter().enumerate() {
             let scale = q8.scales[i / Q4_BLOCK];
-            let back = f32::from(q8.codes[i]) * scale;
+            let back = (f32::from(q8.codes[i]) - 128.0) * scale;
             assert!(
                 (back - v).abs() <= scale * 0.5 + 1e-6,
                 "value {i}: {v} came back {back}"
             );
         }
-        for (b, sum) in q8.sums.iter().enumerate() {
-            let codes = &q8.codes[b * Q4_BLOCK..(b + 1) * Q4_BLOCK];
-            assert_eq!(*sum, 8 * codes.iter().map(|&c| i32::from(c)).sum::<i32>());
-        }
-        // A block of zeros: scale 0, codes 0.
+        // A block of zeros: scale 0, every code 128 (the value 0).
         q8.quantize(&[0.0; 32], 32);
-        assert_eq!((q8.scales[0], q8.sums[0]), (0.0, 0));
+        assert_eq!(q8.scales[0], 0.0);
+        assert!(q8.codes.iter().all(|&c| c == 128));
     }
 }
