@@ -623,8 +623,8 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX2 (checked above).
             unsafe {
-                quantize_avx2(&values, &mut simd, &mut simd_scale)
-            };
+                quantize_avx2(&values, &mut simd, &mut simd_scale);
+            }
             #[cfg(not(target_arch = "x86_64"))]
             quantize_block(&values, &mut simd, &mut simd_scale);
             assert_eq!((plain, plain_scale.to_bits()), (simd, simd_scale.to_bits()));
