@@ -13,6 +13,7 @@ use gemm::Parallelism;
 
 use super::format::{self, FormatError, ModelFile, Shape, Q4_BLOCK, Q4_BLOCK_BYTES};
 use super::int8::{self, Kernel, Q4Matrix, Q8Rows};
+use super::{activations, attention};
 
 /// How the encoder multiplies by its weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +60,8 @@ struct Layer {
 pub(crate) struct Encoder {
     pub shape: Shape,
     pub precision: Precision,
+    /// Which code runs softmax and GELU ([`activations`]).
+    activations: Kernel,
     /// The word embeddings, still Q4_0 (a row dequantized per token): `[vocab][H / 32]` blocks.
     words: Vec<u8>,
     positions: Vec<f32>,
@@ -151,6 +154,7 @@ impl Encoder {
         Ok(Encoder {
             shape: s,
             precision,
+            activations: activations::detect(),
             words,
             positions: f32s("emb.pos", s.positions * h)?,
             token_type,
@@ -185,7 +189,7 @@ impl Encoder {
         let context = grow(context, t * h);
         let projected = grow(projected, t * h);
         let mid = grow(mid, t * ff);
-        let scores = grow(scores, longest * longest);
+        let scores = grow(scores, attention::scratch(longest, h / s.heads));
 
         // Embeddings: word + position + token type 0, then layer norm.
         self.embed_tokens(segments, x);
@@ -201,11 +205,18 @@ impl Encoder {
         };
         for layer in &self.layers {
             linear(x, h, &layer.qkv, &layer.qkv_bias, qkv);
-            attention(segments, qkv, scores, context, (h, s.heads));
+            attention::attention(
+                segments,
+                qkv,
+                scores,
+                context,
+                (h, s.heads),
+                self.activations,
+            );
             linear(context, h, &layer.out, &layer.out_bias, projected);
             layer_norm(x, Some(projected), &layer.attention_norm, h, s.eps);
             linear(x, h, &layer.up, &layer.up_bias, mid);
-            wide(|| mid.iter_mut().for_each(|v| *v = gelu(*v)));
+            activations::gelu_all(mid, self.activations);
             linear(mid, ff, &layer.down, &layer.down_bias, projected);
             layer_norm(x, Some(projected), &layer.output_norm, h, s.eps);
         }
@@ -232,82 +243,6 @@ impl Encoder {
                 row += 1;
             }
         }
-    }
-}
-
-/// Self-attention of each segment on its own: for every head, `softmax(q kᵀ / √d) v` into
-/// that head's columns of `context`. `qkv` holds each token's query, key and value (3H a row).
-fn attention(
-    segments: &[&[u32]],
-    qkv: &[f32],
-    scores: &mut [f32],
-    context: &mut [f32],
-    (h, heads): (usize, usize),
-) {
-    let head = h / heads;
-    let scale = 1.0 / (head as f32).sqrt();
-    let mut start = 0;
-    for seg in segments {
-        let len = seg.len();
-        for hd in 0..heads {
-            let q = qkv[start * 3 * h + hd * head..].as_ptr();
-            let k = qkv[start * 3 * h + h + hd * head..].as_ptr();
-            let v = qkv[start * 3 * h + 2 * h + hd * head..].as_ptr();
-            let sc = &mut scores[..len * len];
-            // SAFETY: every view lies inside its buffer: rows `start..start + len` of `qkv`
-            // (stride 3H), columns `hd * head..` + head of each part; `sc` holds len × len; the
-            // context rows `start..start + len`, columns of head `hd`.
-            unsafe {
-                gemm::gemm(
-                    len,
-                    len,
-                    head,
-                    sc.as_mut_ptr(),
-                    1,
-                    len as isize,
-                    false,
-                    q,
-                    1,
-                    (3 * h) as isize,
-                    k,
-                    (3 * h) as isize,
-                    1,
-                    0.0,
-                    scale,
-                    false,
-                    false,
-                    false,
-                    Parallelism::None,
-                );
-            }
-            wide(|| sc.chunks_exact_mut(len).for_each(softmax));
-            let c = context[start * h + hd * head..].as_mut_ptr();
-            // SAFETY: as above.
-            unsafe {
-                gemm::gemm(
-                    len,
-                    head,
-                    len,
-                    c,
-                    1,
-                    h as isize,
-                    false,
-                    sc.as_ptr(),
-                    1,
-                    len as isize,
-                    v,
-                    1,
-                    (3 * h) as isize,
-                    0.0,
-                    1.0,
-                    false,
-                    false,
-                    false,
-                    Parallelism::None,
-                );
-            }
-        }
-        start += len;
     }
 }
 
@@ -367,7 +302,8 @@ fn linear(x: &[f32], nin: usize, w: &[f32], bias: &[f32], y: &mut [f32], par: Pa
 /// Runs `f` compiled for AVX2 and FMA when the CPU has them (checked once, cached by std):
 /// the build targets baseline x86-64, whose loops vectorize four lanes wide at most. `f` and
 /// what it calls must inline into it (`#[inline(always)]`) to be compiled that way.
-/// Measured reason: the layer norms, softmax and GELU were 22% of the encoder's time.
+/// Measured reason: the layer norms were part of the 22% of the encoder's time they took with
+/// softmax and GELU (now [`activations`]).
 #[inline(always)]
 pub(super) fn wide<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
@@ -421,54 +357,6 @@ fn layer_norm(x: &mut [f32], y: Option<&[f32]>, (w, b): &(Vec<f32>, Vec<f32>), h
     });
 }
 
-#[inline(always)]
-fn softmax(row: &mut [f32]) {
-    let max = fold8(row, f32::NEG_INFINITY, f32::max, f32::max);
-    for v in row.iter_mut() {
-        *v = exp(*v - max);
-    }
-    let inv = 1.0 / fold8(row, 0.0, |a, v| a + v, |a, b| a + b);
-    row.iter_mut().for_each(|v| *v *= inv);
-}
-
-/// `e^x` for `x ≤ 0` (softmax's exponents), without a call or a branch so that the loops
-/// above vectorize: `2^(x·log2 e)` split into an integer power of two (the exponent bits) and
-/// a degree-6 polynomial of the rest; relative error below 2e-7·(1 + |x|) (the rounding
-/// of x·log2 e grows with |x|), and e^-87 for anything below it.
-/// Measured reason for not calling `f32::exp`: libm's scalar `expf` in softmax was 12% of the
-/// encoder's time (perf, 32 passages of 300 tokens).
-#[inline(always)]
-fn exp(x: f32) -> f32 {
-    let t = (x * std::f32::consts::LOG2_E).max(-126.0);
-    // Round to nearest by adding and taking away 1.5·2^23 (|t| ≤ 126), which vectorizes on any
-    // x86-64 (`round` is a call to `roundf` there: 5% of the encoder's time).
-    const ROUND: f32 = 12_582_912.0;
-    let whole = (t + ROUND) - ROUND;
-    let f = t - whole;
-    // 2^f on [-1/2, 1/2]: Taylor terms of e^(f ln 2) (the first left out is below 1.2e-7).
-    let p = 1.0
-        + f * (std::f32::consts::LN_2
-            + f * (0.240_226_5
-                + f * (0.055_504_11
-                    + f * (0.009_618_129 + f * (0.001_333_355_8 + f * 0.000_154_035_3)))));
-    f32::from_bits((((whole as i32) + 127) as u32) << 23) * p
-}
-
-/// GELU with erf from Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), branch-free
-/// so that the loop over the FFN's activations vectorizes (libm's `erff` was 16% of the
-/// encoder's time).
-#[inline(always)]
-fn gelu(x: f32) -> f32 {
-    let z = (x * std::f32::consts::FRAC_1_SQRT_2).abs();
-    let t = 1.0 / (1.0 + 0.327_591_1 * z);
-    let poly = t
-        * (0.254_829_6
-            + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
-    let erf_abs = 1.0 - poly * exp(-z * z);
-    let erf = if x < 0.0 { -erf_abs } else { erf_abs };
-    0.5 * x * (1.0 + erf)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,32 +375,6 @@ mod tests {
             );
             let max = fold8(&xs, f32::NEG_INFINITY, f32::max, f32::max);
             assert_eq!(max, if n == 0 { f32::NEG_INFINITY } else { n as f32 });
-        }
-        let mut row = [1.0f32, 2.0, 3.0];
-        softmax(&mut row);
-        let e: Vec<f64> = [1.0f64, 2.0, 3.0].iter().map(|x| x.exp()).collect();
-        let total: f64 = e.iter().sum();
-        for (got, want) in row.iter().zip(&e) {
-            assert!((*got as f64 - want / total).abs() < 1e-6);
-        }
-    }
-
-    #[test]
-    fn exp_and_gelu_are_close_to_the_exact_ones() {
-        for i in 0..2000 {
-            let x = -40.0 + i as f32 * 0.02;
-            let (got, want) = (exp(x), (x as f64).exp());
-            assert!(
-                ((got as f64 - want) / want).abs() < 2e-7 * (1.0 + x.abs() as f64),
-                "exp({x}) = {got}, not {want}"
-            );
-        }
-        assert_eq!(exp(-200.0), exp(-126.0 / std::f32::consts::LOG2_E));
-        for i in 0..2000 {
-            let x = -10.0 + i as f32 * 0.01;
-            let want = 0.5 * x as f64 * (1.0 + libm::erf(x as f64 / std::f64::consts::SQRT_2));
-            let got = gelu(x) as f64;
-            assert!((got - want).abs() < 1e-5, "gelu({x}) = {got}, not {want}");
         }
     }
 }

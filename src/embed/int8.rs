@@ -29,6 +29,9 @@ const GROUP: usize = 4;
 const TILE_BLOCK_BYTES: usize = TILE * Q4_BLOCK;
 /// Tokens a kernel call keeps in registers (two accumulators each).
 const TOKENS: usize = 8;
+/// Tokens the AVX-512 kernel keeps in registers when it takes two tiles at once (four
+/// accumulators each: 24 of the 32 registers).
+const PAIR_TOKENS: usize = 6;
 
 /// A weight matrix of `rows × cols` (rows of `[out][in]`), as Q4_0 codes repacked in tiles.
 pub(crate) struct Q4Matrix {
@@ -226,7 +229,7 @@ impl Kernel {
     }
 
     /// This kernel, or the portable one where this CPU lacks its features.
-    fn supported(self) -> Kernel {
+    pub(super) fn supported(self) -> Kernel {
         match self {
             Kernel::Portable => Kernel::Portable,
             wanted => {
@@ -261,31 +264,56 @@ pub(crate) fn linear(
     let (t, nout) = (x.rows(), w.rows);
     let y = &mut y[..t * nout];
     let kernel = kernel.supported();
+    // Tiles a call takes: two where the AVX-512 kernel runs (each token's bytes, loaded
+    // once, then multiply 32 rows), one elsewhere.
+    let step = if kernel == Kernel::Vnni512 { 2 } else { 1 };
+    let firsts = (0..w.tiles()).step_by(step);
+    let tiles_at = |first: usize| step.min(w.tiles() - first);
     if !parallel {
-        let mut tile_out = vec![0.0f32; TOKENS * TILE];
-        for tile in 0..w.tiles() {
-            run_tile(x, w, tile, kernel, &mut tile_out, |token, lanes| {
-                write_row(y, nout, token, tile, lanes, bias);
-            });
+        let mut tile_out = vec![0.0f32; TOKENS * TILE * 2];
+        for first in firsts {
+            run_tiles(
+                x,
+                w,
+                first,
+                tiles_at(first),
+                kernel,
+                &mut tile_out,
+                |token, tile, lanes| {
+                    write_row(y, nout, token, tile, lanes, bias);
+                },
+            );
         }
         return;
     }
     use rayon::prelude::*;
-    // Each task its tile's outputs, `[token][16]`, then copied into `y`.
-    let by_tile: Vec<Vec<f32>> = (0..w.tiles())
+    // Each task its tiles' outputs, `[token][tile][16]`, then copied into `y`.
+    let by_tiles: Vec<(usize, Vec<f32>)> = firsts
+        .collect::<Vec<_>>()
         .into_par_iter()
-        .map(|tile| {
-            let mut out = vec![0.0f32; t * TILE];
-            let mut tile_out = vec![0.0f32; TOKENS * TILE];
-            run_tile(x, w, tile, kernel, &mut tile_out, |token, lanes| {
-                out[token * TILE..(token + 1) * TILE].copy_from_slice(lanes);
-            });
-            out
+        .map(|first| {
+            let n = tiles_at(first);
+            let mut out = vec![0.0f32; t * TILE * n];
+            let mut tile_out = vec![0.0f32; TOKENS * TILE * 2];
+            run_tiles(
+                x,
+                w,
+                first,
+                n,
+                kernel,
+                &mut tile_out,
+                |token, tile, lanes| {
+                    let at = (token * n + tile - first) * TILE;
+                    out[at..at + TILE].copy_from_slice(lanes);
+                },
+            );
+            (first, out)
         })
         .collect();
-    for (tile, out) in by_tile.iter().enumerate() {
-        for (token, lanes) in out.chunks_exact(TILE).enumerate() {
-            write_row(y, nout, token, tile, lanes, bias);
+    for (first, out) in &by_tiles {
+        let n = tiles_at(*first);
+        for (i, lanes) in out.chunks_exact(TILE).enumerate() {
+            write_row(y, nout, i / n, first + i % n, lanes, bias);
         }
     }
 }
@@ -301,69 +329,107 @@ fn write_row(y: &mut [f32], nout: usize, token: usize, tile: usize, lanes: &[f32
     }
 }
 
-/// The sums of tile `tile` for every token of `x`, [`TOKENS`] at a time, each token's 16 handed
-/// to `emit`.
-fn run_tile(
+/// The sums of tiles `first..first + count` (one, or two on the AVX-512 kernel) for every
+/// token of `x`, [`TOKENS`] at a time (fewer for two tiles), each token's 16 of each tile handed
+/// to `emit(token, tile, sums)`.
+fn run_tiles(
     x: &Q8Rows,
     w: &Q4Matrix,
-    tile: usize,
+    first: usize,
+    count: usize,
     kernel: Kernel,
     out: &mut [f32],
-    mut emit: impl FnMut(usize, &[f32]),
+    mut emit: impl FnMut(usize, usize, &[f32]),
 ) {
     let blocks = w.blocks();
-    let weights = TileWeights {
+    let weights = |tile: usize| TileWeights {
         codes: &w.codes[tile * blocks * TILE_BLOCK_BYTES..(tile + 1) * blocks * TILE_BLOCK_BYTES],
         scales: &w.scales[tile * blocks * TILE..(tile + 1) * blocks * TILE],
         starts: &w.starts[tile * blocks * TILE..(tile + 1) * blocks * TILE],
     };
+    let pair = count == 2 && kernel == Kernel::Vnni512;
+    let at_once = if pair { PAIR_TOKENS } else { TOKENS };
     let t = x.rows();
-    let mut first = 0;
-    while first < t {
-        let n = TOKENS.min(t - first);
+    let mut start = 0;
+    while start < t {
+        let n = at_once.min(t - start);
         let tokens = Tokens {
-            codes: &x.codes[first * x.cols..(first + n) * x.cols],
-            scales: &x.scales[first * blocks..(first + n) * blocks],
+            codes: &x.codes[start * x.cols..(start + n) * x.cols],
+            scales: &x.scales[start * blocks..(start + n) * blocks],
             blocks,
         };
-        let out = &mut out[..n * TILE];
-        match kernel {
+        if pair {
+            let out = &mut out[..n * 2 * TILE];
             #[cfg(target_arch = "x86_64")]
-            Kernel::Vnni512 => {
-                /// A token count as a constant: the accumulators then live in registers.
-                macro_rules! call {
-                    ($($n:literal)*) => {
-                        match n {
-                            // SAFETY: `supported()` chose this kernel only where the CPU has
-                            // AVX-512 F, BW and VNNI; the slices' lengths are those the
-                            // kernel reads (asserted there).
-                            $($n => unsafe { tile_vnni512::<$n>(&weights, &tokens, out) },)*
-                            _ => unreachable!("1 to {TOKENS} tokens"),
-                        }
-                    };
-                }
-                call!(1 2 3 4 5 6 7 8);
+            pair_vnni512(&[weights(first), weights(first + 1)], &tokens, out);
+            for (i, lanes) in out.chunks_exact(TILE).enumerate() {
+                emit(start + i / 2, first + i % 2, lanes);
             }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => {
-                macro_rules! call {
-                    ($($n:literal)*) => {
-                        match n {
-                            // SAFETY: as above, with AVX2 and FMA.
-                            $($n => unsafe { tile_avx2::<$n>(&weights, &tokens, out) },)*
-                            _ => unreachable!("1 to {TOKENS} tokens"),
-                        }
-                    };
+        } else {
+            for tile in first..first + count {
+                let out = &mut out[..n * TILE];
+                one_tile(&weights(tile), &tokens, kernel, out);
+                for (i, lanes) in out.chunks_exact(TILE).enumerate() {
+                    emit(start + i, tile, lanes);
                 }
-                call!(1 2 3 4 5 6 7 8);
             }
-            _ => tile_portable(&weights, &tokens, out),
         }
-        for (i, lanes) in out.chunks_exact(TILE).enumerate() {
-            emit(first + i, lanes);
-        }
-        first += n;
+        start += n;
     }
+}
+
+/// One tile's sums for `tokens` on `kernel`.
+fn one_tile(weights: &TileWeights<'_>, tokens: &Tokens<'_>, kernel: Kernel, out: &mut [f32]) {
+    let n = tokens.count();
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Vnni512 => {
+            /// A token count as a constant: the accumulators then live in registers.
+            macro_rules! call {
+                ($($n:literal)*) => {
+                    match n {
+                        // SAFETY: `supported()` chose this kernel only where the CPU has
+                        // AVX-512 F, BW and VNNI; the slices' lengths are those the
+                        // kernel reads (asserted there).
+                        $($n => unsafe { tile_vnni512::<$n, 1>(std::array::from_ref(weights), tokens, out) },)*
+                        _ => unreachable!("1 to {TOKENS} tokens"),
+                    }
+                };
+            }
+            call!(1 2 3 4 5 6 7 8);
+        }
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => {
+            macro_rules! call {
+                ($($n:literal)*) => {
+                    match n {
+                        // SAFETY: as above, with AVX2 and FMA.
+                        $($n => unsafe { tile_avx2::<$n>(weights, tokens, out) },)*
+                        _ => unreachable!("1 to {TOKENS} tokens"),
+                    }
+                };
+            }
+            call!(1 2 3 4 5 6 7 8);
+        }
+        _ => tile_portable(weights, tokens, out),
+    }
+}
+
+/// Two adjacent tiles' sums for `tokens` (at most [`PAIR_TOKENS`]) on the AVX-512 kernel:
+/// `[token][tile][16]`.
+#[cfg(target_arch = "x86_64")]
+fn pair_vnni512(weights: &[TileWeights<'_>; 2], tokens: &Tokens<'_>, out: &mut [f32]) {
+    let n = tokens.count();
+    macro_rules! call {
+        ($($n:literal)*) => {
+            match n {
+                // SAFETY: as in `one_tile`.
+                $($n => unsafe { tile_vnni512::<$n, 2>(weights, tokens, out) },)*
+                _ => unreachable!("1 to {PAIR_TOKENS} tokens"),
+            }
+        };
+    }
+    call!(1 2 3 4 5 6);
 }
 
 /// One tile of a [`Q4Matrix`]: its weights, scales and starts, block after block.
@@ -387,20 +453,24 @@ impl Tokens<'_> {
         self.scales.len() / self.blocks
     }
 
-    fn check(&self, w: &TileWeights<'_>, out: &[f32]) {
+    /// Asserts the lengths a kernel reads and writes: these tokens, the tiles `w`, and `out`
+    /// of `[token][tile][16]`.
+    fn check(&self, w: &[TileWeights<'_>], out: &[f32]) {
         let n = self.count();
         assert!(n <= TOKENS && n > 0);
         assert_eq!(self.codes.len(), n * self.blocks * Q4_BLOCK);
-        assert_eq!(w.codes.len(), self.blocks * TILE_BLOCK_BYTES);
-        assert_eq!(w.scales.len(), self.blocks * TILE);
-        assert_eq!(w.starts.len(), self.blocks * TILE);
-        assert_eq!(out.len(), n * TILE);
+        for w in w {
+            assert_eq!(w.codes.len(), self.blocks * TILE_BLOCK_BYTES);
+            assert_eq!(w.scales.len(), self.blocks * TILE);
+            assert_eq!(w.starts.len(), self.blocks * TILE);
+        }
+        assert_eq!(out.len(), n * TILE * w.len());
     }
 }
 
 /// The reference: what every kernel computes, lane by lane, in the same order.
 fn tile_portable(w: &TileWeights<'_>, tokens: &Tokens<'_>, out: &mut [f32]) {
-    tokens.check(w, out);
+    tokens.check(std::slice::from_ref(w), out);
     let blocks = tokens.blocks;
     out.fill(0.0);
     for b in 0..blocks {
@@ -428,40 +498,59 @@ fn tile_portable(w: &TileWeights<'_>, tokens: &Tokens<'_>, out: &mut [f32]) {
 /// products to the block's sums, which start at the block's starts.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn tile_vnni512<const N: usize>(w: &TileWeights<'_>, tokens: &Tokens<'_>, out: &mut [f32]) {
+unsafe fn tile_vnni512<const N: usize, const P: usize>(
+    w: &[TileWeights<'_>; P],
+    tokens: &Tokens<'_>,
+    out: &mut [f32],
+) {
     use std::arch::x86_64::*;
     tokens.check(w, out);
     assert_eq!(tokens.count(), N);
     let blocks = tokens.blocks;
     let x = tokens.codes.as_ptr();
-    let mut acc = [_mm512_setzero_ps(); N];
+    let mut acc = [[_mm512_setzero_ps(); P]; N];
     for b in 0..blocks {
-        // SAFETY: the block's 16 starts lie inside `starts` (checked lengths).
-        let start = unsafe { _mm512_loadu_si512(w.starts.as_ptr().add(b * TILE).cast()) };
-        let mut dots = [start; N];
+        // SAFETY: the block's 16 starts of each tile lie inside `starts` (checked lengths).
+        let starts: [__m512i; P] = std::array::from_fn(|p| unsafe {
+            _mm512_loadu_si512(w[p].starts.as_ptr().add(b * TILE).cast())
+        });
+        let mut dots = [starts; N];
         for g in 0..Q4_BLOCK / GROUP {
-            // SAFETY: group g of block b: 64 bytes inside `codes` (checked lengths).
-            let weights = unsafe {
-                _mm512_loadu_si512(w.codes.as_ptr().add(b * TILE_BLOCK_BYTES + g * 64).cast())
-            };
-            for (token, dot) in dots.iter_mut().enumerate() {
+            // SAFETY: group g of block b of each tile: 64 bytes inside `codes` (checked
+            // lengths).
+            let weights: [__m512i; P] = std::array::from_fn(|p| unsafe {
+                _mm512_loadu_si512(
+                    w[p].codes
+                        .as_ptr()
+                        .add(b * TILE_BLOCK_BYTES + g * 64)
+                        .cast(),
+                )
+            });
+            for (token, dots) in dots.iter_mut().enumerate() {
                 let at = (token * blocks + b) * Q4_BLOCK + g * GROUP;
                 // SAFETY: 4 bytes at `at < N · blocks · 32` (checked lengths).
-                let four = unsafe { x.add(at).cast::<i32>().read_unaligned() };
-                *dot = _mm512_dpbusd_epi32(*dot, _mm512_set1_epi32(four), weights);
+                let four = _mm512_set1_epi32(unsafe { x.add(at).cast::<i32>().read_unaligned() });
+                for (dot, weights) in dots.iter_mut().zip(&weights) {
+                    *dot = _mm512_dpbusd_epi32(*dot, four, *weights);
+                }
             }
         }
-        // SAFETY: the block's 16 scales lie inside `scales` (checked lengths).
-        let sw = unsafe { _mm512_loadu_ps(w.scales.as_ptr().add(b * TILE)) };
+        // SAFETY: the block's 16 scales of each tile lie inside `scales` (checked lengths).
+        let sw: [__m512; P] =
+            std::array::from_fn(|p| unsafe { _mm512_loadu_ps(w[p].scales.as_ptr().add(b * TILE)) });
         for (token, acc) in acc.iter_mut().enumerate() {
             let sx = _mm512_set1_ps(tokens.scales[token * blocks + b]);
-            let scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(dots[token]), sx);
-            *acc = _mm512_fmadd_ps(scaled, sw, *acc);
+            for p in 0..P {
+                let scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(dots[token][p]), sx);
+                acc[p] = _mm512_fmadd_ps(scaled, sw[p], acc[p]);
+            }
         }
     }
     for (token, acc) in acc.iter().enumerate() {
-        // SAFETY: 16 floats at `token · 16 < out.len()` (checked lengths).
-        unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(token * TILE), *acc) };
+        for (p, acc) in acc.iter().enumerate() {
+            // SAFETY: 16 floats at `(token · P + p) · 16 < out.len()` (checked lengths).
+            unsafe { _mm512_storeu_ps(out.as_mut_ptr().add((token * P + p) * TILE), *acc) };
+        }
     }
 }
 
@@ -473,7 +562,7 @@ unsafe fn tile_vnni512<const N: usize>(w: &TileWeights<'_>, tokens: &Tokens<'_>,
 #[target_feature(enable = "avx2,fma")]
 unsafe fn tile_avx2<const N: usize>(w: &TileWeights<'_>, tokens: &Tokens<'_>, out: &mut [f32]) {
     use std::arch::x86_64::*;
-    tokens.check(w, out);
+    tokens.check(std::slice::from_ref(w), out);
     assert_eq!(tokens.count(), N);
     let blocks = tokens.blocks;
     let x = tokens.codes.as_ptr();
