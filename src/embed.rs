@@ -6,6 +6,8 @@
 //! before a passage; a text longer than the model's 512 positions is cut into windows whose
 //! mean-pooled states are averaged by their token counts; the result is L2-normalized.
 
+mod activations;
+mod attention;
 pub mod crosslingual;
 pub mod download;
 pub mod encoder;
@@ -73,16 +75,31 @@ impl Model {
         Self::load_in(path, Precision::detect())
     }
 
-    /// Loads the model at `path` to run in `precision` (benchmarks compare them).
+    /// Loads the model at `path` to run in `precision` (benchmarks compare them). The file is
+    /// mapped into memory, so that the word table is read a row at a time as questions need it
+    /// (read whole where it cannot be mapped).
     pub fn load_in(path: &Path, precision: Precision) -> Result<Model, EmbedError> {
-        let bytes = std::fs::read(path).map_err(|source| EmbedError::Io {
+        let io = |source| EmbedError::Io {
             path: path.display().to_string(),
             source,
-        })?;
-        Self::from_bytes_in(&bytes, precision).map_err(|source| EmbedError::Format {
+        };
+        let format = |source| EmbedError::Format {
             path: path.display().to_string(),
             source,
-        })
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        // SAFETY: `kbtools model install` replaces a model file by renaming a new one over it
+        // and never writes into an installed one, so the mapped bytes do not change under us.
+        match unsafe { memmap2::Mmap::map(&file) } {
+            Ok(map) => {
+                let map = std::sync::Arc::new(map);
+                Self::parse(&map, Some(&map), precision).map_err(format)
+            }
+            Err(_) => {
+                let bytes = std::fs::read(path).map_err(io)?;
+                Self::parse(&bytes, None, precision).map_err(format)
+            }
+        }
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Model, format::FormatError> {
@@ -90,8 +107,16 @@ impl Model {
     }
 
     pub fn from_bytes_in(bytes: &[u8], precision: Precision) -> Result<Model, format::FormatError> {
+        Self::parse(bytes, None, precision)
+    }
+
+    fn parse(
+        bytes: &[u8],
+        map: Option<&std::sync::Arc<memmap2::Mmap>>,
+        precision: Precision,
+    ) -> Result<Model, format::FormatError> {
         let file = format::ModelFile::parse(bytes)?;
-        let encoder = Encoder::load(&file, bytes, precision)?;
+        let encoder = Encoder::load(&file, bytes, map, precision)?;
         Ok(Model {
             tokenizer: Tokenizer::new(file.vocabulary),
             encoder,
