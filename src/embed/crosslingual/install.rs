@@ -137,6 +137,15 @@ pub fn install(source: &Path, dir: &Path) -> Result<CrossInstalled, EmbedError> 
         std::fs::rename(tmp, &target).map_err(|e| io(&target, e))?;
     }
     write_stamp(dir)?;
+    // The weights stored uncompressed, so that no load inflates them.
+    let weights = dir.join(WEIGHTS);
+    let arrays = std::fs::File::open(&weights)
+        .map_err(|e| io(&weights, e))
+        .and_then(|f| {
+            super::npz::read(std::io::BufReader::new(f))
+                .map_err(|e| EmbedError::Install(e.to_string()))
+        })?;
+    super::stored::write(dir, &arrays).map_err(|e| io(&dir.join(super::STORED), e))?;
     installed(dir)?.ok_or_else(|| {
         EmbedError::Install(format!("{} vanished while it was installed", dir.display()))
     })
