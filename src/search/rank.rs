@@ -13,7 +13,7 @@ use crate::graph::Step;
 use crate::kb::KnowledgeBase;
 use crate::search::excerpt::Excerpter;
 use crate::search::fusion::{self, Candidate};
-use crate::search::lanes::io::LaneInput;
+use crate::search::lanes::io::{Embedding, LaneInput};
 use crate::search::lanes::nearest::Nearest;
 use crate::search::lanes::plan::{Plan, Runs};
 use crate::search::lanes::{self, Lane, LaneSet, Runner};
@@ -93,25 +93,28 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
         cross: cross_model.is_some(),
     };
     let lanes = Lane::reported(&plan);
-    // The question's embeddings first, their GEMMs on the whole pool: inside the lanes'
-    // parallel run they waited on the other lanes' tasks (SciFact, warm server: 71 ms median a
-    // search).
-    let query_vector = match lanes.contains(&Lane::ContentVector) {
-        true => semantic::question_vector(&model, query.text),
+    // The question's embeddings are made by their lanes, in the lanes' parallel run, each
+    // on one thread: a question's dozen tokens are too few for e5's products to gain from
+    // sharing the threads (products shared inside the lanes' run waited on the other lanes'
+    // tasks: SciFact, warm server, 71 ms median a search), and each model then runs beside
+    // the lexical lanes instead of before them.
+    let make_query = || match lanes.contains(&Lane::ContentVector) {
+        true => semantic::question_vector(&model, query.text, 1),
         false => None,
     };
-    let cross_vector = match lanes.contains(&Lane::CrossVector) {
+    let make_cross = || match lanes.contains(&Lane::CrossVector) {
         true => semantic::cross_question_vector(&cross_model, query.text),
         false => None,
     };
+    let (query_vector, cross_vector) = (Embedding::new(&make_query), Embedding::new(&make_cross));
     let searcher = kb.search.searcher();
     let input = LaneInput {
         kb,
         index: kb.search.view(&searcher),
         query: &analyzed,
         scope: query.scope,
-        query_vector: query_vector.as_deref().map(|v| &v[..]),
-        cross_vector: cross_vector.as_deref().map(|v| &v[..]),
+        query_vector: &query_vector,
+        cross_vector: &cross_vector,
     };
     let direct = lanes::run_direct(&input, &plan).map_err(unavailable)?;
     check_deadline()?;

@@ -73,15 +73,22 @@ pub(crate) fn cross_language(kb: &KnowledgeBase) -> CrossLanguageModel {
     }
 }
 
-/// The embedding of `text` as a question for `model`.
-pub(crate) fn question_vector(model: &SemanticModel, text: &str) -> Option<QueryVector> {
+/// The embedding of `text` as a question for `model`, its products on `threads` threads of
+/// the current pool.
+pub(crate) fn question_vector(
+    model: &SemanticModel,
+    text: &str,
+    threads: usize,
+) -> Option<QueryVector> {
     #[cfg(feature = "semantic")]
     {
-        model.as_ref().map(|model| query_vector(model, text))
+        model
+            .as_ref()
+            .map(|model| query_vector(model, text, threads))
     }
     #[cfg(not(feature = "semantic"))]
     {
-        let _ = (model, text);
+        let _ = (model, text, threads);
         None
     }
 }
@@ -161,10 +168,8 @@ static CROSS_CACHE: Shared = Mutex::new(None);
 
 /// The embedding of `text` as a query.
 #[cfg(feature = "semantic")]
-fn query_vector(model: &Model, text: &str) -> Arc<Vec<f32>> {
-    cached(&CACHE, text, || {
-        model.embed_query(text, rayon::current_num_threads())
-    })
+fn query_vector(model: &Model, text: &str, threads: usize) -> Arc<Vec<f32>> {
+    cached(&CACHE, text, || model.embed_query(text, threads))
 }
 
 /// The cross-language model's embedding of `text`.

@@ -11,7 +11,7 @@ use crate::search::weights::WEIGHTS;
 
 /// The lane's pages.
 pub fn run(input: &LaneInput<'_>) -> Result<Vec<Hit>, IndexError> {
-    Ok(match (input.query_vector, input.kb.vectors()) {
+    Ok(match (input.query_vector.get(), input.kb.vectors()) {
         (Some(query), Some(vectors)) => vector_hits(vectors, query, WEIGHTS.opening),
         _ => Vec::new(),
     })

@@ -8,7 +8,7 @@ use crate::search::lanes::io::{Hit, LaneInput};
 
 /// The lane's pages.
 pub fn run(input: &LaneInput<'_>) -> Result<Vec<Hit>, IndexError> {
-    Ok(match (input.cross_vector, input.kb.cross_vectors()) {
+    Ok(match (input.cross_vector.get(), input.kb.cross_vectors()) {
         (Some(query), Some(vectors)) => vector_hits(vectors, query, 0.0),
         _ => Vec::new(),
     })

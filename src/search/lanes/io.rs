@@ -8,6 +8,7 @@ use crate::graph::Step;
 use crate::index::search_index::{PageHit, SearchView};
 use crate::kb::KnowledgeBase;
 use crate::search::query::{AnalyzedQuery, Scope};
+use crate::search::semantic::QueryVector;
 
 /// Candidates each lane contributes; fixed, so that paging never repeats or skips a result.
 pub(crate) const LANE_DEPTH: usize = 1000;
@@ -66,10 +67,35 @@ pub struct LaneInput<'a> {
     pub index: SearchView<'a>,
     pub query: &'a AnalyzedQuery,
     pub scope: Scope,
-    /// The question's embedding for the semantic lane, when it runs.
-    pub query_vector: Option<&'a [f32]>,
-    /// The cross-language model's embedding of the question, when its lane runs.
-    pub cross_vector: Option<&'a [f32]>,
+    /// The question's embedding for the semantic lane, made by the lane when it runs.
+    pub query_vector: &'a Embedding<'a>,
+    /// The cross-language model's embedding of the question, likewise.
+    pub cross_vector: &'a Embedding<'a>,
+}
+
+/// A question's embedding, made the first time a lane asks for it: inside its lane's task, so
+/// that the model runs beside the lexical lanes instead of before them (a question's few
+/// tokens keep one thread busy for a few milliseconds; the lexical lanes take as long).
+pub struct Embedding<'a> {
+    cell: std::sync::OnceLock<Option<QueryVector>>,
+    make: &'a (dyn Fn() -> Option<QueryVector> + Sync),
+}
+
+impl<'a> Embedding<'a> {
+    pub fn new(make: &'a (dyn Fn() -> Option<QueryVector> + Sync)) -> Self {
+        Embedding {
+            cell: std::sync::OnceLock::new(),
+            make,
+        }
+    }
+
+    /// The embedding, made now when no lane has asked before; `None` when there is no model.
+    pub fn get(&self) -> Option<&[f32]> {
+        self.cell
+            .get_or_init(|| (self.make)())
+            .as_deref()
+            .map(|v| &v[..])
+    }
 }
 
 /// What a graph lane reads: the seeds' walks (each seed with its steps, unbounded in total)
