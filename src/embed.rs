@@ -316,6 +316,36 @@ impl Model {
     }
 }
 
+/// Bytes of Markdown a token of multilingual-e5 stands for, with the window heads a page's
+/// passages repeat: stylelint-docs' 626,697 bytes of pages embedded as 142,930 tokens (4.4).
+pub const BYTES_PER_TOKEN: f64 = 4.4;
+
+/// Passage tokens a second this machine embeds, measured for about `budget` (at least one
+/// batch): windows of the model's length from a paragraph written for it, on `threads`.
+pub fn throughput(model: &Model, budget: std::time::Duration, threads: usize) -> f64 {
+    let tokens = model.tokens(&TEXT.repeat(24));
+    let window = (MAX_WINDOW_TOKENS).min(model.window());
+    let windows: Vec<Vec<u32>> = (0..4 * threads.max(1))
+        .map(|i| tokens[i % 7..][..window.min(tokens.len() - 7)].to_vec())
+        .collect();
+    let per_batch: usize = windows.iter().map(|w| w.len() + 2).sum();
+    let started = std::time::Instant::now();
+    let mut done = 0usize;
+    while done == 0 || started.elapsed() < budget {
+        std::hint::black_box(model.embed_windows(&windows, threads, &|_| {}));
+        done += per_batch;
+    }
+    done as f64 / started.elapsed().as_secs_f64().max(1e-9)
+}
+
+/// A paragraph the embedding rates are measured on.
+pub(crate) const TEXT: &str = "A knowledge base keeps its pages in folders; each page has a \
+    title, headings and paragraphs that explain one task, such as how to install the service, \
+    how to back up its data every night, or why a search returns a page. ";
+
+/// The longest passage window a build embeds (`crate::index::vectors`' limit).
+const MAX_WINDOW_TOKENS: usize = 320;
+
 /// The verified model in `dir`, loaded once per process (a server's searches and its
 /// `--watch` builds share it), with what is installed.
 pub fn shared(dir: &Path) -> Result<(std::sync::Arc<Model>, install::Installed), EmbedError> {
