@@ -201,6 +201,8 @@ pub(super) fn build_index(
         semantic,
         model_dir: source.model_dir.clone(),
         exclude: exclusions(source),
+        embedding: index::Embedding::Now,
+        embed_progress: None,
     };
     let mut progress = progress_printer(source.quiet);
     let started = std::time::Instant::now();
@@ -292,6 +294,8 @@ pub(super) fn locate(source: &Source) -> Result<Location> {
     }
 }
 
+/// How a query command or a server builds the index it opens: deferred, so that it answers at
+/// once (a server embeds the rest in the background, `kbtools index` embeds it).
 pub(super) fn build_options(source: &Source) -> BuildOptions {
     BuildOptions {
         knowledge_base_id: source.kb_id.clone(),
@@ -302,6 +306,8 @@ pub(super) fn build_options(source: &Source) -> BuildOptions {
         semantic: index::Semantic::Auto,
         model_dir: source.model_dir.clone(),
         exclude: exclusions(source),
+        embedding: index::Embedding::Deferred,
+        embed_progress: None,
     }
 }
 
