@@ -327,6 +327,17 @@ pub(super) fn open(source: &Source) -> Result<KnowledgeBase> {
     open_at(source, &locate(source)?, index::Verify::Quick)
 }
 
+/// [`open`], embedding what the index lacks before it opens (`kbtools eval`, which measures
+/// the semantic lanes, waits for them as `kbtools index` does).
+pub(super) fn open_embedded(source: &Source) -> Result<KnowledgeBase> {
+    let location = locate(source)?;
+    let build = BuildOptions {
+        embedding: index::Embedding::Now,
+        ..build_options(source)
+    };
+    open_ahead_with(source, &location, index::Verify::Quick, &build, |_| ()).map(|(kb, _)| kb)
+}
+
 /// Opens the index at `location`, building it first when it is missing, damaged (its files
 /// checked at `verify`) or stale.
 pub(super) fn open_at(
@@ -352,6 +363,16 @@ fn open_ahead_at<T>(
     verify: index::Verify,
     ahead: impl FnOnce(&KnowledgeBase) -> T,
 ) -> Result<(KnowledgeBase, Option<T>)> {
+    open_ahead_with(source, location, verify, &build_options(source), ahead)
+}
+
+fn open_ahead_with<T>(
+    source: &Source,
+    location: &Location,
+    verify: index::Verify,
+    build: &BuildOptions,
+    ahead: impl FnOnce(&KnowledgeBase) -> T,
+) -> Result<(KnowledgeBase, Option<T>)> {
     let options = ServeOptions {
         verify,
         ..serve_options(source)?
@@ -371,7 +392,7 @@ fn open_ahead_at<T>(
     let (kb, report, early) = KnowledgeBase::open_or_build_ahead(
         bundle,
         &location.index_dir,
-        &build_options(source),
+        build,
         options,
         &mut progress,
         ahead,
