@@ -296,3 +296,60 @@ fn a_killed_index_keeps_what_it_embedded_and_the_next_embeds_the_rest() {
         "{stderr}"
     );
 }
+
+#[test]
+fn kbtools_mcp_exits_when_its_client_leaves_while_it_embeds() {
+    let Some(model) = model_dir() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("notes");
+    slow_folder(&folder, 16);
+    let index_dir = dir.path().join("index");
+    let mut process = Process::spawn_with(
+        &[
+            "mcp".as_ref(),
+            folder.as_os_str(),
+            "--index".as_ref(),
+            index_dir.as_os_str(),
+            "--model-dir".as_ref(),
+            model.as_os_str(),
+        ],
+        &[("KBTOOLS_EMBED_CHUNK_TOKENS", CHUNK_TOKENS)],
+    );
+    let mut stdin = process.child.stdin.take().unwrap();
+    let lines = line_reader(process.child.stdout.take().unwrap());
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "background-embedding-test", "version": "1"}
+        }}),
+    );
+    response(&lines, 1, &process);
+    // Once the background build has started embedding, the client goes.
+    let started = Instant::now();
+    while !process.stderr().contains("embedding in the background") {
+        process.assert_running();
+        assert!(started.elapsed() < common::HANG, "{}", process.stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stdin);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = process.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < common::HANG,
+            "kbtools mcp did not exit; stderr:\n{}",
+            process.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}; stderr:\n{}", process.stderr());
+    let manifest = kbtools::index::read_manifest(&index_dir).unwrap().unwrap();
+    assert!(
+        manifest.semantic.is_some_and(|s| s.pages_without > 0),
+        "the background build was not finished"
+    );
+}

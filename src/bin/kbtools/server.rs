@@ -137,7 +137,8 @@ fn open_live(source: &Source, watch: bool) -> Result<(Arc<LiveKnowledgeBase>, Be
     std::thread::spawn(move || {
         kbtools::tools::warm_up(&warming.snapshot(), kbtools::tools::WarmUp::Server);
     });
-    let embedding = match &location.bundle {
+    // `--no-refresh` never builds (a read replica serves what is published).
+    let embedding = match location.bundle.as_ref().filter(|_| !source.no_refresh) {
         Some(bundle) => Some(
             BackgroundEmbedding::start(
                 bundle,
