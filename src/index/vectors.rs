@@ -268,7 +268,7 @@ pub struct VectorWork {
 
 /// How far a build's embedding has come, read by another thread (a server's health): windows
 /// and tokens embedded of those to embed, and the time left at the rate so far.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EmbedProgress {
     pub windows_done: AtomicU64,
     pub windows_total: AtomicU64,
@@ -276,6 +276,18 @@ pub struct EmbedProgress {
     pub tokens_total: AtomicU64,
     /// Seconds left, estimated after each chunk (`u64::MAX`: not known yet).
     pub seconds_left: AtomicU64,
+}
+
+impl Default for EmbedProgress {
+    fn default() -> Self {
+        EmbedProgress {
+            windows_done: AtomicU64::new(0),
+            windows_total: AtomicU64::new(0),
+            tokens_done: AtomicU64::new(0),
+            tokens_total: AtomicU64::new(0),
+            seconds_left: AtomicU64::new(u64::MAX),
+        }
+    }
 }
 
 /// Embeds passage windows: the model behind a closure, so that the index does not depend on

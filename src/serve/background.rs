@@ -169,7 +169,6 @@ impl Embedder {
             &mut progress,
         ) {
             Ok(report) => {
-                self.status.set(EmbeddingState::Done, None);
                 (self.log)(
                     Level::Progress,
                     &format!(
@@ -178,7 +177,9 @@ impl Embedder {
                         report.manifest.active_content_revision
                     ),
                 );
+                // Done once requests answer from it.
                 self.live.refresh();
+                self.status.set(EmbeddingState::Done, None);
             }
             Err(e) => {
                 self.status.set(EmbeddingState::Failed, Some(e.to_string()));
