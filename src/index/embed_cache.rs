@@ -50,6 +50,11 @@ pub(crate) struct EmbedCache {
     file: Option<File>,
     /// A write failed: the build goes on without the cache.
     broken: bool,
+    /// Whether the file has been read ([`EmbedCache::load`]): a build that embeds nothing new
+    /// never reads it.
+    loaded: bool,
+    /// The dimension asked for at open (`None`: the file's).
+    wanted_dim: Option<usize>,
 }
 
 fn record_len(dim: usize) -> usize {
@@ -59,8 +64,8 @@ fn record_len(dim: usize) -> usize {
 impl EmbedCache {
     /// The cache of the model whose checksum is `sha256` in `index_dir`, for windows of
     /// `window_tokens` tokens (0: a section is one window). `dim`: the model's dimension, or
-    /// `None` to take the file's (a build that does not load the model). A missing, damaged or
-    /// mismatched file is an empty cache.
+    /// `None` to take the file's (a build that does not load the model). Nothing is read until
+    /// [`Self::load`]; a missing, damaged or mismatched file is an empty cache.
     pub(crate) fn open(
         index_dir: &Path,
         sha256: &str,
@@ -69,7 +74,7 @@ impl EmbedCache {
     ) -> EmbedCache {
         let prefix: String = sha256.chars().take(16).collect();
         let path = index_dir.join(CACHE_DIR).join(format!("{prefix}.bin"));
-        let mut cache = EmbedCache {
+        EmbedCache {
             path,
             dim: dim.unwrap_or(0),
             window_tokens,
@@ -79,15 +84,23 @@ impl EmbedCache {
             valid_len: 0,
             file: None,
             broken: false,
-        };
-        if let Ok(bytes) = std::fs::read(&cache.path) {
-            cache.load(&bytes, dim);
+            loaded: false,
+            wanted_dim: dim,
         }
-        cache
+    }
+
+    /// Reads the file, once.
+    pub(crate) fn load(&mut self) {
+        if std::mem::replace(&mut self.loaded, true) {
+            return;
+        }
+        if let Ok(bytes) = std::fs::read(&self.path) {
+            self.read_records(&bytes, self.wanted_dim);
+        }
     }
 
     /// Reads the records of `bytes` up to the first that is cut short or damaged.
-    fn load(&mut self, bytes: &[u8], dim: Option<usize>) {
+    fn read_records(&mut self, bytes: &[u8], dim: Option<usize>) {
         let Some(header) = bytes.get(..HEADER).filter(|h| h.starts_with(MAGIC)) else {
             return;
         };
@@ -163,6 +176,7 @@ impl EmbedCache {
         if self.broken || records.is_empty() {
             return Ok(());
         }
+        self.load();
         let written = self.write_records(records);
         if written.is_err() {
             self.broken = true;
@@ -241,7 +255,8 @@ impl EmbedCache {
     /// Caps the file: when it holds more than twice the windows of `live` (the generation
     /// being published) plus [`SLACK`], it is written again holding only those.
     pub(crate) fn keep_within(&mut self, live: &Vectors) -> std::io::Result<()> {
-        if self.broken || self.records <= 2 * live.windows() + SLACK {
+        // Unread, it has not grown since the last build that embedded.
+        if self.broken || !self.loaded || self.records <= 2 * live.windows() + SLACK {
             return Ok(());
         }
         self.file = None;
@@ -305,8 +320,11 @@ fn sections_of(vectors: &Vectors) -> Vec<(u64, u32, u32, usize)> {
 mod tests {
     use super::*;
 
+    /// The cache of a model in `dir`, read.
     fn cache_in(dir: &Path, dim: Option<usize>) -> EmbedCache {
-        EmbedCache::open(dir, "0123456789abcdef0123", dim, 320)
+        let mut cache = EmbedCache::open(dir, "0123456789abcdef0123", dim, 320);
+        cache.load();
+        cache
     }
 
     #[test]
@@ -362,7 +380,9 @@ mod tests {
         let mut cache = cache_in(dir.path(), Some(2));
         cache.append(&[(1, 0, 1, &[1.0, 0.0])]).unwrap();
         assert!(cache_in(dir.path(), Some(3)).is_empty());
-        assert!(EmbedCache::open(dir.path(), "0123456789abcdef0123", None, 0).is_empty());
+        let mut other_windows = EmbedCache::open(dir.path(), "0123456789abcdef0123", None, 0);
+        other_windows.load();
+        assert!(other_windows.is_empty());
         let mut other = cache_in(dir.path(), Some(3));
         other.append(&[(5, 0, 1, &[1.0, 0.0, 0.0])]).unwrap();
         let reread = cache_in(dir.path(), None);

@@ -375,12 +375,8 @@ pub(crate) fn build(
         embedder,
         counter,
     } = sources;
-    let dim = embedder
-        .map(|e| e.dim())
-        .or(previous.map(|p| p.dim))
-        .or(cache.as_ref().map(|c| c.dim()).filter(|d| *d > 0))
-        .unwrap_or(0);
-    let previous = previous.filter(|p| p.dim == dim);
+    let known_dim = embedder.map(|e| e.dim()).or(previous.map(|p| p.dim));
+    let previous = previous.filter(|p| Some(p.dim) == known_dim);
     // A page kept from a file that did not record scripts is read again for its script (its
     // sections' vectors are still kept, by their keys).
     let by_page: HashMap<[u8; 16], &PageVectors> = previous
@@ -397,6 +393,13 @@ pub(crate) fn build(
         .iter()
         .filter(|p| !by_page.contains_key(&p.key))
         .collect();
+    // The cache is read only when a page may need it.
+    if let Some(cache) = cache.as_deref_mut().filter(|_| !changed.is_empty()) {
+        cache.load();
+    }
+    let dim = known_dim
+        .or(cache.as_deref().map(|c| c.dim()).filter(|d| *d > 0))
+        .unwrap_or(0);
     let usable_cache = cache.as_deref().filter(|c| !c.is_empty() && c.dim() == dim);
     let read = match (embedder, usable_cache) {
         (None, None) => changed.iter().map(|_| None).collect(),
