@@ -74,6 +74,7 @@
 mod build;
 mod cache;
 pub mod catalog;
+mod embed_cache;
 mod generations;
 mod manifest;
 pub mod replica;
@@ -143,6 +144,25 @@ pub struct BuildOptions {
     /// (and a plain folder's `.gitignore`); `None`: those the index was built with
     /// ([`exclusions`]).
     pub exclude: Option<Vec<String>>,
+    /// Whether the pages the vectors lack are embedded now or left for a later build.
+    pub embedding: Embedding,
+    /// Told how far embedding has come (a server's health reads it).
+    pub embed_progress: Option<std::sync::Arc<vectors::EmbedProgress>>,
+}
+
+/// When a build embeds the pages its vectors lack (docs/semantic.md, "Embedding in the
+/// background").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Embedding {
+    /// Before the generation is published: `kbtools index`, and a server's background build.
+    #[default]
+    Now,
+    /// Never: the generation takes the vectors the previous one and the embedding cache hold,
+    /// and the other pages are published without (counted in the manifest's `pagesWithout`)
+    /// for a later build to embed. What query commands and a server's first build do, so that
+    /// nothing waits for the model. A generation with pages left so is up to date for a
+    /// deferred build, not for one that embeds now.
+    Deferred,
 }
 
 /// The `--exclude` patterns a build applies: `options.exclude` when given, else those the

@@ -18,9 +18,11 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
+use super::embed_cache::{EmbedCache, Record};
 use crate::error::IndexError;
 
 pub(crate) const VECTORS_FILE: &str = "vectors.bin";
@@ -255,11 +257,37 @@ pub struct VectorWork {
     pub pages_kept: u64,
     /// Pages read for their sections.
     pub pages_read: u64,
+    /// Windows whose vectors came from the embedding cache (a build cut short before).
+    pub windows_cached: u64,
     /// Windows embedded, and their tokens.
     pub windows_embedded: u64,
     pub tokens_embedded: u64,
-    /// Pages left without vectors (no model, or unreadable).
+    /// Pages left without vectors (no model, unreadable, or left for later: a deferred build).
     pub pages_without: u64,
+}
+
+/// How far a build's embedding has come, read by another thread (a server's health): windows
+/// and tokens embedded of those to embed, and the time left at the rate so far.
+#[derive(Debug)]
+pub struct EmbedProgress {
+    pub windows_done: AtomicU64,
+    pub windows_total: AtomicU64,
+    pub tokens_done: AtomicU64,
+    pub tokens_total: AtomicU64,
+    /// Seconds left, estimated after each chunk (`u64::MAX`: not known yet).
+    pub seconds_left: AtomicU64,
+}
+
+impl Default for EmbedProgress {
+    fn default() -> Self {
+        EmbedProgress {
+            windows_done: AtomicU64::new(0),
+            windows_total: AtomicU64::new(0),
+            tokens_done: AtomicU64::new(0),
+            tokens_total: AtomicU64::new(0),
+            seconds_left: AtomicU64::new(u64::MAX),
+        }
+    }
 }
 
 /// Embeds passage windows: the model behind a closure, so that the index does not depend on
@@ -272,36 +300,83 @@ pub trait Embedder: Sync {
     fn dim(&self) -> usize;
 }
 
-/// Tokens embedded per call of [`Embedder::embed`], between two progress lines.
+/// Tokens embedded per call of [`Embedder::embed`], between two progress lines (and two
+/// appends to the embedding cache).
 const PROGRESS_TOKENS: usize = 24_576;
 
-/// A page's window: kept (its index in the previous vectors) or new (its index in the
-/// windows embedded now).
+/// [`PROGRESS_TOKENS`], or with feature `testing` `KBTOOLS_EMBED_CHUNK_TOKENS`: a test sees
+/// progress lines (and appends to the embedding cache) within seconds in a debug build.
+fn chunk_tokens() -> usize {
+    #[cfg(feature = "testing")]
+    if let Some(n) = std::env::var("KBTOOLS_EMBED_CHUNK_TOKENS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
+    PROGRESS_TOKENS
+}
+
+/// Where a build's vectors come from besides the pages kept whole: the previous generation's
+/// sections, the embedding cache, and the model (`None`: nothing is embedded, as in a deferred
+/// build or without the model).
+pub(crate) struct Sources<'a> {
+    pub previous: Option<&'a Vectors>,
+    pub cache: Option<&'a mut EmbedCache>,
+    pub embedder: Option<&'a dyn Embedder>,
+    /// Told how far embedding has come.
+    pub counter: Option<&'a EmbedProgress>,
+}
+
+/// A page's window: kept (its index in the previous vectors), from the embedding cache (its
+/// index there) or new (its index in the windows embedded now).
 enum Window {
     Kept(usize),
+    Cached(usize),
     Fresh(usize),
 }
 
-/// A changed page read: its script and, per section, its number, key, and its windows kept
-/// from the previous vectors or to embed.
-type Sections = (Script, Vec<(u32, u64, Result<Vec<usize>, Vec<Vec<u32>>>)>);
+/// Where a section's windows are.
+enum Found {
+    /// In the previous vectors.
+    Previous(Vec<usize>),
+    /// In the embedding cache.
+    Cached(Vec<usize>),
+    /// Nowhere: its windows' tokens, to embed.
+    New(Vec<Vec<u32>>),
+    /// Nowhere, and not embedded by this build (no model loaded).
+    Pending,
+}
+
+/// A changed page read: its script and, per section, its number, key and windows.
+type Sections = (Script, Vec<(u32, u64, Found)>);
 
 /// A changed page laid out: its script, and per window its section, section key and vector.
 type Layout = (Script, Vec<(u32, u64, Window)>);
 
-/// The vectors of `pages` (in position order), reusing `previous`' by page and by section.
-pub fn build(
+/// Each window to embed, and the sections' windows it is (section key, window of the section,
+/// windows of the section): the records it makes in the embedding cache.
+struct ToEmbed {
+    windows: Vec<Vec<u32>>,
+    owners: Vec<Vec<(u64, u32, u32)>>,
+}
+
+/// The vectors of `pages` (in position order), reusing the previous vectors by page and by
+/// section and the embedding cache by section, embedding the rest when `sources` has a model.
+pub(crate) fn build(
     bundle_root: &Path,
     pages: &[SourcePage],
-    previous: Option<&Vectors>,
-    embedder: Option<&dyn Embedder>,
+    sources: Sources<'_>,
     progress: &mut dyn FnMut(&str),
 ) -> (Vectors, VectorWork) {
-    let dim = embedder
-        .map(|e| e.dim())
-        .or(previous.map(|p| p.dim))
-        .unwrap_or(0);
-    let previous = previous.filter(|p| p.dim == dim);
+    let Sources {
+        previous,
+        mut cache,
+        embedder,
+        counter,
+    } = sources;
+    let known_dim = embedder.map(|e| e.dim()).or(previous.map(|p| p.dim));
+    let previous = previous.filter(|p| Some(p.dim) == known_dim);
     // A page kept from a file that did not record scripts is read again for its script (its
     // sections' vectors are still kept, by their keys).
     let by_page: HashMap<[u8; 16], &PageVectors> = previous
@@ -318,15 +393,27 @@ pub fn build(
         .iter()
         .filter(|p| !by_page.contains_key(&p.key))
         .collect();
-    let read = match embedder {
-        None => changed.iter().map(|_| None).collect(),
-        Some(embedder) => read_sections(bundle_root, &changed, previous, embedder),
+    // The cache is read only when a page may need it.
+    if let Some(cache) = cache.as_deref_mut().filter(|_| !changed.is_empty()) {
+        cache.load();
+    }
+    let dim = known_dim
+        .or(cache.as_deref().map(|c| c.dim()).filter(|d| *d > 0))
+        .unwrap_or(0);
+    let usable_cache = cache.as_deref().filter(|c| !c.is_empty() && c.dim() == dim);
+    let read = match (embedder, usable_cache) {
+        (None, None) => changed.iter().map(|_| None).collect(),
+        _ => read_sections(bundle_root, &changed, previous, usable_cache, embedder),
     };
     let (to_embed, layouts) = lay_out(&changed, read, &mut work);
-    let fresh = match embedder.filter(|_| !to_embed.is_empty()) {
-        Some(embedder) => embed_all(embedder, &to_embed, &mut work, progress),
+    let fresh = match embedder.filter(|_| !to_embed.windows.is_empty()) {
+        Some(embedder) => {
+            let cache = cache.as_deref_mut();
+            embed_all(embedder, &to_embed, cache, counter, &mut work, progress)
+        }
         None => Vec::new(),
     };
+    let cache = cache.as_deref();
     let mut out = Vectors {
         dim,
         ..Vectors::default()
@@ -354,13 +441,14 @@ pub fn build(
         } else if let Some((page_script, layout)) = layouts.get(&p.position) {
             script = *page_script;
             for (section, key, window) in layout {
-                match window {
-                    Window::Kept(w) => {
-                        let prev = previous.expect("kept sections come from the previous vectors");
-                        push(&mut out, *section, *key, prev.window(*w));
-                    }
-                    Window::Fresh(i) => push(&mut out, *section, *key, &fresh[*i]),
-                }
+                let vector = match window {
+                    Window::Kept(w) => previous
+                        .expect("kept sections come from the previous vectors")
+                        .window(*w),
+                    Window::Cached(i) => cache.expect("cached sections have a cache").vector(*i),
+                    Window::Fresh(i) => &fresh[*i],
+                };
+                push(&mut out, *section, *key, vector);
             }
         } else {
             continue;
@@ -380,12 +468,14 @@ pub fn build(
 }
 
 /// The changed pages' sections, read in parallel (`None`: a page not read): each section's
-/// windows kept from `previous` when a section with its key is there, else to embed.
+/// windows found in `previous` or the `cache` by its key, else its windows to embed (or
+/// pending, without an `embedder`).
 fn read_sections(
     bundle_root: &Path,
     changed: &[&SourcePage],
     previous: Option<&Vectors>,
-    embedder: &dyn Embedder,
+    cache: Option<&EmbedCache>,
+    embedder: Option<&dyn Embedder>,
 ) -> Vec<Option<Sections>> {
     use rayon::prelude::*;
     // Section key → its windows in `previous`.
@@ -408,11 +498,16 @@ fn read_sections(
                     .map(|(i, range)| {
                         let section = &body[range];
                         let key = section_key(&p.title, section);
-                        let windows = match by_section.get(&key) {
-                            Some(kept) => Ok(kept.clone()),
-                            None => Err(embedder.windows(&p.title, section)),
+                        let found = if let Some(kept) = by_section.get(&key) {
+                            Found::Previous(kept.clone())
+                        } else if let Some(cached) = cache.and_then(|c| c.section(key)) {
+                            Found::Cached(cached)
+                        } else if let Some(embedder) = embedder {
+                            Found::New(embedder.windows(&p.title, section))
+                        } else {
+                            Found::Pending
                         };
-                        (i as u32, key, windows)
+                        (i as u32, key, found)
                     })
                     .collect(),
             ))
@@ -420,15 +515,19 @@ fn read_sections(
         .collect()
 }
 
-/// Every distinct window to embed, in page order, and each changed page's layout by position.
-/// A window whose tokens are another's (a section repeated within or across pages under the
-/// same title) is embedded once and shared: the model gives both the same vector.
+/// Every distinct window to embed, in page order, and each changed page's layout by position
+/// (a page with a pending section has none: it is left without vectors). A window whose
+/// tokens are another's (a section repeated within or across pages under the same title) is
+/// embedded once and shared: the model gives both the same vector.
 fn lay_out(
     changed: &[&SourcePage],
     read: Vec<Option<Sections>>,
     work: &mut VectorWork,
-) -> (Vec<Vec<u32>>, HashMap<u32, Layout>) {
-    let mut to_embed: Vec<Vec<u32>> = Vec::new();
+) -> (ToEmbed, HashMap<u32, Layout>) {
+    let mut to_embed = ToEmbed {
+        windows: Vec::new(),
+        owners: Vec::new(),
+    };
     let mut seen: HashMap<Vec<u32>, usize> = HashMap::new();
     let mut layouts: HashMap<u32, Layout> = HashMap::new();
     for (p, sections) in changed.iter().zip(read) {
@@ -436,22 +535,38 @@ fn lay_out(
             work.pages_without += 1;
             continue;
         };
+        if sections.iter().any(|(_, _, f)| matches!(f, Found::Pending)) {
+            work.pages_without += 1;
+            continue;
+        }
         work.pages_read += 1;
         let mut layout = Vec::new();
-        for (section, key, windows) in sections {
-            match windows {
-                Ok(kept) => {
+        for (section, key, found) in sections {
+            match found {
+                Found::Previous(kept) => {
                     layout.extend(kept.into_iter().map(|w| (section, key, Window::Kept(w))));
                 }
-                Err(new) => {
-                    for w in new {
+                Found::Cached(cached) => {
+                    work.windows_cached += cached.len() as u64;
+                    layout.extend(
+                        cached
+                            .into_iter()
+                            .map(|i| (section, key, Window::Cached(i))),
+                    );
+                }
+                Found::New(new) => {
+                    let count = new.len() as u32;
+                    for (window, w) in new.into_iter().enumerate() {
                         let at = *seen.entry(w).or_insert_with_key(|w| {
-                            to_embed.push(w.clone());
-                            to_embed.len() - 1
+                            to_embed.windows.push(w.clone());
+                            to_embed.owners.push(Vec::new());
+                            to_embed.windows.len() - 1
                         });
+                        to_embed.owners[at].push((key, window as u32, count));
                         layout.push((section, key, Window::Fresh(at)));
                     }
                 }
+                Found::Pending => unreachable!("a page with a pending section has no layout"),
             }
         }
         layouts.insert(p.position, (script, layout));
@@ -460,173 +575,82 @@ fn lay_out(
 }
 
 /// The vectors of `to_embed`, in order, embedded a few thousand tokens at a time with a
-/// progress line after each.
+/// progress line after each, each chunk's appended to the embedding cache.
 fn embed_all(
     embedder: &dyn Embedder,
-    to_embed: &[Vec<u32>],
+    to_embed: &ToEmbed,
+    mut cache: Option<&mut EmbedCache>,
+    counter: Option<&EmbedProgress>,
     work: &mut VectorWork,
     progress: &mut dyn FnMut(&str),
 ) -> Vec<Vec<f32>> {
-    let mut fresh: Vec<Vec<f32>> = Vec::with_capacity(to_embed.len());
-    let total: usize = to_embed.iter().map(|w| w.len() + 2).sum();
+    let windows = &to_embed.windows;
+    let mut fresh: Vec<Vec<f32>> = Vec::with_capacity(windows.len());
+    let total: usize = windows.iter().map(|w| w.len() + 2).sum();
+    let from_cache = match work.windows_cached {
+        0 => String::new(),
+        n => format!("; {n} windows from the embedding cache"),
+    };
     progress(&format!(
-        "embedding {} passage windows ({total} tokens) of {} pages",
-        to_embed.len(),
+        "embedding {} passage windows ({total} tokens) of {} pages{from_cache}",
+        windows.len(),
         work.pages_read
     ));
+    let count = |counter: &AtomicU64, n: usize| counter.store(n as u64, Ordering::Relaxed);
+    if let Some(c) = counter {
+        count(&c.windows_total, windows.len());
+        count(&c.tokens_total, total);
+        count(&c.windows_done, 0);
+        count(&c.tokens_done, 0);
+        c.seconds_left.store(u64::MAX, Ordering::Relaxed);
+    }
     let started = std::time::Instant::now();
+    let chunk = chunk_tokens();
     let mut done = 0usize;
     let mut start = 0;
-    while start < to_embed.len() {
+    while start < windows.len() {
         let mut end = start;
         let mut tokens = 0;
-        while end < to_embed.len() && (end == start || tokens < PROGRESS_TOKENS) {
-            tokens += to_embed[end].len() + 2;
+        while end < windows.len() && (end == start || tokens < chunk) {
+            tokens += windows[end].len() + 2;
             end += 1;
         }
-        fresh.extend(embedder.embed(&to_embed[start..end]));
+        fresh.extend(embedder.embed(&windows[start..end]));
+        if let Some(cache) = cache.as_deref_mut() {
+            let records: Vec<Record<'_>> = (start..end)
+                .flat_map(|i| {
+                    let vector = &fresh[i][..];
+                    to_embed.owners[i]
+                        .iter()
+                        .map(move |&(key, window, count)| (key, window, count, vector))
+                })
+                .collect();
+            if let Err(e) = cache.append(&records) {
+                progress(&format!(
+                    "cannot write the embedding cache ({e}); embedding goes on without it"
+                ));
+            }
+        }
         done += tokens;
         start = end;
         let secs = started.elapsed().as_secs_f64().max(1e-3);
         let rate = done as f64 / secs;
+        let left = (total - done) as f64 / rate;
+        if let Some(c) = counter {
+            count(&c.windows_done, end);
+            count(&c.tokens_done, done);
+            c.seconds_left.store(left.round() as u64, Ordering::Relaxed);
+        }
         progress(&format!(
-            "embedded {done}/{total} tokens ({:.0} tokens/s, {:.1} pages/s, about {:.0} s left)",
+            "embedded {done}/{total} tokens ({:.0} tokens/s, {:.1} pages/s, about {left:.0} s left)",
             rate,
             work.pages_read as f64 * done as f64 / total as f64 / secs,
-            (total - done) as f64 / rate
         ));
     }
-    work.windows_embedded = to_embed.len() as u64;
+    work.windows_embedded = windows.len() as u64;
     work.tokens_embedded = total as u64;
     fresh
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// Two pages, three windows of two dimensions (the vector lanes' tests read it too).
-    pub(crate) fn sample() -> Vectors {
-        Vectors {
-            dim: 2,
-            pages: vec![
-                PageVectors {
-                    position: 3,
-                    first: 0,
-                    count: 2,
-                    key: [1; 16],
-                    script: Script::Cjk,
-                },
-                PageVectors {
-                    position: 7,
-                    first: 2,
-                    count: 1,
-                    key: [2; 16],
-                    script: Script::Other,
-                },
-            ],
-            sections: vec![0, 1, 0],
-            section_keys: vec![10, 11, 12],
-            data: vec![1.0, 0.0, 0.6, 0.8, 0.0, 1.0],
-        }
-    }
-
-    /// A window repeated within a page and across pages is embedded once; each place that
-    /// holds it points at that one vector.
-    #[test]
-    fn identical_windows_are_embedded_once() {
-        let page = |position: u32| SourcePage {
-            position,
-            key: [position as u8; 16],
-            disk: format!("p{position}.md"),
-            path: format!("pages/p{position}.md"),
-            title: "T".into(),
-        };
-        let pages = [page(0), page(1)];
-        let changed: Vec<&SourcePage> = pages.iter().collect();
-        let (a, b, c) = (vec![1, 2, 3], vec![4, 5], vec![6]);
-        let read = vec![
-            Some((
-                Script::Other,
-                vec![
-                    (0, 10, Err(vec![a.clone(), b.clone()])),
-                    (1, 11, Err(vec![a.clone()])),
-                ],
-            )),
-            Some((
-                Script::Other,
-                vec![
-                    (0, 12, Err(vec![b.clone(), c.clone()])),
-                    (1, 13, Ok(vec![4])),
-                ],
-            )),
-        ];
-        let mut work = VectorWork::default();
-        let (to_embed, layouts) = lay_out(&changed, read, &mut work);
-        assert_eq!(to_embed, vec![a, b, c]);
-        let fresh = |position: u32| -> Vec<String> {
-            layouts[&position]
-                .1
-                .iter()
-                .map(|(section, _, w)| match w {
-                    Window::Fresh(i) => format!("{section}:fresh {i}"),
-                    Window::Kept(i) => format!("{section}:kept {i}"),
-                })
-                .collect()
-        };
-        assert_eq!(fresh(0), ["0:fresh 0", "0:fresh 1", "1:fresh 0"]);
-        assert_eq!(fresh(1), ["0:fresh 1", "0:fresh 2", "1:kept 4"]);
-        assert_eq!(work.pages_read, 2);
-    }
-
-    #[test]
-    fn encode_then_decode_is_the_same() {
-        let v = sample();
-        let back = Vectors::decode(&v.encode()).expect("decodes");
-        assert_eq!(back.pages, v.pages);
-        assert_eq!(back.sections, v.sections);
-        assert_eq!(back.section_keys, v.section_keys);
-        assert_eq!(back.data, v.data);
-        let mut cut = v.encode();
-        cut.pop();
-        assert!(Vectors::decode(&cut).is_none());
-        assert_eq!(back.script(3), Script::Cjk);
-        assert_eq!(back.script(7), Script::Other);
-        assert_eq!(back.script(5), Script::Unknown);
-    }
-
-    #[test]
-    fn the_format_before_scripts_is_read() {
-        let v = sample();
-        let mut old = MAGIC_1.to_vec();
-        for n in [v.dim, v.windows(), v.pages.len()] {
-            old.extend_from_slice(&(n as u32).to_le_bytes());
-        }
-        for p in &v.pages {
-            for n in [p.position, p.first, p.count] {
-                old.extend_from_slice(&n.to_le_bytes());
-            }
-            old.extend_from_slice(&p.key);
-        }
-        for (s, k) in v.sections.iter().zip(&v.section_keys) {
-            old.extend_from_slice(&s.to_le_bytes());
-            old.extend_from_slice(&k.to_le_bytes());
-        }
-        for x in &v.data {
-            old.extend_from_slice(&x.to_le_bytes());
-        }
-        let back = Vectors::decode(&old).expect("decodes");
-        assert_eq!(back.data, v.data);
-        assert!(back.pages.iter().all(|p| p.script == Script::Unknown));
-    }
-
-    #[test]
-    fn a_page_is_cjk_when_its_cjk_characters_outnumber_its_words() {
-        assert_eq!(Script::of("组件的属性 props 用法"), Script::Cjk);
-        assert_eq!(
-            Script::of("Use `v-model` on a component (组件)."),
-            Script::Other
-        );
-        assert_eq!(Script::of("1234 --- !!"), Script::Other);
-    }
-}
+pub(crate) mod tests;

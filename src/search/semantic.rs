@@ -22,10 +22,11 @@ use crate::kb::KnowledgeBase;
 pub enum SemanticState {
     /// The index has vectors of the installed model.
     Ready,
-    /// Some pages have none (they changed while the model was missing): the lane runs over
-    /// the rest.
+    /// Some pages have none (they changed while the model was missing, or are still being
+    /// embedded): the lane runs over the rest.
     Degraded,
-    /// No vectors, no model, another model's vectors, or turned off.
+    /// No vectors (none made yet, or every page still waiting to be embedded), no model,
+    /// another model's vectors, or turned off.
     Unavailable,
 }
 
@@ -114,7 +115,8 @@ fn state(kb: &KnowledgeBase) -> (SemanticState, Option<Arc<Model>>) {
     let Some(recorded) = kb.manifest.semantic.as_ref() else {
         return (Unavailable, None);
     };
-    if !kb.options.semantic {
+    // No page has vectors yet (all left for a later build): the model is not even loaded.
+    if !kb.options.semantic || recorded.pages == 0 {
         return (Unavailable, None);
     }
     let dir = crate::embed::install::model_dir(kb.options.model_dir.as_deref());
@@ -136,7 +138,7 @@ fn state(kb: &KnowledgeBase) -> (SemanticState, Option<Arc<Model>>) {
 #[cfg(feature = "semantic")]
 fn cross_model(kb: &KnowledgeBase) -> Option<Arc<CrossModel>> {
     let recorded = kb.manifest.cross_language.as_ref()?;
-    if !kb.options.semantic {
+    if !kb.options.semantic || recorded.pages == 0 {
         return None;
     }
     let dir = crate::embed::install::model_dir(kb.options.model_dir.as_deref());

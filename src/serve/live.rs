@@ -63,6 +63,88 @@ pub struct Health {
     /// The generation answering (`None` for a knowledge base that follows no index folder).
     pub generation: Option<String>,
     pub state: HealthState,
+    /// How far the server's background embedding has come, when it embeds
+    /// ([`crate::serve::background`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<EmbeddingHealth>,
+}
+
+crate::wire::wire_enum! {
+    /// Where a server's background embedding stands.
+    pub enum EmbeddingState {
+        /// Not looked at yet: the live generation may lack vectors.
+        Pending = "pending",
+        /// Embedding the pages the live generation lacks; searches meanwhile run over the
+        /// pages that have vectors.
+        Running = "running",
+        /// The live generation has every vector the installed models make (or no model is
+        /// installed: there is nothing to embed).
+        Done = "done",
+        /// The last background build failed (logged); lexical answers go on.
+        Failed = "failed",
+    }
+}
+
+/// The health answer's `embedding`.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbeddingHealth {
+    pub state: EmbeddingState,
+    /// Passage windows embedded of those the running (or last) build embeds.
+    pub windows_done: u64,
+    pub windows_total: u64,
+    /// Seconds left at the rate so far (`None` until the first chunk is done).
+    pub seconds_left: Option<u64>,
+    /// Why the last background build failed.
+    pub error: Option<String>,
+}
+
+/// A background embedding's state, shared by its thread (which sets it) and the health answer
+/// (which reads it).
+#[derive(Debug)]
+pub struct EmbeddingStatus {
+    state: Mutex<(EmbeddingState, Option<String>)>,
+    /// The build's counters ([`index::BuildOptions::embed_progress`]).
+    pub progress: Arc<index::vectors::EmbedProgress>,
+}
+
+impl Default for EmbeddingStatus {
+    fn default() -> Self {
+        EmbeddingStatus {
+            state: Mutex::new((EmbeddingState::Pending, None)),
+            progress: Arc::default(),
+        }
+    }
+}
+
+impl EmbeddingStatus {
+    /// Sets the state, with why it failed.
+    pub fn set(&self, state: EmbeddingState, error: Option<String>) {
+        *self.state.lock().unwrap_or_else(PoisonError::into_inner) = (state, error);
+    }
+
+    pub fn state(&self) -> EmbeddingState {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).0
+    }
+
+    /// The health answer's `embedding`.
+    pub fn health(&self) -> EmbeddingHealth {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (state, error) = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let p = &self.progress;
+        let left = p.seconds_left.load(Relaxed);
+        EmbeddingHealth {
+            state,
+            windows_done: p.windows_done.load(Relaxed),
+            windows_total: p.windows_total.load(Relaxed),
+            seconds_left: (state == EmbeddingState::Running && left != u64::MAX).then_some(left),
+            error,
+        }
+    }
 }
 
 /// A failed generation is tried again at most this often by [`LiveKnowledgeBase::get`].
@@ -101,6 +183,8 @@ pub struct LiveKnowledgeBase {
     /// Held while a generation is opened, so only one thread opens at a time.
     reload: Mutex<Option<Failed>>,
     log: Log,
+    /// The background embedding of its index, when the server runs one.
+    embedding: std::sync::OnceLock<Arc<EmbeddingStatus>>,
 }
 
 impl LiveKnowledgeBase {
@@ -116,6 +200,7 @@ impl LiveKnowledgeBase {
             }),
             reload: Mutex::new(None),
             log: silent(),
+            embedding: std::sync::OnceLock::new(),
         }
     }
 
@@ -182,12 +267,19 @@ impl LiveKnowledgeBase {
             }),
             reload: Mutex::new(None),
             log,
+            embedding: std::sync::OnceLock::new(),
         }
     }
 
     /// The knowledge-base id served (fixed for the life of the server).
     pub fn kb_id(&self) -> &str {
         &self.kb_id
+    }
+
+    /// Reports `status` in [`Self::health`] (a background embedding of its index; the first
+    /// one given stays).
+    pub fn track_embedding(&self, status: Arc<EmbeddingStatus>) {
+        let _ = self.embedding.set(status);
     }
 
     /// The index folder followed, if any.
@@ -234,6 +326,7 @@ impl LiveKnowledgeBase {
             active_content_revision: kb.manifest.active_content_revision,
             generation: live.as_deref().map(display_name),
             state,
+            embedding: self.embedding.get().map(|e| e.health()),
         }
     }
 

@@ -4,6 +4,7 @@
 //! Each request runs one tool on one snapshot, as every door does ([`crate::door`]), on the
 //! blocking pool (`pool.rs`).
 
+pub mod background;
 pub mod http;
 pub mod live;
 pub mod mcp;

@@ -79,7 +79,7 @@ enum Signal {
 }
 
 /// One build at a time in the whole process (several watched bundles share the machine).
-static BUILD_LOCK: Mutex<()> = Mutex::new(());
+pub(crate) static BUILD_LOCK: Mutex<()> = Mutex::new(());
 
 /// Watches a bundle folder and rebuilds its index when files change, then switches the live
 /// knowledge base. Dropping it stops watching (a build under way finishes in the background);

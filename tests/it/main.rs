@@ -10,6 +10,8 @@ mod common;
 mod architecture;
 #[cfg(feature = "server")]
 mod attack_faults;
+#[cfg(all(feature = "semantic", feature = "server"))]
+mod background_embedding;
 #[cfg(feature = "gen-bundle")]
 mod bundle_gen;
 #[cfg(feature = "server")]

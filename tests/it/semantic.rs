@@ -14,7 +14,7 @@ use kbtools::kb::{KnowledgeBase, ServeOptions};
 use serde_json::{json, Value};
 
 /// The installed test model's folder, or `None` (with a message) when there is none.
-fn model_dir() -> Option<PathBuf> {
+pub(crate) fn model_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("KBTOOLS_TEST_MODEL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| common::manifest_dir().join("target/model"));
@@ -632,7 +632,39 @@ fn installed_models_embed_every_build_until_an_index_is_built_without() {
         args.extend(extra);
         run(&args)
     };
-    // The first build of a query command embeds: the model is installed.
+    // The first build of a query command does not wait for the model: it answers lexically,
+    // records the vectors as pending and says how to embed them (docs/semantic.md).
+    let out = search(&[]);
+    let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        stdout["semanticStatus"]["state"],
+        json!("unavailable"),
+        "{stdout}"
+    );
+    let pending = manifest().semantic.expect("vectors recorded as pending");
+    assert!(
+        pending.pages == 0 && pending.pages_without > 0,
+        "{pending:?}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not embedded yet") && stderr.contains("kbtools index"),
+        "{stderr}"
+    );
+    // A second query command finds the index fresh: no build, the same answer.
+    let again = search(&[]);
+    assert!(
+        !String::from_utf8_lossy(&again.stderr).contains("index ready"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    // `kbtools index` embeds them; the next search runs the lanes.
+    run(&["index", bundle.to_str().unwrap()]);
+    let embedded = manifest().semantic.expect("vectors");
+    assert!(
+        embedded.pages > 0 && embedded.pages_without == 0,
+        "{embedded:?}"
+    );
     let out = search(&[]);
     let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -655,4 +687,70 @@ fn installed_models_embed_every_build_until_an_index_is_built_without() {
     assert!(manifest().semantic.is_some() && !manifest().semantic_off);
     run(&["index", bundle.to_str().unwrap()]);
     assert!(manifest().semantic.is_some());
+}
+
+/// A deferred build (what query commands and a server's first build do) embeds nothing: with
+/// an empty embedding cache every page is left pending and the lane is `unavailable`; the
+/// index is fresh for another deferred build. With the cache a build that embedded left, every
+/// page gets its vectors from there, and searches rank as over the embedded index.
+#[test]
+fn a_deferred_build_takes_the_embedding_cache_and_leaves_the_rest_pending() {
+    let Some(model) = model_dir() else { return };
+    let Some((_, bundle, embedded)) = semantic_fixture() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let deferred = BuildOptions {
+        embedding: index::Embedding::Deferred,
+        ..options(Semantic::Auto, &model)
+    };
+    let fresh = dir.path().join("fresh");
+    let report = index::build(bundle, &fresh, &deferred, &mut |_| {}).unwrap();
+    let recorded = report
+        .manifest
+        .semantic
+        .clone()
+        .expect("recorded as pending");
+    assert_eq!(
+        (recorded.pages, recorded.pages_without),
+        (0, PAGES.len() as u64)
+    );
+    assert_eq!(report.work.vectors.windows_embedded, 0);
+    let again = index::build(bundle, &fresh, &deferred, &mut |_| {}).unwrap();
+    assert!(again.work.unchanged, "{:?}", again.work);
+    let kb = KnowledgeBase::open(&fresh, Some(bundle), serve(&model)).unwrap();
+    let out = search(&kb, "webhook delivery retries", "hybrid");
+    assert_eq!(
+        out["semanticStatus"]["state"],
+        json!("unavailable"),
+        "{out}"
+    );
+
+    let cached = dir.path().join("cached");
+    copy_dir(&embedded.join("embedded"), &cached.join("embedded"));
+    let report = index::build(bundle, &cached, &deferred, &mut |_| {}).unwrap();
+    let recorded = report.manifest.semantic.clone().expect("vectors");
+    assert_eq!(
+        (recorded.pages, recorded.pages_without),
+        (PAGES.len() as u64, 0)
+    );
+    let work = report.work.vectors;
+    assert!(
+        work.windows_cached > 0 && work.windows_embedded == 0,
+        "{work:?}"
+    );
+    let kb = KnowledgeBase::open(&cached, Some(bundle), serve(&model)).unwrap();
+    let reference = KnowledgeBase::open(embedded, Some(bundle), serve(&model)).unwrap();
+    for query in [
+        "webhook delivery retries",
+        "如何部署代理",
+        "resource quotas",
+    ] {
+        let (from_cache, from_build) = (
+            search(&kb, query, "hybrid"),
+            search(&reference, query, "hybrid"),
+        );
+        assert_eq!(from_cache["semanticStatus"]["state"], json!("ready"));
+        assert_eq!(from_cache["items"], from_build["items"], "{query}");
+    }
 }

@@ -13,7 +13,7 @@ use kbtools::kb::KnowledgeBase;
 use kbtools::tools::search_files::ExplainedResult;
 
 use crate::args::EvalArgs;
-use crate::open::open;
+use crate::open::open_embedded;
 use crate::output::print_json;
 use crate::Source;
 
@@ -60,7 +60,7 @@ pub(super) fn evaluate(source: &Source, judged: Judgments, options: EvalOptions)
     } else {
         options.modes.clone()
     };
-    let mut kb = open(source)?;
+    let mut kb = open_embedded(source)?;
     // Thousands of queries: what they need is loaded before any is timed.
     kbtools::tools::warm_up(&kb, kbtools::tools::WarmUp::Batch);
     refuse_unknown_judgments(&kb, &judged, options.lenient)?;

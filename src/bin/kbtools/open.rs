@@ -201,6 +201,8 @@ pub(super) fn build_index(
         semantic,
         model_dir: source.model_dir.clone(),
         exclude: exclusions(source),
+        embedding: index::Embedding::Now,
+        embed_progress: None,
     };
     let mut progress = progress_printer(source.quiet);
     let started = std::time::Instant::now();
@@ -292,6 +294,8 @@ pub(super) fn locate(source: &Source) -> Result<Location> {
     }
 }
 
+/// How a query command or a server builds the index it opens: deferred, so that it answers at
+/// once (a server embeds the rest in the background, `kbtools index` embeds it).
 pub(super) fn build_options(source: &Source) -> BuildOptions {
     BuildOptions {
         knowledge_base_id: source.kb_id.clone(),
@@ -302,6 +306,8 @@ pub(super) fn build_options(source: &Source) -> BuildOptions {
         semantic: index::Semantic::Auto,
         model_dir: source.model_dir.clone(),
         exclude: exclusions(source),
+        embedding: index::Embedding::Deferred,
+        embed_progress: None,
     }
 }
 
@@ -319,6 +325,17 @@ fn exclusions(source: &Source) -> Option<Vec<String>> {
 
 pub(super) fn open(source: &Source) -> Result<KnowledgeBase> {
     open_at(source, &locate(source)?, index::Verify::Quick)
+}
+
+/// [`open`], embedding what the index lacks before it opens (`kbtools eval`, which measures
+/// the semantic lanes, waits for them as `kbtools index` does).
+pub(super) fn open_embedded(source: &Source) -> Result<KnowledgeBase> {
+    let location = locate(source)?;
+    let build = BuildOptions {
+        embedding: index::Embedding::Now,
+        ..build_options(source)
+    };
+    open_ahead_with(source, &location, index::Verify::Quick, &build, |_| ()).map(|(kb, _)| kb)
 }
 
 /// Opens the index at `location`, building it first when it is missing, damaged (its files
@@ -346,6 +363,16 @@ fn open_ahead_at<T>(
     verify: index::Verify,
     ahead: impl FnOnce(&KnowledgeBase) -> T,
 ) -> Result<(KnowledgeBase, Option<T>)> {
+    open_ahead_with(source, location, verify, &build_options(source), ahead)
+}
+
+fn open_ahead_with<T>(
+    source: &Source,
+    location: &Location,
+    verify: index::Verify,
+    build: &BuildOptions,
+    ahead: impl FnOnce(&KnowledgeBase) -> T,
+) -> Result<(KnowledgeBase, Option<T>)> {
     let options = ServeOptions {
         verify,
         ..serve_options(source)?
@@ -365,7 +392,7 @@ fn open_ahead_at<T>(
     let (kb, report, early) = KnowledgeBase::open_or_build_ahead(
         bundle,
         &location.index_dir,
-        &build_options(source),
+        build,
         options,
         &mut progress,
         ahead,

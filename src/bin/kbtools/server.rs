@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context, Result};
 use kbtools::door::OutputFormat;
 use kbtools::index;
+use kbtools::serve::background::BackgroundEmbedding;
 use kbtools::serve::live::{BundleWatcher, Level, LiveKnowledgeBase, Log, WatchMode, WatchOptions};
 use kbtools::serve::mcp::{serve_stdio, McpOptions};
 
@@ -27,7 +28,7 @@ pub(super) fn mcp_stdio(
     init_tracing(source.quiet);
     let mut source = source;
     source.bundle = one_bundle(bundle_path, source.bundle.clone())?;
-    let (live, watcher) = open_live(&source, watch)?;
+    let (live, running) = open_live(&source, watch)?;
     let options = McpOptions {
         format,
         text_budget,
@@ -43,7 +44,7 @@ pub(super) fn mcp_stdio(
         );
     }
     serve_stdio(live, options, server_log())?;
-    drop(watcher);
+    drop(running);
     Ok(0)
 }
 
@@ -109,17 +110,21 @@ where
     }
 }
 
+/// What runs beside a server's requests for one knowledge base: the watcher (`--watch`) and
+/// the background embedding. Keep it as long as the server runs.
+struct Beside {
+    _watcher: Option<BundleWatcher>,
+    _embedding: Option<BackgroundEmbedding>,
+}
+
 /// Opens the knowledge base of a server: it follows its index folder (a rebuilt index is
-/// switched to between requests) and, with `watch`, a watcher rebuilds the index when the
-/// bundle changes. Keep the watcher as long as the server runs.
-fn open_live(
-    source: &Source,
-    watch: bool,
-) -> Result<(Arc<LiveKnowledgeBase>, Option<BundleWatcher>)> {
+/// switched to between requests); the index opens built deferred (docs/semantic.md), so the
+/// server answers at once, and a background build embeds what it lacks; with `watch`, a
+/// watcher rebuilds the index when the bundle changes.
+fn open_live(source: &Source, watch: bool) -> Result<(Arc<LiveKnowledgeBase>, Beside)> {
     let location = locate(source)?;
     // A server answers from what it opens for long: every file is checked.
     let kb = open_at(source, &location, index::Verify::Full)?;
-    kbtools::tools::warm_up(&kb, kbtools::tools::WarmUp::Server);
     let log = server_log();
     let live = Arc::new(LiveKnowledgeBase::from_opened(
         kb,
@@ -127,9 +132,45 @@ fn open_live(
         location.bundle.as_deref(),
         log.clone(),
     ));
-    if !watch {
-        return Ok((live, None));
-    }
+    // The models load beside the first requests, which need them only to search.
+    let warming = live.clone();
+    std::thread::spawn(move || {
+        kbtools::tools::warm_up(&warming.snapshot(), kbtools::tools::WarmUp::Server);
+    });
+    // `--no-refresh` never builds (a read replica serves what is published).
+    let embedding = match location.bundle.as_ref().filter(|_| !source.no_refresh) {
+        Some(bundle) => Some(
+            BackgroundEmbedding::start(
+                bundle,
+                &location.index_dir,
+                build_options(source),
+                live.clone(),
+                log.clone(),
+            )
+            .context("starting the background embedding")?,
+        ),
+        None => None,
+    };
+    let watcher = if watch {
+        Some(start_watch(source, &location, &live, log)?)
+    } else {
+        None
+    };
+    let beside = Beside {
+        _watcher: watcher,
+        _embedding: embedding,
+    };
+    Ok((live, beside))
+}
+
+/// `--watch`: a watcher that rebuilds the index (deferred: the background embedding embeds
+/// after it) when the bundle changes.
+fn start_watch(
+    source: &Source,
+    location: &crate::open::Location,
+    live: &Arc<LiveKnowledgeBase>,
+    log: Log,
+) -> Result<BundleWatcher> {
     let Some(bundle) = &location.bundle else {
         return Err(anyhow!(
             "--watch: the bundle {} of the index {} is gone; there is nothing to watch",
@@ -155,7 +196,7 @@ fn open_live(
             bundle.display()
         );
     }
-    Ok((live, Some(watcher)))
+    Ok(watcher)
 }
 
 /// The HTTP server's limits as typed (seconds, counts).
@@ -197,11 +238,11 @@ pub(super) fn serve_http(
         ));
     }
     let mut kbs = Vec::new();
-    let mut watchers = Vec::new();
+    let mut beside = Vec::new();
     let mut add = |source: &Source| -> Result<()> {
-        let (live, watcher) = open_live(source, watch)?;
+        let (live, running) = open_live(source, watch)?;
         kbs.push(live);
-        watchers.extend(watcher);
+        beside.push(running);
         Ok(())
     };
     if bundles.is_empty() {
@@ -261,7 +302,7 @@ pub(super) fn serve_http(
             .await
             .map_err(|e| anyhow!("{e}"))
     })?;
-    drop(watchers);
+    drop(beside);
     Ok(0)
 }
 

@@ -30,10 +30,11 @@ impl Vectorizer {
 
 use std::path::Path;
 
+use super::super::embed_cache::EmbedCache;
 use super::super::vectors::{
     self, Embedder, SemanticManifest, SourcePage, Vectors, CROSS_VECTORS_FILE, VECTORS_FILE,
 };
-use super::super::{BuildOptions, Manifest, Semantic, CATALOG_FILE};
+use super::super::{BuildOptions, Embedding, Manifest, Semantic, CATALOG_FILE};
 use super::{index_fingerprint, Previous};
 use crate::error::IndexError;
 
@@ -103,7 +104,11 @@ fn cross_installed(_: &BuildOptions) -> bool {
 /// build).
 pub(crate) fn fits(options: &BuildOptions, manifest: &Manifest) -> bool {
     let has = manifest.semantic.as_ref();
-    let complete = |s: &SemanticManifest, sha: &str| s.sha256 == sha && s.pages_without == 0;
+    // A deferred build leaves pages without vectors for a later one: their lack is no reason
+    // to build again.
+    let deferred = options.embedding == Embedding::Deferred;
+    let complete =
+        |s: &SemanticManifest, sha: &str| s.sha256 == sha && (deferred || s.pages_without == 0);
     let with_vectors = || {
         has.is_some_and(|s| complete(s, model_sha256()))
             && (!cross_installed(options)
@@ -178,6 +183,42 @@ impl Embedder for CrossEmbedder {
     }
     fn dim(&self) -> usize {
         self.model.dim()
+    }
+}
+
+/// The installed model's name and checksum, read from its stamp without loading it (a
+/// deferred build's vectors are recorded as that model's).
+#[cfg(feature = "semantic")]
+fn installed_identity(which: Vectorizer, options: &BuildOptions) -> Option<(String, String)> {
+    let dir = crate::embed::install::model_dir(options.model_dir.as_deref());
+    match which {
+        Vectorizer::Content => crate::embed::install::installed(&dir)
+            .ok()
+            .flatten()
+            .filter(|m| m.verified)
+            .map(|m| (m.name.to_string(), m.sha256)),
+        Vectorizer::Cross => crate::embed::crosslingual::install::installed(&dir)
+            .ok()
+            .flatten()
+            .filter(|m| m.verified)
+            .map(|m| (m.name.to_string(), m.sha256)),
+    }
+}
+
+#[cfg(not(feature = "semantic"))]
+fn installed_identity(_: Vectorizer, _: &BuildOptions) -> Option<(String, String)> {
+    None
+}
+
+/// The window size a vectorizer's sections are cut at (0: a section is one window): the
+/// embedding cache's records are valid for that size only.
+fn window_tokens(which: Vectorizer) -> u32 {
+    match which {
+        #[cfg(feature = "semantic")]
+        Vectorizer::Content => vectors::MAX_PASSAGE_TOKENS as u32,
+        #[cfg(not(feature = "semantic"))]
+        Vectorizer::Content => 0,
+        Vectorizer::Cross => 0,
     }
 }
 
@@ -261,8 +302,9 @@ fn source_pages(dir: &Path) -> Result<Vec<SourcePage>, IndexError> {
 }
 
 /// Makes the new generation's `which` vectors in `tmp` (whose catalog is written), reusing the
-/// previous generation's where the model is the same. Returns the manifest's record and the
-/// file's CRC-32.
+/// previous generation's where the model is the same, and the embedding cache of the index
+/// folder (`tmp`'s parent); a deferred build loads no model and embeds nothing. Returns the
+/// manifest's record and the file's CRC-32.
 pub(super) fn stage(
     which: Vectorizer,
     bundle_root: &Path,
@@ -273,25 +315,42 @@ pub(super) fn stage(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(SemanticManifest, u32, vectors::VectorWork), IndexError> {
     let pages = source_pages(tmp)?;
-    let embedder = embedder(which, options, threads, progress)?;
+    let embedder = match options.embedding {
+        Embedding::Now => embedder(which, options, threads, progress)?,
+        Embedding::Deferred => None,
+    };
     let (name, sha) = match &embedder {
         Some((_, name, sha)) => (name.clone(), sha.clone()),
-        None => previous
-            .and_then(|p| which.recorded(&p.manifest))
-            .map(|s| (s.model.clone(), s.sha256.clone()))
+        None => installed_identity(which, options)
+            .or_else(|| {
+                previous
+                    .and_then(|p| which.recorded(&p.manifest))
+                    .map(|s| (s.model.clone(), s.sha256.clone()))
+            })
             .unwrap_or_default(),
     };
     // The previous vectors, when they come from this same model.
     let before = previous
         .filter(|p| which.recorded(&p.manifest).is_some_and(|s| s.sha256 == sha))
         .and_then(|p| Vectors::read(&p.generation.join(which.file())).ok());
-    let (vectors, work) = vectors::build(
-        bundle_root,
-        &pages,
-        before.as_ref(),
-        embedder.as_ref().map(|(e, _, _)| e.as_ref()),
-        progress,
-    );
+    let index_dir = tmp.parent().unwrap_or(tmp);
+    let dim = embedder.as_ref().map(|(e, _, _)| e.dim());
+    let mut cache =
+        (!sha.is_empty()).then(|| EmbedCache::open(index_dir, &sha, dim, window_tokens(which)));
+    let counter = match which {
+        Vectorizer::Content => options.embed_progress.as_deref(),
+        Vectorizer::Cross => None,
+    };
+    let sources = vectors::Sources {
+        previous: before.as_ref(),
+        cache: cache.as_mut(),
+        embedder: embedder.as_ref().map(|(e, _, _)| e.as_ref()),
+        counter,
+    };
+    let (vectors, work) = vectors::build(bundle_root, &pages, sources, progress);
+    if let Some(Err(e)) = cache.as_mut().map(|c| c.keep_within(&vectors)) {
+        progress(&format!("cannot rewrite the embedding cache ({e})"));
+    }
     let bytes = vectors.encode();
     let crc = crc32fast::hash(&bytes);
     super::super::write_file(&tmp.join(which.file()), &bytes)?;

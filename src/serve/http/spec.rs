@@ -397,10 +397,29 @@ fn describe_health(spec: &mut Value) {
                     "activeContentRevision": { "type": "integer", "minimum": 0 },
                     "generation": { "type": ["string", "null"] },
                     "state": { "type": "string", "enum": crate::serve::live::HealthState::NAMES },
+                    "embedding": embedding_health(),
                 }
             }
         }),
     );
+}
+
+/// The health answer's `embedding`: how far the server's background embedding has come
+/// (docs/semantic.md).
+fn embedding_health() -> Value {
+    json!({
+        "type": "object",
+        "description": "How far embedding in the background has come (present while the server runs one): `pending` before it looked at the index, `running` while it embeds the pages the answering generation lacks (searches meanwhile say `degraded` or `unavailable` in `semanticStatus`), `done` when that generation has every vector the installed models make, `failed` when the last background build failed (`error` says why; lexical answers go on).",
+        "additionalProperties": false,
+        "required": ["state", "windowsDone", "windowsTotal", "secondsLeft", "error"],
+        "properties": {
+            "state": { "type": "string", "enum": crate::serve::live::EmbeddingState::NAMES },
+            "windowsDone": { "type": "integer", "minimum": 0 },
+            "windowsTotal": { "type": "integer", "minimum": 0 },
+            "secondsLeft": { "type": ["integer", "null"], "minimum": 0 },
+            "error": { "type": ["string", "null"] },
+        }
+    })
 }
 
 /// The served operation of `route` (its long form) for a tool whose input is `params`: the
