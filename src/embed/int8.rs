@@ -4,7 +4,7 @@
 //! weights once at load and multiplied in f32 near the AVX2 peak (16 multiply-adds a cycle a
 //! core); a VNNI `vpdpbusd` does 64 multiply-adds of bytes in one instruction.
 //!
-//! The weights are repacked at load ([`Q4Matrix::pack`]): a tile of 16 output rows, a block of
+//! The weights are repacked at load (`Q4Matrix::pack`): a tile of 16 output rows, a block of
 //! 32 inputs, in groups of 4 inputs, each group 16 rows × 4 codes, so that one 512-bit register
 //! holds a group and a token's 4 bytes broadcast to every lane multiply all 16 rows at once. A
 //! weight is signed (`q − 8`, −8..7, times its block's scale), a token's value stored unsigned

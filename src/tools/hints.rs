@@ -213,9 +213,10 @@ fn semantic_off(kb: &KnowledgeBase, output: &super::search_files::Output) -> Opt
 /// estimate of [`not_embedded_yet`] only.
 const BYTES_PER_TOKEN: u64 = 4;
 
-/// Tokens embedded per second assumed for that estimate: about what the f32 encoder did on a
-/// 2-core machine (docs/benchmarks.md); the integer encoder and more cores are faster.
-const TOKENS_PER_SECOND: u64 = 2_400;
+/// Tokens embedded per second assumed for that estimate, both models together: on a 2-core
+/// machine, loaded, `kbtools model install` measured 47 s a MB (about 4,800 tokens/s of e5 and
+/// the cross-language model's share); `kbtools model install` says the rate of the machine.
+const TOKENS_PER_SECOND: u64 = 4_500;
 
 /// For a hybrid search over an index whose pages are not all embedded yet (a deferred build,
 /// docs/semantic.md): how many, and that `kbtools index` embeds them (about how long).
