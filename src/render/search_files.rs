@@ -32,6 +32,13 @@ pub(super) fn search_files(output: &Output) -> Listing {
             .head
             .push(format!("message: {}", one_line(message, MESSAGE_CHARS)));
     }
+    // Nearest pages, not matches (DECISIONS item 29): a line of their own.
+    if let Some(nearest) = output.nearest.and_then(shown) {
+        listing.head.push(format!(
+            "nearest pages: {}",
+            one_line(nearest, MESSAGE_CHARS)
+        ));
+    }
     let actions = lines_of(
         output.next_actions.as_deref().unwrap_or_default(),
         MESSAGE_CHARS,

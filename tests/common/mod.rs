@@ -118,6 +118,13 @@ pub fn json_call(kb: &KnowledgeBase, tool: &str, input: &Value) -> Result<Value,
     kbtools::tools::call(kb, tool, input).and_then(|output| output.to_json())
 }
 
+/// The compact text a door renders of `tool`'s answer to `input` (a generous budget).
+pub fn call_text(kb: &KnowledgeBase, tool: &str, input: Value) -> String {
+    let output =
+        kbtools::tools::call(kb, tool, &input).unwrap_or_else(|e| panic!("{input}: {e:?}"));
+    kbtools::render::render_output(&output, 100_000)
+}
+
 /// The `path` of each item of a `search_files` output, in order.
 pub fn item_paths(out: &Value) -> Vec<String> {
     out["items"]

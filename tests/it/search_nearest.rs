@@ -1,7 +1,8 @@
 //! A question no page shares a word with still gets an answer (issue 39: "never an empty
 //! answer to a real question"): the pages whose titles or paths are a few edits from its words,
-//! else the knowledge base's entry pages, with a message that says they are the nearest pages
-//! and not matches. A precise request that finds nothing (one unknown word, a quoted phrase no
+//! else the knowledge base's entry pages: a search with items as the contract has it
+//! (DECISIONS item 29), whose compact text says on a line of its own that they are the nearest
+//! pages and not matches. A precise request that finds nothing (one unknown word, a quoted phrase no
 //! page holds, filters that leave nothing) stays `no_candidates`. And the title lane: a question
 //! that says almost all of a page's title ranks that page first (`fixtures/rule-reference`).
 
@@ -22,6 +23,18 @@ fn paths(out: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// A search with items, as the contract has it: `ok`, `message: null`, `nextActions: []`, and
+/// the meaning of results (DECISIONS item 29).
+fn assert_contract_shape(out: &Value, label: &str) {
+    assert_eq!(out["searchStatus"], "ok", "{label}");
+    assert!(out["message"].is_null(), "{label}: {}", out["message"]);
+    assert_eq!(out["nextActions"], json!([]), "{label}");
+    assert_eq!(
+        out["resultSummary"]["meaning"], "Results match the current readable knowledge base.",
+        "{label}"
+    );
+}
+
 #[test]
 fn a_question_in_words_no_page_uses_gets_the_entry_pages() {
     let opened = common::open_fixture("rule-reference");
@@ -38,14 +51,20 @@ fn a_question_in_words_no_page_uses_gets_the_entry_pages() {
         // The README first (an entry page by name), then by relation count.
         assert_eq!(found.first(), Some(&"pages/README.md"), "{mode} {found:?}");
         assert!(found.len() > 1, "{mode} {found:?}");
-        let message = out["message"].as_str().unwrap();
-        assert!(message.contains("entry pages"), "{message}");
-        assert!(message.contains("not matches"), "{message}");
-        assert!(out["resultSummary"]["meaning"]
-            .as_str()
-            .unwrap()
-            .contains("nearest pages"));
-        assert_eq!(out["nextActions"].as_array().unwrap().len(), 5);
+        // The contract's shape of a search with items (DECISIONS item 29); the compact text
+        // says what they are.
+        assert_contract_shape(&out, mode);
+        let text = common::call_text(
+            kb,
+            "search_files",
+            json!({ "query": "我奶奶的猫为什么总在晚上叫？", "mode": mode }),
+        );
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("nearest pages: "))
+            .unwrap_or_else(|| panic!("{mode}: no nearest line in {text}"));
+        assert!(line.contains("entry pages"), "{line}");
+        assert!(line.contains("not matches"), "{line}");
         for item in out["items"].as_array().unwrap() {
             assert_eq!(item["matchedFields"], json!(["path"]));
             assert!(item["sourceExcerpt"].is_null());
@@ -75,10 +94,17 @@ fn a_misspelled_title_word_finds_the_page_by_its_title() {
         Some(&"pages/rules/no-trailing-punctuation.md"),
         "{found:?}"
     );
-    assert!(out["message"]
-        .as_str()
-        .unwrap()
-        .contains("titles or paths are closest"));
+    assert_contract_shape(&out, "a misspelled title word");
+    let text = common::call_text(
+        kb,
+        "search_files",
+        json!({ "query": "trailnig punctuatoin" }),
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("nearest pages: ") && l.contains("titles or paths are closest")),
+        "{text}"
+    );
 }
 
 #[test]

@@ -11,9 +11,10 @@
 //!    answer nothing by themselves; they are where a reader who found nothing starts.
 //!
 //! The lane (`nearest`, reported as `lexical` evidence of the path) runs only when no other
-//! lane found a page. The search says so ([`Nearest`]): `search_files` keeps `searchStatus: "ok"` (there are
-//! items) with a message and `resultSummary.meaning` that call them the nearest pages, not
-//! matches, and the five next actions of an empty search. A query of one unknown word, a
+//! lane found a page. The search says so ([`Nearest`]): `search_files` answers as the contract
+//! has a search with items (`ok`, no message, no next actions: DECISIONS item 29), the items'
+//! evidence (`path`, no excerpt) and a line of the compact text say they are the nearest pages,
+//! not matches. A query of one unknown word, a
 //! quoted phrase no page holds and filters that leave nothing stay `no_candidates`: they asked
 //! for something precise that is not there.
 

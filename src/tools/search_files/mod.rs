@@ -58,8 +58,6 @@ const NO_MATCH_MESSAGE: &str = "No generated files matched this query. The knowl
 /// The message of a search whose items are its nearest pages ([`crate::search::nearest`]).
 const NEAREST_TITLES_MESSAGE: &str = "No page holds the query's words. These are the pages whose titles or paths are closest to them: weak candidates, to be read before they are used.";
 const NEAREST_ENTRIES_MESSAGE: &str = "No page holds the query's words. These are the knowledge base's entry pages (its index and most connected pages), where exploration can start; they are not matches.";
-const NEAREST_MEANING: &str =
-    "No current readable files matched the search; the results are the nearest pages.";
 const NO_MATCH_ACTIONS: [&str; 5] = [
     "Split the user question into shorter terms and search again.",
     "Read index.md through the file content endpoint.",
@@ -292,7 +290,9 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
 
     let graph_available = request.mode != Mode::File;
     let empty = items.is_empty();
-    // No lane matched: the items are the nearest pages, and the output says so.
+    // No lane matched: the items are the nearest pages. The JSON keeps the contract's two
+    // shapes (DECISIONS item 29: items, so `ok`, no message, no next actions); the items'
+    // evidence and the compact text's own line say what they are.
     let nearest_message = ranking.nearest.map(|kind| match kind {
         Nearest::Titles => NEAREST_TITLES_MESSAGE,
         Nearest::Entries => NEAREST_ENTRIES_MESSAGE,
@@ -322,22 +322,17 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
             sort: SORT,
             meaning: if empty {
                 "No current readable files matched the search."
-            } else if nearest_message.is_some() {
-                NEAREST_MEANING
             } else {
                 "Results match the current readable knowledge base."
             },
         },
-        message: Some(if empty {
-            Some(NO_MATCH_MESSAGE)
-        } else {
-            nearest_message
-        }),
-        next_actions: Some(if empty || nearest_message.is_some() {
+        message: Some(if empty { Some(NO_MATCH_MESSAGE) } else { None }),
+        next_actions: Some(if empty {
             NO_MATCH_ACTIONS.to_vec()
         } else {
             Vec::new()
         }),
+        nearest: nearest_message,
         items,
     })
 }

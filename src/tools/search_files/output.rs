@@ -175,6 +175,11 @@ pub struct Output {
     pub message: Option<Option<&'static str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_actions: Option<Vec<&'static str>>,
+    /// Set when no lane matched and the items are the nearest pages: what the compact text
+    /// says on a line of its own (DECISIONS item 29: the JSON keeps the contract's shape, and
+    /// the items' evidence says it). Not serialized.
+    #[serde(skip)]
+    pub nearest: Option<&'static str>,
 }
 
 pub(super) fn context(request: &Request) -> QueryContext {
@@ -275,6 +280,7 @@ pub(super) fn no_content_output(request: &Request) -> Output {
         },
         message: None,
         next_actions: None,
+        nearest: None,
     }
 }
 
