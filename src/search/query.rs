@@ -116,8 +116,12 @@ pub struct AnalyzedQuery {
     pub literals: Vec<Verbatim>,
     /// The page names it says (`identifiers`).
     pub identifiers: Vec<String>,
-    /// Its double-quoted phrases (`quoted_phrases`): a content-lane hit must hold each.
+    /// Its double-quoted phrases (`quoted_phrases`): a content-lane hit must hold each, unless
+    /// no page holds them and the words outside the quotes make a question (`run_direct`).
     pub phrases: Vec<Verbatim>,
+    /// How many of [`Self::terms`]' kind its text holds outside its quotes (all of them when it
+    /// quotes nothing).
+    pub unquoted_terms: usize,
     /// Whether it has CJK text (`analysis::has_cjk`).
     pub cjk: bool,
 }
@@ -154,7 +158,19 @@ impl AnalyzedQuery {
             literals: literals(text).into_iter().map(Verbatim::of).collect(),
             identifiers: identifiers(text),
             phrases: quoted_phrases(text).into_iter().map(Verbatim::of).collect(),
+            unquoted_terms: 0,
             cjk,
+        };
+        query.unquoted_terms = match query.phrases.is_empty() {
+            true => query.terms.len(),
+            false => {
+                let outside: String = quote_runs(text)
+                    .into_iter()
+                    .filter(|(_, q)| *q != Quoting::Closed)
+                    .map(|(run, _)| format!(" {run} "))
+                    .collect();
+                analysis::query_terms_and_all(&outside).0.len()
+            }
         };
         query.borrow(text);
         query

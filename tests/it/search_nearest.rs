@@ -108,6 +108,26 @@ fn a_misspelled_title_word_finds_the_page_by_its_title() {
 }
 
 #[test]
+fn a_question_quoting_words_no_page_holds_is_answered_by_its_other_words() {
+    let opened = common::open_fixture("rule-reference");
+    let kb = &opened.kb;
+    // The quoted message is in no page (as an asker saw or translated it); the question's
+    // other words are the rule's.
+    for query in [
+        "why is trailing punctuation in a heading reported as “zqxwvkjh ploughshare”?",
+        "标题末尾的标点符号为什么被报告出来？报错说“zqxwvkjh 找不到规则定义”",
+    ] {
+        let out = search(kb, json!({ "query": query }));
+        assert_eq!(out["searchStatus"], "ok", "{query}");
+        let found = paths(&out);
+        assert!(
+            found.contains(&"pages/rules/no-trailing-punctuation.md"),
+            "{query}: {found:?}"
+        );
+    }
+}
+
+#[test]
 fn a_precise_request_that_finds_nothing_stays_empty() {
     let opened = common::open_fixture("rule-reference");
     let kb = &opened.kb;

@@ -343,8 +343,15 @@ pub(crate) fn run_direct(input: &LaneInput<'_>, plan: &Plan) -> Result<Vec<LaneH
     let phrases = &input.query.phrases;
     if !phrases.is_empty() {
         let pages = crate::search::phrases::pages_holding_all(input.index, phrases)?;
-        for lane in out.iter_mut().filter(|l| l.lane.is_content()) {
-            lane.hits.retain(|h| pages.contains(&h.position));
+        // A question that quotes words no page holds (an error message as the asker saw it,
+        // or translated) is still a question: its quotes then filter nothing. A short query
+        // around a quote asked for that quote, and finds nothing without it.
+        let quoting_question =
+            pages.is_empty() && input.query.unquoted_terms >= nearest::MIN_QUESTION_TERMS;
+        if !quoting_question {
+            for lane in out.iter_mut().filter(|l| l.lane.is_content()) {
+                lane.hits.retain(|h| pages.contains(&h.position));
+            }
         }
     }
     Ok(out)
