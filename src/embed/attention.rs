@@ -185,37 +185,32 @@ mod x86 {
             }
             row[len..].fill(0.0);
         }
-        let mut i = 0;
-        while i < len {
-            let rows = ROWS.min(len - i);
-            macro_rules! call {
-                ($($n:literal)*) => {
-                    match rows {
-                        // SAFETY: rows `i..i + rows` of the views, checked above.
-                        $($n => unsafe { scores_block::<$n>(view, i, keys, stride, scale, scores) },)*
-                        _ => unreachable!("1 to {ROWS} rows"),
+        /// `kernel::<R>(view, i, args…)` over the query rows, [`ROWS`] at a time (the last
+        /// block fewer), `R` a constant so that the accumulators live in registers.
+        macro_rules! by_row_blocks {
+            ($kernel:ident($($arg:expr),*)) => {
+                let mut i = 0;
+                while i < len {
+                    let rows = ROWS.min(len - i);
+                    // SAFETY: rows `i..i + rows` of the views, checked above.
+                    unsafe {
+                        match rows {
+                            1 => $kernel::<1>(view, i, $($arg),*),
+                            2 => $kernel::<2>(view, i, $($arg),*),
+                            3 => $kernel::<3>(view, i, $($arg),*),
+                            4 => $kernel::<4>(view, i, $($arg),*),
+                            5 => $kernel::<5>(view, i, $($arg),*),
+                            6 => $kernel::<6>(view, i, $($arg),*),
+                            _ => unreachable!("1 to {ROWS} rows"),
+                        }
                     }
-                };
-            }
-            call!(1 2 3 4 5 6);
-            i += rows;
+                    i += rows;
+                }
+            };
         }
+        by_row_blocks!(scores_block(keys, stride, scale, scores));
         activations::softmax_rows(&mut scores[..len * stride], stride, len, Kernel::Vnni512);
-        let mut i = 0;
-        while i < len {
-            let rows = ROWS.min(len - i);
-            macro_rules! call {
-                ($($n:literal)*) => {
-                    match rows {
-                        // SAFETY: as above.
-                        $($n => unsafe { values_block::<$n>(view, i, scores, stride, out) },)*
-                        _ => unreachable!("1 to {ROWS} rows"),
-                    }
-                };
-            }
-            call!(1 2 3 4 5 6);
-            i += rows;
-        }
+        by_row_blocks!(values_block(scores, stride, out));
     }
 
     /// Scores of query rows `i..i + R` against every key, 32 keys (two registers) at a time

@@ -155,18 +155,12 @@ impl Embedder {
             ),
         );
         let started = Instant::now();
-        let log = self.log.clone();
-        let stop = self.stop.clone();
-        let mut progress = |line: &str| {
-            if !stop.load(Ordering::SeqCst) {
-                log(Level::Progress, line);
-            }
-        };
-        match index::build(
+        match crate::serve::watch::build_logged(
             &self.bundle_root,
             &self.index_dir,
             &self.options,
-            &mut progress,
+            &self.log,
+            &self.stop,
         ) {
             Ok(report) => {
                 (self.log)(

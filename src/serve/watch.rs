@@ -212,6 +212,24 @@ impl Drop for BundleWatcher {
 
 /// A recursive file-system watcher on `root` that signals changes outside hidden entries and
 /// the index folder; access events (the builder's own reads) are ignored.
+/// `index::build` of `root` into `index_dir`, its progress lines on `log` until `stop` is set
+/// (a server shutting down says nothing more): what a watcher's rebuild and a background
+/// embedding run.
+pub(crate) fn build_logged(
+    root: &Path,
+    index_dir: &Path,
+    options: &BuildOptions,
+    log: &Log,
+    stop: &AtomicBool,
+) -> Result<index::BuildReport, crate::error::IndexError> {
+    let mut progress = |line: &str| {
+        if !stop.load(Ordering::SeqCst) {
+            log(Level::Progress, line);
+        }
+    };
+    index::build(root, index_dir, options, &mut progress)
+}
+
 fn event_watcher(
     root: &Path,
     index_dir: &Path,
@@ -408,18 +426,12 @@ impl Builder {
                 &format!("{} changed; rebuilding the index", self.root.display()),
             );
             let started = Instant::now();
-            let log = self.log.clone();
-            let stop = self.stop.clone();
-            let mut progress = |line: &str| {
-                if !stop.load(Ordering::SeqCst) {
-                    log(Level::Progress, line);
-                }
-            };
-            match index::build(
+            match build_logged(
                 &self.root,
                 &self.index_dir,
                 &self.build_options,
-                &mut progress,
+                &self.log,
+                &self.stop,
             ) {
                 Ok(report) => self.say(
                     Level::Progress,

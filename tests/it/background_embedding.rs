@@ -83,26 +83,29 @@ fn until_ready(process: &mut Process, mut search: impl FnMut(&Process) -> Value)
     }
 }
 
-#[test]
-fn kbtools_mcp_answers_before_the_folder_is_embedded_and_switches_to_it() {
-    let Some(model) = model_dir() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let folder = dir.path().join("notes");
-    slow_folder(&folder, 16);
-    let index_dir = dir.path().join("index");
-    let mut process = Process::spawn_with(
-        &[
-            "mcp".as_ref(),
-            folder.as_os_str(),
-            "--index".as_ref(),
-            index_dir.as_os_str(),
-            "--model-dir".as_ref(),
-            model.as_os_str(),
-            "--format".as_ref(),
-            "json".as_ref(),
-        ],
-        &[("KBTOOLS_EMBED_CHUNK_TOKENS", CHUNK_TOKENS)],
-    );
+/// `kbtools mcp FOLDER` with the models in `model` (small embedding chunks) and `extra`
+/// arguments, and its answer to `initialize`: the process, its stdin, its stdout's lines.
+fn start_mcp(
+    folder: &Path,
+    index_dir: &Path,
+    model: &Path,
+    extra: &[&str],
+) -> (
+    Process,
+    std::process::ChildStdin,
+    std::sync::mpsc::Receiver<String>,
+    Value,
+) {
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "mcp".as_ref(),
+        folder.as_os_str(),
+        "--index".as_ref(),
+        index_dir.as_os_str(),
+        "--model-dir".as_ref(),
+        model.as_os_str(),
+    ];
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+    let mut process = Process::spawn_with(&args, &[("KBTOOLS_EMBED_CHUNK_TOKENS", CHUNK_TOKENS)]);
     let mut stdin = process.child.stdin.take().unwrap();
     let lines = line_reader(process.child.stdout.take().unwrap());
     send(
@@ -114,6 +117,18 @@ fn kbtools_mcp_answers_before_the_folder_is_embedded_and_switches_to_it() {
         }}),
     );
     let init = response(&lines, 1, &process);
+    (process, stdin, lines, init)
+}
+
+#[test]
+fn kbtools_mcp_answers_before_the_folder_is_embedded_and_switches_to_it() {
+    let Some(model) = model_dir() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("notes");
+    slow_folder(&folder, 16);
+    let index_dir = dir.path().join("index");
+    let (mut process, mut stdin, lines, init) =
+        start_mcp(&folder, &index_dir, &model, &["--format", "json"]);
     assert!(init["result"]["serverInfo"].is_object(), "{init}");
     send(
         &mut stdin,
@@ -304,28 +319,7 @@ fn kbtools_mcp_exits_when_its_client_leaves_while_it_embeds() {
     let folder = dir.path().join("notes");
     slow_folder(&folder, 16);
     let index_dir = dir.path().join("index");
-    let mut process = Process::spawn_with(
-        &[
-            "mcp".as_ref(),
-            folder.as_os_str(),
-            "--index".as_ref(),
-            index_dir.as_os_str(),
-            "--model-dir".as_ref(),
-            model.as_os_str(),
-        ],
-        &[("KBTOOLS_EMBED_CHUNK_TOKENS", CHUNK_TOKENS)],
-    );
-    let mut stdin = process.child.stdin.take().unwrap();
-    let lines = line_reader(process.child.stdout.take().unwrap());
-    send(
-        &mut stdin,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "background-embedding-test", "version": "1"}
-        }}),
-    );
-    response(&lines, 1, &process);
+    let (mut process, stdin, _lines, _) = start_mcp(&folder, &index_dir, &model, &[]);
     // Once the background build has started embedding, the client goes.
     let started = Instant::now();
     while !process.stderr().contains("embedding in the background") {
