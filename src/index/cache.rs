@@ -12,7 +12,7 @@
 //! Layout (integers little-endian):
 //!
 //! ```text
-//! magic "KBING08\n"
+//! magic "KBING09\n"
 //! chunks           each compact-encoded [Detail] (see crate::compact)
 //! records          one fixed-size record per entry (see RECORD)
 //! disk paths       (entries + 1) × u32 offsets, then the paths
@@ -21,7 +21,7 @@
 //! header           postcard: kind, when the cache was made, where each section lies, CRC-32s
 //! header length    u32
 //! header CRC-32    u32
-//! magic "KBING08\n"
+//! magic "KBING09\n"
 //! ```
 //!
 //! Every section has a CRC-32 in the header: the entries' are checked when the cache is opened,
@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::ingest::bundle::paths::PathClass;
 use crate::ingest::bundle::{BundleKind, Code, Detail, Diagnostic, Problem};
 
-const MAGIC: &[u8; 8] = b"KBING08\n";
+const MAGIC: &[u8; 8] = b"KBING09\n";
 /// A chunk ends after a file whose path hashes to 0 modulo this (about this many files a chunk)…
 const CHUNK_SPREAD: u64 = 256;
 /// …or after this many files.

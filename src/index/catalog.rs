@@ -410,6 +410,12 @@ impl Catalog {
         self.store.is_source(i)
     }
 
+    /// Whether the file at `i` is a history: a changelog, release notes
+    /// ([`crate::ingest::aggregate`]).
+    pub fn is_history(&self, i: u32) -> bool {
+        self.store.is_history(i)
+    }
+
     pub fn file_count(&self) -> usize {
         self.store.header().file_count as usize
     }

@@ -109,7 +109,8 @@ pub const INDEX_FORMAT_VERSION: u64 = 16;
 /// the catalog again (keeping the vectors and the pages' index) instead of keeping the last
 /// generation, so an index made by an older kbtools gets the new derivation without `--full`.
 /// 1: links resolved by their path's end (a folder copied out of another layout).
-pub(crate) const DERIVATION_VERSION: u64 = 1;
+/// 2: histories (changelogs, release notes) flagged in the catalog.
+pub(crate) const DERIVATION_VERSION: u64 = 2;
 
 /// How thoroughly opening checks a generation's files (module docs, "Checking what is opened").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

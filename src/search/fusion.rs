@@ -6,10 +6,11 @@
 use crate::error::IndexError;
 use crate::graph::Step;
 use crate::kb::KnowledgeBase;
+use crate::search::aggregates;
 use crate::search::lanes::io::{GraphInput, Hit, LaneInput, Offers, Section, Share};
 use crate::search::lanes::plan::{Plan, Runs};
 use crate::search::lanes::{Lane, LaneHits, LaneSet, Runner};
-use crate::search::query::{Mode, Query, MAX_RESULTS};
+use crate::search::query::{AnalyzedQuery, Mode, Query, MAX_RESULTS};
 use crate::search::weights::{Weights, WEIGHTS};
 
 /// A fused candidate.
@@ -125,14 +126,16 @@ fn answers_only_across(kb: &KnowledgeBase, question_is_cjk: bool, position: u32)
 }
 
 /// The file score of every page a direct lane found (each lane counts at the page's rank in
-/// it, its weight the table's: [`Lane::weight`]; a page is in a lane once).
+/// it, its weight the table's: [`Lane::weight`]; a page is in a lane once). A content lane
+/// counts a history at a share of its weight ([`aggregates::damping`]).
 pub(crate) fn file_scores(
     kb: &KnowledgeBase,
-    question_is_cjk: bool,
+    question: &AnalyzedQuery,
     direct: &[LaneHits],
     explain: bool,
 ) -> Scored {
     let w = &WEIGHTS;
+    let question_is_cjk = question.cjk;
     let mut scored = Scored::default();
     for lane in direct {
         let weight = lane.lane.weight();
@@ -141,6 +144,12 @@ pub(crate) fn file_scores(
             if !kb.catalog.is_source(hit.position) {
                 continue;
             }
+            let weight = match lane.lane.is_content() {
+                true => {
+                    weight * aggregates::damping(&kb.catalog, hit.position, question.asks_releases)
+                }
+                false => weight,
+            };
             let weight = match lane.lane {
                 Lane::ContentVector
                     if other_script(question_is_cjk, &kb.catalog.file(hit.position).path) =>

@@ -4,10 +4,12 @@
 //!
 //! [`query`] analyses the question once; [`lanes`] declares every lane in one table and holds
 //! one file per lane, each over the index's read-only view; [`fusion`] turns the lanes into one
-//! score per page; `rank` runs the pipeline. Beside them: the scorers (`bm25`, `cosine`),
+//! score per page; `rank` runs the pipeline. Beside them: [`aggregates`] (changelogs and
+//! collections in their place), the scorers (`bm25`, `cosine`),
 //! the quoted text's matching ([`phrases`]), [`translation`], the vector lanes' models
 //! (`semantic`), the fusion's parameters (`weights`) and the excerpts (`excerpt`).
 
+pub mod aggregates;
 pub mod bm25;
 pub mod cosine;
 pub mod excerpt;

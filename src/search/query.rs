@@ -124,6 +124,9 @@ pub struct AnalyzedQuery {
     pub unquoted_terms: usize,
     /// Whether it has CJK text (`analysis::has_cjk`).
     pub cjk: bool,
+    /// Whether it asks what a changelog answers: a version, a release, a rename
+    /// ([`crate::search::aggregates::asks_about_releases`]).
+    pub asks_releases: bool,
 }
 
 #[cfg(feature = "testing")]
@@ -160,6 +163,7 @@ impl AnalyzedQuery {
             phrases: quoted_phrases(text).into_iter().map(Verbatim::of).collect(),
             unquoted_terms: 0,
             cjk,
+            asks_releases: crate::search::aggregates::asks_about_releases(text),
         };
         query.unquoted_terms = match query.phrases.is_empty() {
             true => query.terms.len(),

@@ -118,7 +118,7 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
     };
     let direct = lanes::run_direct(&input, &plan).map_err(unavailable)?;
     check_deadline()?;
-    let mut scored = fusion::file_scores(kb, analyzed.cjk, &direct, query.explain);
+    let mut scored = fusion::file_scores(kb, &analyzed, &direct, query.explain);
     let mut walks: Vec<(u32, Vec<Step>)> = Vec::new();
     if lanes.iter().any(|l| l.is_graph()) {
         walks = fusion::seed_walks(kb, query, &scored);

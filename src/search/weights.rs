@@ -37,6 +37,9 @@ pub struct Weights {
     pub translation: f64,
     /// Pages (best first) whose translations follow them.
     pub translated: usize,
+    /// The share of its weight a content lane gives a history (a changelog, release notes)
+    /// when the question does not ask about releases (`crate::search::aggregates`).
+    pub history: f64,
 }
 
 /// The weights in use, chosen on the dev sets (nDCG@10, `kbtools eval`; docs/ranking.md):
@@ -67,4 +70,5 @@ pub const WEIGHTS: Weights = Weights {
     hub: 0.5,
     translation: 0.5,
     translated: 50,
+    history: 0.3,
 };

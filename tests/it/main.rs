@@ -50,6 +50,7 @@ mod read_partial;
 mod relation_graph;
 #[cfg(feature = "server")]
 mod replicas;
+mod search_aggregates;
 mod search_analysis;
 mod search_borrowed;
 mod search_contract;

@@ -413,7 +413,10 @@ impl Layout<'_> {
             flags: slots
                 .iter()
                 .map(|slot| match *slot {
-                    Slot::Read(i) if assembly.source_backed[i as usize] => store::SOURCE_FLAG,
+                    Slot::Read(i) if assembly.source_backed[i as usize] => {
+                        let history = read[i as usize].detail.history;
+                        store::SOURCE_FLAG | if history { store::HISTORY_FLAG } else { 0 }
+                    }
                     _ => 0,
                 })
                 .collect(),

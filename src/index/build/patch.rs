@@ -90,6 +90,10 @@ pub(super) fn patch_plan<'a>(
         if old.path != r.path || old.disk.as_deref() != Some(r.disk.as_str()) {
             return None;
         }
+        // A page that became a history, or stopped being one, changes the catalog's flags.
+        if catalog.is_history(entry.position) != r.detail.history {
+            return None;
+        }
         // A title taken from a document record stays (the records did not change).
         if !entry.record_titled {
             let title = bundle::resolve_title(None, &r.path, &r.detail);

@@ -38,6 +38,7 @@ fn detail(i: usize) -> Detail {
         parsed: true,
         links: Vec::new(),
         record: None,
+        history: i % 7 == 3,
     }
 }
 

@@ -15,7 +15,7 @@
 //!   relation blocks    (blocks + 1) × u64   start of each block of relations, then the end
 //!   relation starts    (files + 1) × u32    number of each page's first relation, then the count
 //!   keys               indexed pages × (u64 key, u32 position), ascending by key
-//!   flags              files × u8           1: source page
+//!   flags              files × u8           1: source page; 2: history
 //!   the blocks themselves
 //! ```
 //!
@@ -37,6 +37,7 @@ const MAGIC: &[u8; 8] = b"KBCAT06\n";
 const PREAMBLE: usize = 16;
 /// Flag bit of a source page.
 const SOURCE: u8 = 1;
+const HISTORY: u8 = 2;
 
 /// The bytes of a catalog: its file mapped into memory, or a buffer.
 pub enum Bytes {
@@ -310,6 +311,13 @@ impl Store {
             && self.area()[self.header.flags.offset as usize + position as usize] & SOURCE != 0
     }
 
+    /// True when the file at `position` is a history: a changelog, release notes
+    /// ([`crate::ingest::aggregate`]; false past the end).
+    pub(crate) fn is_history(&self, position: u32) -> bool {
+        (position as usize) < self.header.file_count as usize
+            && self.area()[self.header.flags.offset as usize + position as usize] & HISTORY != 0
+    }
+
     /// The compressed bytes of file block `b`, as stored.
     pub(crate) fn raw_file_block(&self, b: usize) -> &[u8] {
         self.block_bytes(self.header.file_blocks, b)
@@ -422,7 +430,7 @@ pub struct Parts<'a> {
     pub relation_starts: Vec<u32>,
     /// (key, position) of every indexed page, ascending by key, each key once.
     pub keys: Vec<(u64, u32)>,
-    /// One byte per file: `SOURCE_FLAG` for a source page.
+    /// One byte per file: `SOURCE_FLAG` for a source page, with `HISTORY_FLAG` for a history.
     pub flags: Vec<u8>,
     pub file_blocks: Vec<std::borrow::Cow<'a, [u8]>>,
     pub relation_blocks: Vec<std::borrow::Cow<'a, [u8]>>,
@@ -430,6 +438,9 @@ pub struct Parts<'a> {
 
 /// Flag byte of a source page in [`Parts::flags`].
 pub(crate) const SOURCE_FLAG: u8 = SOURCE;
+
+/// Flag bit of a history (a changelog, release notes), besides [`SOURCE_FLAG`].
+pub(crate) const HISTORY_FLAG: u8 = HISTORY;
 
 /// Compresses a block of items for [`Parts`].
 pub(crate) fn encode_block<T: Serialize>(items: &[T]) -> Vec<u8> {

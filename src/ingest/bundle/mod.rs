@@ -204,6 +204,9 @@ pub struct Detail {
     pub links: Vec<Link>,
     /// Boxed: most files are pages, which have none, and a build holds every file's detail.
     pub record: Option<Box<ParsedRecord>>,
+    /// A page whose headings are releases: a changelog, release notes
+    /// ([`crate::ingest::aggregate::is_history`]).
+    pub history: bool,
 }
 
 /// One file read: its identity and stat, checksum, problems and [`Detail`].

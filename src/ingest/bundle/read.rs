@@ -208,6 +208,7 @@ fn read_parsed(
         ));
     }
     out.detail.parsed = true;
+    out.detail.history = crate::ingest::aggregate::is_history(&summary.headings);
     out.detail.own_title = string_field(&frontmatter, "title").or(summary.first_h1);
     if kind == BundleKind::PlainFolder {
         // The links' lines count from the body; the file's lines count the frontmatter too.
