@@ -39,6 +39,19 @@ const RELEASE_WORDS: &[&str] = &[
     "更新",
 ];
 
+/// What splits a heading into words, besides white space.
+const SEPARATORS: &[char] = &[
+    '(', ')', '[', ']', ',', ':', ';', '/', '—', '–', '-', '年', '月', '日', '（', '）', '，',
+    '：', '#', '*', '`', '@',
+];
+
+/// Words before a number that make a numbered section, not a release, and runtimes whose
+/// versions head a compatibility note ("Node 18.0").
+const NUMBERED: &[&str] = &[
+    "step", "chapter", "section", "part", "lesson", "phase", "appendix", "figure", "table",
+    "example", "exercise", "level", "stage", "rule", "item", "article", "node", "python", "java",
+];
+
 const MONTHS: &[&str] = &[
     "jan",
     "feb",
@@ -72,40 +85,20 @@ const MONTHS: &[&str] = &[
 pub fn names_release(heading: &str) -> bool {
     let lower = heading.to_lowercase();
     let tokens: Vec<&str> = lower
-        .split(|c: char| {
-            c.is_whitespace()
-                || matches!(
-                    c,
-                    '(' | ')'
-                        | '['
-                        | ']'
-                        | ','
-                        | ':'
-                        | ';'
-                        | '/'
-                        | '—'
-                        | '–'
-                        | '-'
-                        | '年'
-                        | '月'
-                        | '日'
-                        | '（'
-                        | '）'
-                        | '，'
-                        | '：'
-                        | '#'
-                        | '*'
-                        | '`'
-                        | '@'
-                )
-        })
+        .split(|c: char| c.is_whitespace() || SEPARATORS.contains(&c))
         .filter(|t| !t.is_empty())
         .collect();
     if tokens.is_empty() || tokens.len() > 10 {
         return false;
     }
+    // A product's name before its version: "Vue 3.5", "ESLint v9.0.0" (not "Step 1.2").
+    let named = tokens.len() >= 2
+        && tokens[0].chars().all(char::is_alphabetic)
+        && !NUMBERED.contains(&tokens[0])
+        && is_version(tokens[1]);
+    let tokens = &tokens[usize::from(named)..];
     let (mut version, mut year) = (false, false);
-    for t in &tokens {
+    for t in tokens {
         if is_version(t) {
             version = true;
         } else if is_year(t) {
@@ -170,6 +163,8 @@ mod tests {
             "January 15, 2022",
             "2024年5月1日",
             "v1.2.0 — 2020-03-04",
+            "Vue 3.5",
+            "ESLint v9.0.0 released",
         ] {
             assert!(names_release(h), "{h}");
         }
@@ -183,6 +178,8 @@ mod tests {
             "Node 18 support",
             "The v-model directive",
             "What's new in 3.5",
+            "Step 1.2",
+            "Chapter 2.1 Basics",
         ] {
             assert!(!names_release(h), "{h}");
         }
