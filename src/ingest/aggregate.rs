@@ -139,7 +139,7 @@ fn is_prerelease(token: &str) -> bool {
 }
 
 /// A year between 1990 and 2099.
-fn is_year(token: &str) -> bool {
+pub fn is_year(token: &str) -> bool {
     token.len() == 4
         && token.bytes().all(|b| b.is_ascii_digit())
         && ("1990".."2100").contains(&token)

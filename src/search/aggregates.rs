@@ -72,7 +72,7 @@ pub fn asks_about_releases(text: &str) -> bool {
         // A version or a year; CJK text around it is its own word here.
         let bare = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '.');
         if aggregate::names_release(bare) && bare.bytes().any(|b| b == b'.' || b == b'v')
-            || is_year(bare)
+            || aggregate::is_year(bare)
         {
             return true;
         }
@@ -85,10 +85,6 @@ pub fn asks_about_releases(text: &str) -> bool {
         || chars
             .windows(3)
             .any(|w| w[0].is_ascii_digit() && w[1] == '.' && w[2].is_ascii_digit())
-}
-
-fn is_year(word: &str) -> bool {
-    word.len() == 4 && word.bytes().all(|b| b.is_ascii_digit()) && ("1990".."2100").contains(&word)
 }
 
 /// The share of its weight a content lane gives the page at `position`: [`WEIGHTS`]'s
