@@ -124,6 +124,8 @@ pub struct AnalyzedQuery {
     pub unquoted_terms: usize,
     /// Whether it has CJK text (`analysis::has_cjk`).
     pub cjk: bool,
+    /// Whether it ends with a question mark (`?` or `？`).
+    pub question_mark: bool,
     /// Whether it asks what a changelog answers: a version, a release, a rename
     /// ([`crate::search::aggregates::asks_about_releases`]).
     pub asks_releases: bool,
@@ -164,6 +166,7 @@ impl AnalyzedQuery {
             unquoted_terms: 0,
             cjk,
             asks_releases: crate::search::aggregates::asks_about_releases(text),
+            question_mark: text.trim_end().ends_with(['?', '？']),
         };
         query.unquoted_terms = match query.phrases.is_empty() {
             true => query.terms.len(),

@@ -116,6 +116,8 @@ fn a_question_quoting_words_no_page_holds_is_answered_by_its_other_words() {
     for query in [
         "why is trailing punctuation in a heading reported as “zqxwvkjh ploughshare”?",
         "标题末尾的标点符号为什么被报告出来？报错说“zqxwvkjh 找不到规则定义”",
+        // Two words besides the quote, and a question mark.
+        "Which heading punctuation is \"zqxwvkjh ploughshare\"?",
     ] {
         let out = search(kb, json!({ "query": query }));
         assert_eq!(out["searchStatus"], "ok", "{query}");

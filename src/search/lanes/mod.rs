@@ -345,9 +345,11 @@ pub(crate) fn run_direct(input: &LaneInput<'_>, plan: &Plan) -> Result<Vec<LaneH
         let pages = crate::search::phrases::pages_holding_all(input.index, phrases)?;
         // A question that quotes words no page holds (an error message as the asker saw it,
         // or translated) is still a question: its quotes then filter nothing. A short query
-        // around a quote asked for that quote, and finds nothing without it.
+        // around a quote asked for that quote, and finds nothing without it, unless it ends
+        // with a question mark (`What was named "The Tesla" in his honor?`).
+        let (terms, asked) = (input.query.unquoted_terms, input.query.question_mark);
         let quoting_question =
-            pages.is_empty() && input.query.unquoted_terms >= nearest::MIN_QUESTION_TERMS;
+            pages.is_empty() && (terms >= nearest::MIN_QUESTION_TERMS || asked && terms > 0);
         if !quoting_question {
             for lane in out.iter_mut().filter(|l| l.lane.is_content()) {
                 lane.hits.retain(|h| pages.contains(&h.position));
