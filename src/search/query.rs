@@ -71,7 +71,7 @@ pub struct Verbatim {
 }
 
 impl Verbatim {
-    fn of(text: String) -> Verbatim {
+    pub(crate) fn of(text: String) -> Verbatim {
         let mut tokens: Vec<(usize, usize, String)> = Vec::new();
         let mut analyzer = analysis::text_analyzer();
         {

@@ -46,6 +46,22 @@ fn the_literal_lane_finds_the_pages_that_hold_the_code_as_written() {
 }
 
 #[test]
+fn a_plugin_prefixed_rule_no_page_writes_is_read_as_the_rule() {
+    let opened = common::open_fixture("rule-reference");
+    let kb = &opened.kb;
+    // No page writes `tidy/no-trailing-punctuation`; the rule's own page and the pages that
+    // name it write `no-trailing-punctuation`.
+    let found = literal_pages(kb, "Why does tidy/no-trailing-punctuation flag my heading?");
+    assert!(
+        found.contains(&"pages/rules/no-trailing-punctuation.md".to_string()),
+        "{found:?}"
+    );
+    // A path's last part that is no name, and a name written nowhere: nothing.
+    assert!(literal_pages(kb, "Why does tidy/punctuation flag my heading?").is_empty());
+    assert!(literal_pages(kb, "Why does tidy/no-such-rule flag my heading?").is_empty());
+}
+
+#[test]
 fn explain_shows_the_literal_lane() {
     let opened = common::open_fixture("focowiki-docs");
     let out: Value = kbtools::tools::search_files::explain(
