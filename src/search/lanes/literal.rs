@@ -14,7 +14,7 @@
 //!
 //! A literal no page holds that ends in a name after its last slash (`jest/lowercase-name`: a
 //! plugin's rule as a configuration names it, while the docs say `lowercase-name`) is read as
-//! that name ([`tail_name`]).
+//! that name (`tail_name`).
 
 use rustc_hash::FxHashMap;
 
