@@ -489,5 +489,23 @@ fn the_bearer_scheme_is_case_insensitive() {
             "",
         );
         assert_eq!(reply.status, status, "{value}");
+        // A 401 names the scheme (RFC 6750), so that a client knows a bearer token is wanted.
+        let challenge = reply.header("WWW-Authenticate");
+        match (status, value) {
+            (401, "Bearer wrong") => assert_eq!(
+                challenge,
+                Some(r#"Bearer realm="kbtools", error="invalid_token""#),
+                "{value}"
+            ),
+            (401, _) => assert_eq!(challenge, Some(r#"Bearer realm="kbtools""#), "{value}"),
+            _ => assert_eq!(challenge, None, "{value}"),
+        }
     }
+    // No Authorization at all: the challenge without an error.
+    let reply = send(&server, "GET", "/tree", Some(&host), &[], "");
+    assert_eq!(reply.status, 401);
+    assert_eq!(
+        reply.header("WWW-Authenticate"),
+        Some(r#"Bearer realm="kbtools""#)
+    );
 }

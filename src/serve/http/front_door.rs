@@ -90,10 +90,21 @@ pub(super) async fn front_door(
             .and_then(bearer_token)
             .map(digest);
         if presented != Some(expected) {
-            return error_response(
+            let mut response = error_response(
                 &ToolError::new(ErrorCode::Unauthorized, "Valid bearer API key is required."),
                 &id,
             );
+            // RFC 6750 §3: the scheme a client must use (an MCP client that finds no
+            // challenge reports an OAuth problem instead of a wrong token).
+            let challenge = match presented {
+                Some(_) => r#"Bearer realm="kbtools", error="invalid_token""#,
+                None => r#"Bearer realm="kbtools""#,
+            };
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(challenge),
+            );
+            return response;
         }
     }
     let declared_length = request
