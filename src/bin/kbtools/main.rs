@@ -33,7 +33,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     kbtools::no_transparent_huge_pages();
-    let code = match run(Cli::parse()) {
+    let code = match run(parse()) {
         Ok(code) => code,
         Err(e) => {
             // Errors quote paths and inputs, anyone's text: escaped for the terminal.
@@ -44,6 +44,62 @@ fn main() {
     };
     kbtools::memory::keep_freed_memory();
     std::process::exit(code);
+}
+
+/// The command line, or its usage error (with a hint where one helps) and exit.
+fn parse() -> Cli {
+    Cli::try_parse().unwrap_or_else(|e| {
+        let args: Vec<String> = std::env::args_os()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let hint = match e.kind() {
+            clap::error::ErrorKind::UnknownArgument => bundle_hint(&args),
+            _ => None,
+        };
+        // Help and version go to stdout with exit 0, errors to stderr with exit 2.
+        let _ = e.print();
+        if let Some(hint) = hint {
+            eprintln!("\n{}", kbtools::text::terminal_safe_lines(&hint));
+        }
+        std::process::exit(e.exit_code())
+    })
+}
+
+/// The commands that answer from `--bundle` and take no folder of their own.
+const TOOL_COMMANDS: [&str; 7] = [
+    "search", "read", "tree", "file", "related", "expand", "call",
+];
+
+/// Options whose value is the next argument, among those given before a folder.
+const OPTIONS_WITH_A_FOLDER: [&str; 5] =
+    ["-b", "--bundle", "--index", "--model-dir", "--audit-log"];
+
+/// For a tool command given a folder as an argument (`kbtools search FOLDER "q"`): the same
+/// command with the folder as `--bundle`.
+fn bundle_hint(args: &[String]) -> Option<String> {
+    let command = args
+        .iter()
+        .position(|a| TOOL_COMMANDS.contains(&a.as_str()))?;
+    let folder = (command + 1..args.len()).find(|&i| {
+        !args[i].starts_with('-')
+            && !OPTIONS_WITH_A_FOLDER.contains(&args[i - 1].as_str())
+            && std::path::Path::new(&args[i]).is_dir()
+    })?;
+    let quoted = |a: &String| match a
+        .chars()
+        .any(|c| c.is_whitespace() || "'\"$`\\".contains(c))
+    {
+        true => format!("'{}'", a.replace('\'', "'\\''")),
+        false => a.clone(),
+    };
+    let mut fixed: Vec<String> = args.iter().map(quoted).collect();
+    fixed.insert(folder, "--bundle".into());
+    Some(format!(
+        "hint: `kbtools {}` answers from the folder that --bundle (or -b, or KBTOOLS_BUNDLE) names: kbtools {}",
+        args[command],
+        fixed.join(" ")
+    ))
 }
 
 /// Runs one command; its exit code.

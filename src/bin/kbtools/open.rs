@@ -71,6 +71,76 @@ pub(super) fn refuse_empty(source: &Source, bundle: &Path, source_pages: usize) 
     ))
 }
 
+/// What a first look through a folder found, before a build: whether a file is named `*.md`,
+/// and how many such files stand under folders named `node_modules` (installed packages' own
+/// docs, seldom what a knowledge base means to answer from). At most 100,000 entries are looked
+/// at; past them the folder counts as holding Markdown and the build decides.
+pub(super) struct Survey {
+    markdown: bool,
+    dependencies: usize,
+}
+
+/// Looks through `bundle` ([`Survey`]) and refuses, before anything is built, a folder in which
+/// no file is named `*.md` (unless `--allow-empty`): a build of it would only end in
+/// [`refuse_empty`].
+pub(super) fn survey(source: &Source, bundle: &Path) -> Result<Survey> {
+    let mut found = Survey {
+        markdown: false,
+        dependencies: 0,
+    };
+    let mut seen = 0usize;
+    let mut stack = vec![(bundle.to_path_buf(), false)];
+    'walk: while let Some((folder, dependency)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > 100_000 {
+                found.markdown = true;
+                break 'walk;
+            }
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => {
+                    stack.push((entry.path(), dependency || name == "node_modules"));
+                }
+                Ok(_)
+                    if name.len() > 3
+                        && name.as_bytes()[name.len() - 3..].eq_ignore_ascii_case(b".md") =>
+                {
+                    found.markdown = true;
+                    found.dependencies += usize::from(dependency);
+                }
+                _ => {}
+            }
+        }
+    }
+    if !found.markdown {
+        refuse_empty(source, bundle, 0)?;
+    }
+    Ok(found)
+}
+
+/// After a build that read `node_modules` folders' pages (none of its `--exclude` patterns names
+/// them): one hint naming `--exclude node_modules/`.
+pub(super) fn hint_dependencies(source: &Source, survey: &Survey, exclude: &[String]) {
+    let excluded = exclude
+        .iter()
+        .any(|p| p.trim_matches('/').split('/').any(|s| s == "node_modules"));
+    if source.quiet || survey.dependencies == 0 || excluded {
+        return;
+    }
+    let files = match survey.dependencies {
+        1 => "1 Markdown file is".to_string(),
+        n => format!("{n} Markdown files are"),
+    };
+    eprintln!(
+        "kbtools: hint: {files} under node_modules/ (installed packages' own docs); leave them out with --exclude node_modules/"
+    );
+}
+
 /// What a folder holds, counted (at most 10,000 entries looked at): "found 3 files (2 .txt,
 /// 1 .json) in 1 folder".
 pub(super) fn describe_folder(dir: &Path) -> String {
@@ -189,6 +259,7 @@ pub(super) fn build_index(
     source: &Source,
 ) -> Result<i32> {
     check_bundle_path(bundle)?;
+    let survey = survey(source, bundle)?;
     let index_dir = source
         .index
         .clone()
@@ -210,6 +281,7 @@ pub(super) fn build_index(
         .map_err(|e| explain_index_error(e, &index_dir, source.index.is_some()))?;
     print_diagnostics(&report.diagnostics, source.quiet);
     refuse_empty(source, bundle, report.manifest.counts.source_pages as usize)?;
+    hint_dependencies(source, &survey, &report.manifest.exclude);
     let published = match publish {
         Some((dir, keep)) => {
             let root = Path::new(&report.manifest.bundle_root);
@@ -388,6 +460,12 @@ fn open_ahead_with<T>(
         let kb = KnowledgeBase::open(&location.index_dir, Some(bundle), options)?;
         return Ok((kb, None));
     }
+    // A first build looks through the folder first: a folder without Markdown is refused
+    // before anything is built. Later ones do not pay for the walk.
+    let first = match index::read_manifest(&location.index_dir) {
+        Ok(Some(_)) => None,
+        _ => Some(survey(source, bundle)?),
+    };
     let mut progress = progress_printer(source.quiet);
     let (kb, report, early) = KnowledgeBase::open_or_build_ahead(
         bundle,
@@ -400,6 +478,9 @@ fn open_ahead_with<T>(
     .map_err(|e| explain_index_error(e, &location.index_dir, source.index.is_some()))?;
     if let Some(report) = report {
         print_diagnostics(&report.diagnostics, source.quiet);
+        if let Some(first) = &first {
+            hint_dependencies(source, first, &report.manifest.exclude);
+        }
     }
     if let Some(stale) = &kb.stale {
         // Said even with --quiet: the answers may miss what changed.

@@ -21,7 +21,7 @@ pub const NAME: &str = ToolName::SearchFiles.as_str();
 /// `query`: grapheme clusters after normalization, and UTF-8 bytes at most.
 pub(crate) const MIN_GRAPHEMES: usize = 2;
 pub(crate) const MAX_GRAPHEMES: usize = 512;
-const MAX_QUERY_BYTES: usize = 2048;
+pub(crate) const MAX_QUERY_BYTES: usize = 2048;
 /// `graphDepth`: relation steps the graph lanes walk.
 pub(crate) const GRAPH_DEPTH: Bounds<u8> = Bounds {
     min: 0,
