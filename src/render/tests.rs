@@ -114,6 +114,7 @@ fn search_result(path: &str, title: &str) -> SearchResult {
         read_actions: file.read_actions,
         match_type: search_files::MatchType::FileDirect,
         graph_context: None,
+        lanes: Default::default(),
     }
 }
 

@@ -179,6 +179,35 @@ impl Excerpter {
     }
 }
 
+/// The terms of `query` (as the index analyzes them: lower-cased, English words stemmed,
+/// Chinese as words and bigrams) that stand in at most half of the knowledge base's pages:
+/// the ones worth marking in a result's text for a person ("npm" on every page of npm's docs
+/// marks nothing). Rarest first; empty when the index cannot say.
+pub fn rare_terms(kb: &crate::kb::KnowledgeBase, query: &str) -> Vec<String> {
+    let analyzed = AnalyzedQuery::of(query);
+    let pages = kb.catalog.source_page_count().max(1);
+    let searcher = kb.search.searcher();
+    let index = kb.search.view(&searcher);
+    let deleted = index.deleted();
+    let body = index.fields().body;
+    let mut rare: Vec<(u64, String)> = analyzed
+        .all_terms
+        .iter()
+        .filter_map(|term| {
+            let df = stats::alive_doc_freq(
+                index.searcher(),
+                &deleted,
+                &Term::from_field_text(body, term),
+            )
+            .ok()?;
+            (df > 0 && df * 2 <= pages).then(|| (df, term.clone()))
+        })
+        .collect();
+    rare.sort();
+    rare.dedup_by(|a, b| a.1 == b.1);
+    rare.into_iter().map(|(_, term)| term).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

@@ -650,7 +650,8 @@ fn friendly_subcommands_answer_like_call() {
         ),
     ];
     for (mut args, tool, input) in cases {
-        args.extend(["--bundle", FIXTURE, "--index", s(&dir)]);
+        // JSON asked for: piped, `read` prints the page's Markdown.
+        args.extend(["--bundle", FIXTURE, "--index", s(&dir), "--format", "json"]);
         let friendly = kbtools(&args);
         let via_call = call(FIXTURE, &dir, tool, &input);
         assert_eq!(
@@ -682,7 +683,7 @@ fn request_id_check_accepts_only_v4() {
 }
 
 #[test]
-fn format_text_prints_the_rendering_with_the_same_exit_codes() {
+fn format_compact_prints_the_models_text_with_the_same_exit_codes() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("index");
     index(FIXTURE, &dir);
@@ -693,7 +694,7 @@ fn format_text_prints_the_rendering_with_the_same_exit_codes() {
     };
 
     // read_file: the file's bytes alone (and a newline when the file has no final one).
-    let read = with(&["read", PAGE, "--format", "text"]).expect(0);
+    let read = with(&["read", PAGE, "--format", "compact"]).expect(0);
     let mut bytes = std::fs::read(common::fixture("focowiki-docs").join(PAGE)).unwrap();
     if !bytes.ends_with(b"\n") {
         bytes.push(b'\n');
@@ -705,14 +706,21 @@ fn format_text_prints_the_rendering_with_the_same_exit_codes() {
     let opened = common::open_fixture("focowiki-docs");
     let output = kbtools::tools::call(&opened.kb, "list_tree", &input).unwrap();
     let expected = kbtools::render::render_output(&output, kbtools::render::DEFAULT_TEXT_BUDGET);
-    let text = with(&["call", "list_tree", &input.to_string(), "--format", "text"]).expect(0);
+    let text = with(&[
+        "call",
+        "list_tree",
+        &input.to_string(),
+        "--format",
+        "compact",
+    ])
+    .expect(0);
     assert_eq!(text.stdout, format!("{expected}\n"));
-    let tree = with(&["tree", "pages", "--limit", "2", "--format", "text"]).expect(0);
+    let tree = with(&["tree", "pages", "--limit", "2", "--format", "compact"]).expect(0);
     assert_eq!(tree.stdout, text.stdout);
     assert!(text.stdout.contains("nextCursor: "));
 
     // The budget cuts a read at a line and names the continuation.
-    let cut = with(&["read", PAGE, "--format", "text", "--text-budget", "500"]).expect(0);
+    let cut = with(&["read", PAGE, "--format", "compact", "--text-budget", "500"]).expect(0);
     assert!(cut.stdout.chars().count() <= 501, "{}", cut.stdout);
     assert!(
         cut.stdout.contains("[truncated: showing L1-"),
@@ -726,7 +734,7 @@ fn format_text_prints_the_rendering_with_the_same_exit_codes() {
         "file",
         "source-file-00000000-0000-5000-8000-000000000000",
         "--format",
-        "text",
+        "compact",
     ])
     .expect(1);
     assert!(
@@ -734,7 +742,14 @@ fn format_text_prints_the_rendering_with_the_same_exit_codes() {
         "{}",
         error.stdout
     );
-    let invalid = with(&["call", "list_tree", r#"{"limit": 0}"#, "--format", "text"]).expect(1);
+    let invalid = with(&[
+        "call",
+        "list_tree",
+        r#"{"limit": 0}"#,
+        "--format",
+        "compact",
+    ])
+    .expect(1);
     assert_eq!(
         invalid.stdout,
         "失败: VALIDATION_ERROR Pagination limit is invalid.\nfield: limit\nhint: limit was 0; allowed range: 1–500 (Entries per page, 1–500 (default 100).)\n"
@@ -847,6 +862,88 @@ fn mistakes_get_a_hint_that_says_what_to_do() {
             );
         }
     }
+}
+
+/// `--format text` is for a person: each result's title, path, how it was found and a line of
+/// its text, no ids or graph paths unless `--verbose`, the cursor as `--cursor`; an error
+/// begins `error:` with its code and says its hint once; a read piped prints the page's
+/// Markdown as it is, byte for byte.
+#[test]
+fn format_text_is_written_for_a_person() {
+    let tmp = tempfile::tempdir().unwrap();
+    let idx = tmp.path().join("index");
+    index(FIXTURE, &idx);
+    let with = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--bundle", FIXTURE, "--index", s(&idx)]);
+        kbtools(&all)
+    };
+    let query = "How do agents read related files?";
+    let run = with(&["search", query, "--format", "text", "--limit", "3"]).expect(0);
+    let out = &run.stdout;
+    assert!(out.starts_with("1. "), "{out}");
+    assert!(out.contains("\n   pages/en/"), "{out}");
+    assert!(out.contains(" · found by text"), "{out}");
+    assert!(
+        out.contains("more: repeat the command with --cursor "),
+        "{out}"
+    );
+    for agent_words in [
+        "fileId",
+        "_graph/",
+        "Candidates, not evidence",
+        "\"cursor\"",
+    ] {
+        assert!(!out.contains(agent_words), "{agent_words:?} in {out}");
+    }
+    // No ANSI when stdout is not a terminal.
+    assert!(!out.contains('\u{1b}'), "{out}");
+    let verbose = with(&[
+        "search",
+        query,
+        "--format",
+        "text",
+        "--limit",
+        "3",
+        "--verbose",
+    ]);
+    let verbose = verbose.expect(0).stdout;
+    assert!(verbose.contains("fileId source-file-"), "{verbose}");
+    assert!(verbose.contains("graph _graph/by-file/"), "{verbose}");
+
+    let error = with(&["search", "a", "--format", "text"]).expect(1);
+    assert!(
+        error.stdout.starts_with("error: VALIDATION_ERROR "),
+        "{}",
+        error.stdout
+    );
+    let both = format!("{}{}", error.stdout, error.stderr);
+    assert_eq!(both.matches("2 to 512 characters").count(), 1, "{both}");
+    assert!(!both.contains("失败"), "{both}");
+
+    // Piped with no --format: a read prints the Markdown, byte for byte; JSON when asked.
+    let bytes = std::fs::read(common::fixture("focowiki-docs").join(PAGE)).unwrap();
+    let read = with(&["read", PAGE]).expect(0);
+    assert_eq!(read.stdout.as_bytes(), bytes.as_slice());
+    with(&["read", PAGE, "--format", "json"]).expect(0).json();
+    // The other commands stay JSON when piped.
+    with(&["tree", "pages"]).expect(0).json();
+
+    let tree = with(&["tree", "pages/en", "--format", "text"])
+        .expect(0)
+        .stdout;
+    assert!(tree.contains("agent-integration/  ("), "{tree}");
+    assert!(tree.contains("README.md\n"), "{tree}");
+    let related = with(&[
+        "related",
+        "pages/en/agent-integration/README.md",
+        "--format",
+        "text",
+    ])
+    .expect(0)
+    .stdout;
+    assert!(related.contains("references ("), "{related}");
+    assert!(!related.contains("source-file-"), "{related}");
 }
 
 /// A folder given where a tool command takes none (`kbtools search FOLDER "q"`): clap's usage
@@ -1063,7 +1160,7 @@ fn help_topics_and_output_for_pipes() {
         "--index",
         s(&idx),
         "--format",
-        "text",
+        "compact",
     ]);
     assert!(
         text.stdout.starts_with("search_files \"agents\""),

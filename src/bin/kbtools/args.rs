@@ -136,26 +136,34 @@ pub(crate) struct Source {
 /// How a tool command prints its result.
 #[derive(Args, Clone)]
 pub(crate) struct RenderArgs {
-    /// auto: text on a terminal, json when piped or redirected; json: the contract JSON (an
-    /// error as its envelope); text: the compact text format (`kbtools help text-format`; an
-    /// error as `失败: <CODE> <message>`).
+    /// auto: text on a terminal; json when piped or redirected (`read`: the file's Markdown);
+    /// text: for a person (titles, paths, a line of each result's text); compact: the compact
+    /// text format for models (`kbtools help text-format`; what MCP sends; an error as
+    /// `失败: <CODE> <message>`); json: the contract JSON (an error as its envelope).
     #[arg(long, default_value = "auto", value_parser = format_choice())]
     pub(crate) format: FormatChoice,
-    /// Character budget of a text result; a longer one is cut and says how to continue.
+    /// Character budget of a compact text result; a longer one is cut and says how to continue.
     #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET, value_name = "CHARS")]
     pub(crate) text_budget: usize,
+    /// With text for a person: each result's fileId, score and graph record too.
+    #[arg(long)]
+    pub(crate) verbose: bool,
 }
 
 /// How `call` prints its result: the contract JSON unless told otherwise.
 #[derive(Args, Clone)]
 pub(crate) struct CallRenderArgs {
-    /// json: the contract JSON (an error as its envelope); text: the compact text format
-    /// (`kbtools help text-format`); auto: text on a terminal, json when piped.
+    /// json: the contract JSON (an error as its envelope); compact: the compact text format
+    /// for models (`kbtools help text-format`); text: for a person; auto: text on a terminal,
+    /// json when piped.
     #[arg(long, default_value = "json", value_parser = format_choice())]
     pub(crate) format: FormatChoice,
-    /// Character budget of a text result; a longer one is cut and says how to continue.
+    /// Character budget of a compact text result; a longer one is cut and says how to continue.
     #[arg(long, default_value_t = kbtools::render::DEFAULT_TEXT_BUDGET, value_name = "CHARS")]
     pub(crate) text_budget: usize,
+    /// With text for a person: each result's fileId, score and graph record too.
+    #[arg(long)]
+    pub(crate) verbose: bool,
 }
 
 impl From<CallRenderArgs> for RenderArgs {
@@ -163,6 +171,7 @@ impl From<CallRenderArgs> for RenderArgs {
         RenderArgs {
             format: args.format,
             text_budget: args.text_budget,
+            verbose: args.verbose,
         }
     }
 }
@@ -174,35 +183,63 @@ fn wire<T: kbtools::wire::WireName>() -> impl clap::builder::TypedValueParser<Va
     clap::builder::PossibleValuesParser::new(T::NAMES).try_map(|name| name.parse::<T>())
 }
 
-/// `--format` of a tool command: one of the library's formats, or `auto`.
+/// `--format` of a tool command.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FormatChoice {
-    /// Text on a terminal, JSON otherwise.
+    /// Text for a person on a terminal, JSON otherwise (a read's Markdown).
     Auto,
-    Given(OutputFormat),
+    /// Text for a person.
+    Text,
+    /// The compact text for models (the library's `OutputFormat::Text`).
+    Compact,
+    Json,
 }
 
-/// `--format`'s parser: `auto`, then [`OutputFormat`]'s values by name (`auto, json, text`).
+/// `--format`'s parser.
 fn format_choice() -> impl clap::builder::TypedValueParser<Value = FormatChoice> {
     use clap::builder::TypedValueParser;
-    let mut names = OutputFormat::NAMES.to_vec();
-    names.sort_unstable();
-    names.insert(0, "auto");
-    clap::builder::PossibleValuesParser::new(names).try_map(|name| match name.as_str() {
-        "auto" => Ok(FormatChoice::Auto),
-        name => name.parse().map(FormatChoice::Given),
+    clap::builder::PossibleValuesParser::new(["auto", "compact", "json", "text"]).map(|name| {
+        match name.as_str() {
+            "auto" => FormatChoice::Auto,
+            "text" => FormatChoice::Text,
+            "compact" => FormatChoice::Compact,
+            _ => FormatChoice::Json,
+        }
     })
 }
 
+/// What a tool command prints.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Printed {
+    /// What a door sends: the contract JSON or the compact text for models.
+    Door(OutputFormat),
+    /// Text for a person (`human.rs`).
+    Person,
+    /// A read's Markdown as it is (`read` piped); any other answer as JSON.
+    Markdown,
+}
+
 impl RenderArgs {
-    /// The format the result is printed in: the one asked for, or for `auto` text on a terminal
-    /// and JSON otherwise.
-    pub(crate) fn format(&self) -> OutputFormat {
+    /// What the result is printed as: the format asked for, or for `auto` text for a person on
+    /// a terminal and, piped, JSON (a read, its Markdown).
+    pub(crate) fn printed(&self, read: bool) -> Printed {
         use std::io::IsTerminal;
         match self.format {
-            FormatChoice::Given(format) => format,
-            FormatChoice::Auto if std::io::stdout().is_terminal() => OutputFormat::Text,
-            FormatChoice::Auto => OutputFormat::Json,
+            FormatChoice::Text => Printed::Person,
+            FormatChoice::Compact => Printed::Door(OutputFormat::Text),
+            FormatChoice::Json => Printed::Door(OutputFormat::Json),
+            FormatChoice::Auto if std::io::stdout().is_terminal() => Printed::Person,
+            FormatChoice::Auto if read => Printed::Markdown,
+            FormatChoice::Auto => Printed::Door(OutputFormat::Json),
+        }
+    }
+
+    /// The door format of a result printed as a door prints it (`--explain`): JSON when asked
+    /// or piped, else text.
+    pub(crate) fn format(&self) -> OutputFormat {
+        match self.printed(false) {
+            Printed::Door(OutputFormat::Json) | Printed::Markdown => OutputFormat::Json,
+            _ => OutputFormat::Text,
         }
     }
 }

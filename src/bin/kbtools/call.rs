@@ -7,10 +7,12 @@ use anyhow::{anyhow, Context, Result};
 use serde_json::Value;
 
 use kbtools::door::{Answer, Body, Call, OutputFormat, Rendered};
-use kbtools::tools::{self, ToolName};
+use kbtools::tools::{self, Output, ToolName};
 
+use crate::args::Printed;
+use crate::human;
 use crate::open;
-use crate::output::{print_json, print_text};
+use crate::output::{print_json, print_raw, print_text};
 use crate::tool_flags::{ToolCommand, ToolFlags};
 use crate::{RenderArgs, Source};
 
@@ -80,13 +82,50 @@ pub(crate) fn answer(
     // The tool answers while the bundle is checked; again only if the index was rebuilt.
     let (kb, early) = open::open_ahead(source, |kb| call.answer(kb))?;
     let answer = early.unwrap_or_else(|| call.answer(&kb));
-    if let Some(hint) = tools::hints::hint(&kb, &call.input, &answer.result) {
-        eprintln!("kbtools: hint: {hint}");
+    let printed = render.printed(tool == ToolName::ReadFile);
+    // A person's error text holds its hint already.
+    if printed != Printed::Person || answer.result.is_ok() {
+        if let Some(hint) = tools::hints::hint(&kb, &call.input, &answer.result) {
+            eprintln!("kbtools: hint: {hint}");
+        }
     }
+    let marks = match (printed, &answer.result) {
+        (Printed::Person, Ok(Output::SearchFiles(output))) => {
+            kbtools::search::excerpt::rare_terms(&kb, &output.query.query)
+        }
+        _ => Vec::new(),
+    };
     // A one-shot process: the OS frees the knowledge base faster than its destructors would
     // (hundreds of thousands of small allocations on a large bundle).
     std::mem::forget(kb);
-    print(answer.render(render.format(), render.text_budget), source)
+    match (printed, &answer.result) {
+        (Printed::Door(format), _) => print(answer.render(format, render.text_budget), source),
+        (Printed::Markdown, Ok(Output::ReadFile(output))) => {
+            print_raw(output.content.as_bytes())?;
+            Ok(0)
+        }
+        (Printed::Markdown, _) => print(answer.json(), source),
+        (Printed::Person, result) => {
+            let json = match answer.json().body {
+                Body::Json(json) => json,
+                Body::Text(_) => Value::Null,
+            };
+            let style = human::Style {
+                verbose: render.verbose,
+                color: colored(),
+                marks,
+            };
+            print_text(human::render(result, &json, &style))?;
+            Ok(i32::from(result.is_err()))
+        }
+    }
+}
+
+/// Whether text for a person may carry ANSI bold: stdout is a terminal and `NO_COLOR` is unset
+/// or empty (no-color.org).
+fn colored() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// Prints a rendered answer; its exit code (1 for an error).

@@ -12,6 +12,7 @@ mod eval;
 #[cfg(feature = "gen-bundle")]
 mod gen_bundle;
 mod help;
+mod human;
 mod index;
 #[cfg(feature = "semantic")]
 mod model;

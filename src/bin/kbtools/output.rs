@@ -15,6 +15,16 @@ pub(crate) fn print_json(value: &Value, pretty: bool) -> Result<()> {
     print_text(text)
 }
 
+/// Prints `bytes` on stdout as they are (a page's Markdown, piped).
+pub(crate) fn print_raw(bytes: &[u8]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Prints `text` on stdout, ending with one newline (none added when it already ends with one,
 /// so a file read as text prints byte for byte).
 pub(crate) fn print_text(mut text: String) -> Result<()> {

@@ -153,6 +153,10 @@ pub struct SearchResult {
     pub match_type: MatchType,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_context: Option<GraphContext>,
+    /// The lanes that found the page (not in the contract: for a person's rendering, which
+    /// says "meaning" or "other language" where the contract's fields say `content`).
+    #[serde(skip)]
+    pub lanes: LaneSet,
 }
 
 /// `FileSearchResponse`.
@@ -402,6 +406,7 @@ pub(super) fn result(
         read_actions: read_actions(kb, file),
         match_type,
         graph_context,
+        lanes: candidate.lanes,
     }
 }
 
