@@ -180,9 +180,10 @@ impl Excerpter {
 }
 
 /// The terms of `query` (as the index analyzes them: lower-cased, English words stemmed,
-/// Chinese as words and bigrams) that stand in at most half of the knowledge base's pages:
-/// the ones worth marking in a result's text for a person ("npm" on every page of npm's docs
-/// marks nothing). Rarest first; empty when the index cannot say.
+/// Chinese as words and bigrams; no stop or question words, no single Chinese character) that
+/// stand in at most half of the knowledge base's pages: the ones worth marking in a result's
+/// text for a person ("npm" on every page of npm's docs marks nothing). Rarest first; empty
+/// when the index cannot say.
 pub fn rare_terms(kb: &crate::kb::KnowledgeBase, query: &str) -> Vec<String> {
     let analyzed = AnalyzedQuery::of(query);
     let pages = kb.catalog.source_page_count().max(1);
@@ -191,8 +192,9 @@ pub fn rare_terms(kb: &crate::kb::KnowledgeBase, query: &str) -> Vec<String> {
     let deleted = index.deleted();
     let body = index.fields().body;
     let mut rare: Vec<(u64, String)> = analyzed
-        .all_terms
+        .terms
         .iter()
+        .filter(|term| !analysis::has_cjk(term) || term.chars().count() >= 2)
         .filter_map(|term| {
             let df = stats::alive_doc_freq(
                 index.searcher(),

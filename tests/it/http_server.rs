@@ -396,6 +396,41 @@ fn unknown_knowledge_base_is_404_not_found() {
         .error(404, "NOT_FOUND");
 }
 
+/// A search answers the contract's body and, in headers for the search page, the question's
+/// rare terms (not the words most pages hold) and how each result was found.
+#[test]
+fn a_search_tells_the_page_what_to_mark_and_how_each_result_was_found() {
+    let server = Server::start(&["focowiki-docs"], HttpOptions::default());
+    let reply = server.get(&server.long(
+        "/files/search?query=Can%20Focowiki%20agents%20retry%20a%20failed%20webhook%20delivery%3F",
+    ));
+    assert_eq!(reply.status, 200);
+    let items = reply.json()["items"].as_array().unwrap().len();
+    let marks = reply.headers["x-kbtools-marks"].clone();
+    let marks: Vec<&str> = marks.split(' ').collect();
+    assert!(marks.contains(&"webhook"), "{marks:?}");
+    assert!(!marks.contains(&"focowiki"), "{marks:?}");
+    assert!(!marks.contains(&"can"), "{marks:?}");
+    let found = &reply.headers["x-kbtools-found-by"];
+    assert_eq!(found.split(',').count(), items, "{found}");
+    for ways in found.split(',') {
+        for way in ways.split('+') {
+            let known = [
+                "name",
+                "text",
+                "meaning",
+                "other-language",
+                "links",
+                "nearest",
+            ];
+            assert!(known.contains(&way), "{found}");
+        }
+    }
+    // Other tools carry neither.
+    let tree = server.get(&server.long("/tree"));
+    assert!(!tree.headers.contains_key("x-kbtools-marks"));
+}
+
 #[test]
 fn a_plain_folder_path_as_the_user_sees_it_and_a_typo_with_the_nearest_paths() {
     let server = Server::start(&["rule-reference"], HttpOptions::default());

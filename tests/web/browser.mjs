@@ -171,17 +171,22 @@ async function main() {
     english === "Tools Design" ? null : `first result ${english}`);
   await check("the address holds the query (a result list can be shared)", async () =>
     new URL(page.url()).searchParams.get("q") === "How do agents read related files?" ? null : page.url());
-  await check("excerpts mark the query's words", async () => {
-    const marks = await page.locator("ol.results .excerpt mark").allTextContents();
-    return marks.some((m) => /agent|read|related|files/i.test(m)) ? null : `marks ${JSON.stringify(marks.slice(0, 5))}`;
-  });
   await check("each result says in a reader's words what found it", async () => {
     const labels = await page.locator("ol.results li").first().locator(".lane").allTextContents();
     if (!labels.length) return "no labels";
-    const words = ["path", "title", "text", "links", "metadata"];
+    const words = ["name", "text", "meaning", "other language", "links", "nearest page"];
     return labels.every((l) => words.includes(l)) ? null : `labels ${JSON.stringify(labels)}`;
   });
   await page.screenshot({ path: join(SHOTS, "search-en.png"), fullPage: true });
+
+  // Marks: the question's rare words, not those on most pages ("Focowiki", "agents" here).
+  await search(page, "Can Focowiki agents retry a failed webhook delivery?");
+  await check("excerpts mark the query's rare words, not the words most pages hold", async () => {
+    const marks = (await page.locator("ol.results .excerpt mark").allTextContents()).map((m) => m.toLowerCase());
+    if (!marks.some((m) => m.startsWith("webhook"))) return `marks ${JSON.stringify(marks.slice(0, 8))}`;
+    return marks.some((m) => /^(focowiki|agent)/.test(m)) ? `common words marked: ${JSON.stringify(marks.slice(0, 8))}` : null;
+  });
+  await search(page, "How do agents read related files?");
 
   // Paging by cursor, forward and back.
   const pageOne = await page.locator("ol.results a.title").allTextContents();
@@ -305,6 +310,8 @@ async function main() {
     "[click](javascript:window.__pwned=3)\n");
   writeFileSync(join(hostile, "other.md"),
     "# Other\n\n<div class=\"options-api\">\n\nOptions API <span class=\"tip\">text</span> here.\n\n</div>\n");
+  writeFileSync(join(hostile, "titled.md"),
+    "---\ntitle: Titled In Frontmatter\n---\n\n## Description\n\nA page whose title is in its frontmatter only.\n");
   // Served beside the fixture: `/` lists both knowledge bases.
   const hostileBase = await serveMany([FIXTURE, hostile]);
   await page.goto(`${hostileBase}/`);
@@ -314,9 +321,9 @@ async function main() {
     return names.length === 2 ? null : `listed ${JSON.stringify(names)}`;
   });
   await check("/ gives each knowledge base's page count", async () => {
-    await page.locator("ul.bases li .count", { hasText: "2 pages" }).first().waitFor({ timeout: HANG_MS }).catch(() => {});
+    await page.locator("ul.bases li .count", { hasText: "3 pages" }).first().waitFor({ timeout: HANG_MS }).catch(() => {});
     const counts = await page.locator("ul.bases li .count").allTextContents();
-    return counts.includes("2 pages") && counts.every((c) => /^\d+ pages?$/.test(c)) ? null : `counts ${JSON.stringify(counts)}`;
+    return counts.includes("3 pages") && counts.every((c) => /^\d+ pages?$/.test(c)) ? null : `counts ${JSON.stringify(counts)}`;
   });
   await page.locator("ul.bases li a", { hasText: "hostile" }).click();
   await page.locator("#q").waitFor();
@@ -338,6 +345,25 @@ async function main() {
     const text = await page.locator("article.page").textContent();
     if (text.includes("<div") || text.includes("<span") || text.includes("</div>")) return `text ${text}`;
     return text.includes("Options API text here.") ? null : `text ${text}`;
+  });
+  await page.goto(`${hostileBase}${kb}/read?path=pages%2Ftitled.md`);
+  await page.locator("article.page h1").waitFor();
+  await check("a page titled in its frontmatter only has its title as heading", async () => {
+    const heading = (await page.locator("article.page h1").first().textContent()).trim();
+    return heading === "Titled In Frontmatter" ? null : `heading ${JSON.stringify(heading)}`;
+  });
+  // A plain folder's tree starts at its own files: no `pages` heading, icons drawn, no emoji.
+  await page.goto(`${hostileBase}${kb}/tree`);
+  await page.locator("ul.tree li.file").first().waitFor();
+  await check("a plain folder's tree starts at its files, with drawn icons", async () => {
+    const heading = (await page.locator("h1.tree-title").textContent()).trim();
+    const names = await page.locator("ul.tree li .name").allTextContents();
+    const text = await page.locator("ul.tree").textContent();
+    const icons = await page.locator("ul.tree li svg.icon").count();
+    if (heading === "pages") return "heading says pages";
+    if (/[\u{1F4C1}\u{1F4C4}]/u.test(text)) return "emoji in the tree";
+    if (icons !== names.length) return `${icons} icons for ${names.length} entries`;
+    return names.some((n) => /evil|Evil/.test(n)) ? null : `names ${JSON.stringify(names)}`;
   });
 
   // A server with a token asks for it, refuses a wrong one, keeps the right one for the tab.

@@ -6,7 +6,6 @@
 
 use serde_json::Value;
 
-use kbtools::search::Lane;
 use kbtools::tools::search_files::SearchResult;
 use kbtools::tools::Output;
 use kbtools::ToolError;
@@ -110,14 +109,7 @@ fn result_text(n: usize, item: &SearchResult, style: &Style) -> String {
 fn found_by(item: &SearchResult) -> String {
     let mut ways: Vec<&str> = Vec::new();
     for lane in item.lanes.iter() {
-        let way = match lane {
-            Lane::ExactPath | Lane::ExactTitle | Lane::Title => "name",
-            Lane::ContentVector => "meaning",
-            Lane::CrossVector => "other language",
-            Lane::FileGraph | Lane::FileRelationship => "links",
-            Lane::Nearest => "nearest",
-            _ => "text",
-        };
+        let way = lane.found_as();
         if !ways.contains(&way) {
             ways.push(way);
         }

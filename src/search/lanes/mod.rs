@@ -239,6 +239,22 @@ impl Lane {
         self.evidence() == Evidence::Content
     }
 
+    /// How a person would say the lane found a page (the CLI's text and the search page name
+    /// it; `matchedFields` says `content` for the words and the models alike): by its name, its
+    /// text, its meaning, in another language, by its links, or as a nearest page.
+    pub fn found_as(self) -> &'static str {
+        match self {
+            Lane::ExactPath | Lane::ExactTitle | Lane::Title => "name",
+            Lane::ContentVector => "meaning",
+            Lane::CrossVector => "other language",
+            Lane::FileGraph | Lane::FileRelationship => "links",
+            Lane::Nearest => "nearest",
+            Lane::Identifier | Lane::Lexical | Lane::Passage | Lane::Literal | Lane::Jieba => {
+                "text"
+            }
+        }
+    }
+
     /// The lanes `plan` reports, in table order.
     pub(crate) fn reported(plan: &Plan) -> Vec<Lane> {
         Lane::ALL

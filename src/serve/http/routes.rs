@@ -299,17 +299,73 @@ pub(super) async fn answer(
         Err(e) => return error_response(&e, id),
     };
     let call = Call::with_id(route.tool, tool_input(route, file_id, query), id.into());
-    // The contract JSON, the one format the served document describes.
+    // The contract JSON, the one format the served document describes; a search's hints for
+    // the search page in headers beside it.
     let rendered = pool::on_snapshot(kb, move |kb| {
-        call.answer(kb)
-            .render(OutputFormat::Json, render::DEFAULT_TEXT_BUDGET)
+        let answer = call.answer(kb);
+        let hints = page_hints(kb, &answer.result);
+        (
+            answer.render(OutputFormat::Json, render::DEFAULT_TEXT_BUDGET),
+            hints,
+        )
     })
     .await;
     match rendered {
-        Ok(rendered) => rendered_response(rendered, id),
+        Ok((rendered, hints)) => {
+            let mut response = rendered_response(rendered, id);
+            response.headers_mut().extend(hints);
+            response
+        }
         Err(e) => error_response(
             &ToolError::new(ErrorCode::InternalError, format!("The request failed: {e}")),
             id,
         ),
     }
+}
+
+/// A search's terms to mark, at most this many.
+const MOST_MARKS: usize = 32;
+
+/// For the search page, beside a search's contract JSON (headers, so the body stays the
+/// contract's): `x-kbtools-marks`, the question's rare terms (on at most half of the pages:
+/// [`crate::search::excerpt::rare_terms`]), percent-encoded and space-separated; and
+/// `x-kbtools-found-by`, how each result was found as people say it
+/// ([`crate::search::Lane::found_as`]), a result's ways joined by `+`, results by `,`.
+fn page_hints(
+    kb: &KnowledgeBase,
+    result: &Result<tools::Output, ToolError>,
+) -> axum::http::HeaderMap {
+    use axum::http::HeaderValue;
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    let mut headers = axum::http::HeaderMap::new();
+    let Ok(tools::Output::SearchFiles(output)) = result else {
+        return headers;
+    };
+    let marks: Vec<String> = crate::search::excerpt::rare_terms(kb, &output.query.query)
+        .iter()
+        .take(MOST_MARKS)
+        .map(|term| utf8_percent_encode(term, NON_ALPHANUMERIC).to_string())
+        .collect();
+    let found: Vec<String> = output
+        .items
+        .iter()
+        .map(|item| {
+            let mut ways: Vec<&str> = Vec::new();
+            for way in item.lanes.iter().map(|lane| lane.found_as()) {
+                if !ways.contains(&way) {
+                    ways.push(way);
+                }
+            }
+            ways.join("+").replace(' ', "-")
+        })
+        .collect();
+    for (name, value) in [
+        ("x-kbtools-marks", marks.join(" ")),
+        ("x-kbtools-found-by", found.join(",")),
+    ] {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+    }
+    headers
 }

@@ -20,6 +20,8 @@ const TEXT = {
     next: "Next page", previous: "Previous page", lanes: "found by",
     found: { path: "path", title: "title", content: "text", graph_node: "links",
       file_relationship: "links", metadata: "metadata" },
+    ways: { name: "name", text: "text", meaning: "meaning", "other-language": "other language",
+      links: "links", nearest: "nearest page" },
     related: "Related files", graphView: "Relations", noRelated: "No related files.",
     frontmatter: "Frontmatter", signals: "OKF signals", depth: "Depth",
     tokenTitle: "This server needs a token", tokenLabel: "Token", tokenSave: "Continue",
@@ -38,6 +40,8 @@ const TEXT = {
     next: "下一页", previous: "上一页", lanes: "命中于",
     found: { path: "路径", title: "标题", content: "正文", graph_node: "链接",
       file_relationship: "链接", metadata: "元数据" },
+    ways: { name: "名称", text: "正文", meaning: "语义", "other-language": "跨语言",
+      links: "链接", nearest: "相近页面" },
     related: "相关文件", graphView: "关系", noRelated: "没有相关文件。",
     frontmatter: "元数据", signals: "OKF 信号", depth: "深度",
     tokenTitle: "此服务器需要令牌", tokenLabel: "令牌", tokenSave: "继续",
@@ -89,6 +93,12 @@ const main = () => document.getElementById("main");
 class Unauthorized extends Error {}
 
 async function api(path, params) {
+  return (await apiAnswer(path, params)).body;
+}
+
+// An API answer: its body, and its headers (a search's `x-kbtools-marks` and
+// `x-kbtools-found-by`, hints for this page beside the contract's body).
+async function apiAnswer(path, params) {
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(params || {})) {
     if (value !== undefined && value !== null && value !== "") query.set(key, value);
@@ -106,7 +116,7 @@ async function api(path, params) {
     e.status = response.status;
     throw e;
   }
-  return body;
+  return { body, headers: response.headers };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -289,7 +299,7 @@ async function showSearch(kb, params) {
   const request = { query, mode, limit: 10, cursor: params.get("cursor") || undefined };
   for (const [name] of FILTERS) request[name] = params.get(name) || undefined;
   const started = performance.now();
-  const answer = await api(`/knowledge-bases/${encodeURIComponent(kb)}/files/search`, request);
+  const { body: answer, headers } = await apiAnswer(`/knowledge-bases/${encodeURIComponent(kb)}/files/search`, request);
   clear(results);
   const items = answer.items || [];
   results.dataset.ms = String(Math.round(performance.now() - started));
@@ -298,10 +308,11 @@ async function showSearch(kb, params) {
     return;
   }
   if (items.some(hasOkf)) form.querySelectorAll("label.okf").forEach((f) => { f.hidden = false; });
-  const terms = queryTerms(query);
+  const terms = serverMarks(headers) ?? queryTerms(query);
+  const ways = (headers.get("x-kbtools-found-by") ?? "").split(",");
   append(results, [
     el("p", { class: "muted summary" }, t.results(items.length, !!answer.nextCursor)),
-    el("ol", { class: "results" }, items.map((item, i) => resultItem(kb, item, terms, i))),
+    el("ol", { class: "results" }, items.map((item, i) => resultItem(kb, item, terms, i, ways[i]))),
     pager(kb, params, answer.nextCursor),
   ]);
 }
@@ -313,19 +324,37 @@ function hasOkf(item) {
     (s.trustTier && s.trustTier !== "unverified") || !!s.staleAfter || !!s.latestVerifiedAt;
 }
 
-function resultItem(kb, item, terms, i) {
+// The terms the server says to mark (those on at most half of the pages: a word every page
+// holds marks nothing), as `queryTerms` gives them; null from a server that does not say.
+function serverMarks(headers) {
+  const marks = headers.get("x-kbtools-marks");
+  if (marks === null) return null;
+  const cjk = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
+  return marks.split(" ").filter(Boolean).map((m) => {
+    let term;
+    try { term = decodeURIComponent(m); } catch { term = m; }
+    return [term, !cjk.test(term)];
+  });
+}
+
+function resultItem(kb, item, terms, i, ways) {
   const href = kbHref(kb, "/read", { path: item.path });
   return el("li", { class: "result", "data-index": i },
     el("a", { class: "title", href, "data-nav": true }, item.title || item.path),
     el("div", { class: "path" }, item.path),
     item.sourceExcerpt ? el("p", { class: "excerpt" }, highlight(item.sourceExcerpt, terms)) : null,
     el("div", { class: "lanes" }, el("span", { class: "muted" }, t.lanes + ": "),
-      foundBy(item.matchedFields).map((label) => el("span", { class: "lane" }, label))));
+      foundBy(item.matchedFields, ways).map((label) => el("span", { class: "lane" }, label))));
 }
 
-// The evidence of a result in a reader's words ("title, text, links"), each once.
-function foundBy(fields) {
-  const labels = (fields || []).map((field) => t.found[field] || field);
+// The evidence of a result in a reader's words ("name, meaning, links"), each once: the ways
+// the server names (`x-kbtools-found-by`: its text, its meaning, another language), else its
+// matched fields.
+function foundBy(fields, ways) {
+  const named = (ways || "").split("+").filter(Boolean);
+  const labels = named.length
+    ? named.map((way) => t.ways[way] || way)
+    : (fields || []).map((field) => t.found[field] || field);
   return labels.filter((label, i) => labels.indexOf(label) === i);
 }
 
@@ -436,6 +465,10 @@ async function showReader(kb, path) {
   const file = read.file || {};
   const article = el("article", { class: "page" });
   const { frontmatter, body } = splitFrontmatter(read.content || "");
+  // A page whose title is in its frontmatter only: the title as its heading.
+  if (file.title && !/^\s*(#\s|[^\n]+\n=+[ \t]*(\n|$))/.test(body)) {
+    article.append(el("h1", { class: "page-title" }, file.title));
+  }
   renderMarkdown(article, body, (href) => rewriteLink(kb, path, href));
   const side = el("aside", { class: "side" });
   append(clear(main()), [
@@ -570,12 +603,43 @@ async function graph(kb, file, side, depth) {
 // ---------------------------------------------------------------------------------------------
 // The tree.
 
+// A folder or a page, as a small inline SVG (an emoji needs a font many systems lack).
+function icon(folder) {
+  const NS = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(NS, "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("class", folder ? "icon folder" : "icon page");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS(NS, "path");
+  path.setAttribute("d", folder
+    ? "M1.5 3.5h4.5l1.5 1.5h7v8h-13z"
+    : "M3.5 1.5h6l3 3v10h-9z M9.5 1.5v3h3");
+  svg.append(path);
+  return svg;
+}
+
+// Whether a knowledge base is a plain folder: its root holds `pages/` alone (the folder's own
+// files), so the tree starts there and no heading says `pages`.
+const plainFolders = new Map();
+async function isPlainFolder(kb) {
+  if (!plainFolders.has(kb)) {
+    const root = await api(`/knowledge-bases/${encodeURIComponent(kb)}/tree`, { parentPath: "", limit: 2 });
+    const items = root.items || [];
+    plainFolders.set(kb, items.length === 1 && items[0].path === "pages" && items[0].entryType === "directory");
+  }
+  return plainFolders.get(kb);
+}
+
 async function showTree(kb, parent) {
+  const plain = await isPlainFolder(kb);
+  if (plain && parent === "") parent = "pages";
   const answer = await api(`/knowledge-bases/${encodeURIComponent(kb)}/tree`, { parentPath: parent, limit: 200 });
+  const top = plain ? "pages" : "";
   const up = parent.includes("/") ? parent.slice(0, parent.lastIndexOf("/")) : "";
+  const heading = parent === top ? t.root : plain ? parent.slice("pages/".length) : parent;
   append(clear(main()), [
-    el("h1", { class: "tree-title" }, parent || t.root),
-    parent ? el("a", { href: kbHref(kb, "/tree", up ? { parent: up } : null), "data-nav": true, class: "up" }, "↑ " + t.up) : null,
+    el("h1", { class: "tree-title" }, heading),
+    parent !== top ? el("a", { href: kbHref(kb, "/tree", up && up !== top ? { parent: up } : null), "data-nav": true, class: "up" }, "↑ " + t.up) : null,
     el("ul", { class: "tree" }, (answer.items || []).map((item) => {
       const folder = item.entryType === "directory";
       const name = el("span", { class: "name" }, item.name);
@@ -583,7 +647,7 @@ async function showTree(kb, parent) {
         el("a", {
           href: folder ? kbHref(kb, "/tree", { parent: item.path }) : kbHref(kb, "/read", { path: item.path }),
           "data-nav": true,
-        }, folder ? "📁 " : "📄 ", name),
+        }, icon(folder), " ", name),
         folder && item.descendantFileCount ? el("span", { class: "muted" }, ` ${item.descendantFileCount} ${t.files}`) : null);
       // A page shows its title, its file name beside it (the tree entry has no title: asked
       // for each page in view).
