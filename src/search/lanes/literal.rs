@@ -155,6 +155,10 @@ impl Reader<'_> {
         };
         for (page, needles) in wanted {
             let file = self.kb.catalog.file(page);
+            if file.size > self.kb.options.read_limit {
+                // Not readable (a read of it answers 413): it holds nothing, and costs nothing.
+                continue;
+            }
             if file.size > self.left {
                 self.scan.pages_skipped += 1;
                 continue;
