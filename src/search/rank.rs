@@ -13,7 +13,7 @@ use crate::graph::Step;
 use crate::kb::KnowledgeBase;
 use crate::search::excerpt::Excerpter;
 use crate::search::fusion::{self, Candidate};
-use crate::search::lanes::io::{Embedding, LaneInput};
+use crate::search::lanes::io::{CutShort, Embedding, LaneInput};
 use crate::search::lanes::nearest::Nearest;
 use crate::search::lanes::plan::{Plan, Runs};
 use crate::search::lanes::{self, Lane, LaneSet, Runner};
@@ -34,6 +34,8 @@ pub struct Ranking {
     pub nearest: Option<Nearest>,
     /// The question, analysed.
     pub query: AnalyzedQuery,
+    /// Whether a lane did part of its work only (a budget ran out: [`CutShort`]).
+    pub cut_short: bool,
 }
 
 impl Ranking {
@@ -108,6 +110,7 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
     };
     let (query_vector, cross_vector) = (Embedding::new(&make_query), Embedding::new(&make_cross));
     let searcher = kb.search.searcher();
+    let cut_short = CutShort::default();
     let input = LaneInput {
         kb,
         index: kb.search.view(&searcher),
@@ -115,6 +118,7 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
         scope: query.scope,
         query_vector: &query_vector,
         cross_vector: &cross_vector,
+        cut_short: &cut_short,
     };
     let direct = lanes::run_direct(&input, &plan).map_err(unavailable)?;
     check_deadline()?;
@@ -147,6 +151,7 @@ pub fn rank(kb: &KnowledgeBase, query: &Query<'_>) -> Result<Ranking, ToolError>
         semantic: semantic_state,
         nearest,
         query: analyzed,
+        cut_short: cut_short.get(),
     })
 }
 

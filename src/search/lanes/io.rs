@@ -71,6 +71,26 @@ pub struct LaneInput<'a> {
     pub query_vector: &'a Embedding<'a>,
     /// The cross-language model's embedding of the question, likewise.
     pub cross_vector: &'a Embedding<'a>,
+    /// Set by a lane that did part of its work only (its budget ran out).
+    pub cut_short: &'a CutShort,
+}
+
+/// Whether a lane of a search did part of its work only: the literal lane past its budget of
+/// page text or its number of literals (`crate::search::lanes::literal`). The search then
+/// reports the lexical family degraded.
+#[derive(Debug, Default)]
+pub struct CutShort(std::sync::atomic::AtomicBool);
+
+impl CutShort {
+    /// A lane cut its work short.
+    pub fn mark(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a lane cut its work short.
+    pub fn get(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// A question's embedding, made the first time a lane asks for it: inside its lane's task, so

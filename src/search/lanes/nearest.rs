@@ -10,6 +10,12 @@
 //!    most relations (what the knowledge base links to and from most), shallow ones first. They
 //!    answer nothing by themselves; they are where a reader who found nothing starts.
 //!
+//! The near titles cost a Levenshtein automaton per word, prefix and field, about a KiB a
+//! state: only the first 8 words (`MOST_FUZZY_WORDS`) of 32 characters at most get them,
+//! within an estimated 16 MiB a search (`MOST_FUZZY_BYTES`), and at most 4 searches of a
+//! process build them at once (`MOST_AT_ONCE`; a search waits for its turn up to its
+//! deadline, then answers `SEARCH_TIMEOUT`).
+//!
 //! The lane (`nearest`, reported as `lexical` evidence of the path) runs only when no other
 //! lane found a page. The search says so ([`Nearest`]): `search_files` answers as the contract
 //! has a search with items (`ok`, no message, no next actions: DECISIONS item 29), the items'
@@ -34,6 +40,23 @@ pub(crate) const MOST: usize = 10;
 /// Terms (after stop words) that make a query a question, for the entry pages.
 pub(crate) const MIN_QUESTION_TERMS: usize = 3;
 
+/// The query words that get automata for the near titles: its first ones.
+pub(crate) const MOST_FUZZY_WORDS: usize = 8;
+
+/// A longer word gets no automata: no title word is a few edits from it, and its automata
+/// would be the largest.
+pub(crate) const MOST_FUZZY_CHARS: usize = 32;
+
+/// The estimated memory of one search's automata ([`automaton_bytes`]), at most: 16 MiB, the
+/// automata of eight words of eleven letters (`punctuatoin`'s four prefixes take 2 MiB).
+pub(crate) const MOST_FUZZY_BYTES: usize = 16 << 20;
+
+/// The searches of a process that build automata at once, at most.
+pub(crate) const MOST_AT_ONCE: usize = 4;
+
+/// The searches building automata now ([`MOST_AT_ONCE`]).
+static FUZZY_SLOTS: Slots = Slots::new(MOST_AT_ONCE);
+
 /// Which fallback found the candidates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Nearest {
@@ -55,12 +78,21 @@ pub fn run(
     }
     let keep = |position: u32| kb.catalog.is_source(position) && keep(position);
     let fuzzy = fuzzy_terms(&query.terms);
-    let near: Vec<u32> = near_titles(input.index, &fuzzy, MAX_RESULTS)?
-        .into_iter()
-        .map(|hit| hit.position)
-        .filter(|&p| keep(p))
-        .take(MOST)
-        .collect();
+    // A search that waits past its deadline for a turn looks for no near title: the search
+    // then answers `SEARCH_TIMEOUT`.
+    let slot = match fuzzy.is_empty() {
+        true => None,
+        false => FUZZY_SLOTS.take(kb.options.search_deadline),
+    };
+    let near: Vec<u32> = match slot {
+        Some(_slot) => near_titles(input.index, &fuzzy, MAX_RESULTS)?
+            .into_iter()
+            .map(|hit| hit.position)
+            .filter(|&p| keep(p))
+            .take(MOST)
+            .collect(),
+        None => Vec::new(),
+    };
     let (pages, kind) = if !near.is_empty() {
         (near, Nearest::Titles)
     } else if query.terms.len() >= MIN_QUESTION_TERMS {
@@ -103,29 +135,97 @@ fn near_titles(
 /// The words a misspelled query word may be in a title or path, each with its edits: the word
 /// and its prefixes down to three letters shorter (the index holds stems: `punctuation` is
 /// `punctuat`, so `punctuatoin` is three edits from it and its prefix `punctuat` none), four
-/// letters long at least; one edit, two from eight letters.
+/// letters long at least; one edit, two from eight letters. Only the first
+/// [`MOST_FUZZY_WORDS`] words of at most [`MOST_FUZZY_CHARS`] characters, and no word whose
+/// automata would take the estimate past [`MOST_FUZZY_BYTES`], nor any after it.
 fn fuzzy_terms(terms: &[String]) -> Vec<(String, u8)> {
     let mut out: Vec<(String, u8)> = Vec::new();
-    for term in terms
+    let mut bytes = 0;
+    let words = terms
         .iter()
         .filter(|t| !crate::ingest::analysis::has_cjk(t))
-    {
-        let chars: Vec<char> = term.chars().collect();
-        if chars.len() < 4 {
-            continue;
-        }
+        .map(|t| t.chars().collect::<Vec<char>>())
+        .filter(|chars| (4..=MOST_FUZZY_CHARS).contains(&chars.len()))
+        .take(MOST_FUZZY_WORDS);
+    for chars in words {
         let edits = if chars.len() >= 8 { 2 } else { 1 };
+        let mut word: Vec<(String, u8)> = Vec::new();
         for cut in 0..=3 {
             let Some(len) = chars.len().checked_sub(cut).filter(|&l| l >= 4) else {
                 break;
             };
             let prefix: String = chars[..len].iter().collect();
-            if !out.iter().any(|(t, _)| *t == prefix) {
-                out.push((prefix, edits));
+            if !out.iter().chain(&word).any(|(t, _)| *t == prefix) {
+                word.push((prefix, edits));
             }
         }
+        let cost: usize = word
+            .iter()
+            .map(|(t, e)| automaton_bytes(t.chars().count(), *e))
+            .sum();
+        if bytes + cost > MOST_FUZZY_BYTES {
+            break;
+        }
+        bytes += cost;
+        out.extend(word);
     }
     out
+}
+
+/// The estimated memory of the automata of a term of `chars` characters within `edits` (a
+/// transposition one edit), in its two fields (title, path): a DFA state holds 256 transitions
+/// of 4 bytes, and the states grow linearly with the length (7 a character and 8 for one edit,
+/// 28 a character for two: `levenshtein_automata` 0.2 counts 36 and 176 states for words of 4
+/// and 24 letters at one edit, 103 and 663 at two).
+pub(crate) fn automaton_bytes(chars: usize, edits: u8) -> usize {
+    let states = match edits {
+        0 => chars + 1,
+        1 => 7 * chars + 8,
+        _ => 28 * chars,
+    };
+    2 * states * 1024
+}
+
+/// A count of turns (a counting semaphore): at most its size held at once.
+pub(crate) struct Slots {
+    held: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+    size: usize,
+}
+
+/// A turn of [`Slots`], given back when dropped.
+pub(crate) struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    pub(crate) const fn new(size: usize) -> Slots {
+        Slots {
+            held: std::sync::Mutex::new(0),
+            freed: std::sync::Condvar::new(),
+            size,
+        }
+    }
+
+    /// A turn, waiting for one up to `wait`; `None` when none came.
+    pub(crate) fn take(&self, wait: std::time::Duration) -> Option<Slot<'_>> {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut held, _) = self
+            .freed
+            .wait_timeout_while(held, wait, |held| *held >= self.size)
+            .unwrap_or_else(|e| e.into_inner());
+        if *held >= self.size {
+            return None;
+        }
+        *held += 1;
+        Some(Slot(self))
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut held = self.0.held.lock().unwrap_or_else(|e| e.into_inner());
+        *held = held.saturating_sub(1);
+        self.0.freed.notify_one();
+    }
 }
 
 /// The entry pages that pass `keep`: `index` and `README` pages, then by relation count, then
@@ -166,5 +266,39 @@ mod tests {
         ]
         .map(|(t, e)| (t.to_string(), e));
         assert_eq!(found, want);
+    }
+
+    /// 30 words of 17 letters (a 510-character query no lane matched): the old fallback built
+    /// 120 terms' automata in two fields each, about 110 MiB.
+    #[test]
+    fn a_long_query_builds_few_automata_within_the_budget() {
+        let letters: Vec<char> = ('a'..='z').collect();
+        let terms: Vec<String> = (0..30)
+            .map(|i| (0..17).map(|j| letters[(i * 7 + j * 3) % 26]).collect())
+            .collect();
+        let found = super::fuzzy_terms(&terms);
+        let bytes: usize = found
+            .iter()
+            .map(|(t, e)| super::automaton_bytes(t.chars().count(), *e))
+            .sum();
+        assert!(bytes <= super::MOST_FUZZY_BYTES, "{bytes} bytes");
+        let words: std::collections::BTreeSet<&str> = found.iter().map(|(t, _)| &t[..4]).collect();
+        assert!(words.len() <= super::MOST_FUZZY_WORDS, "{found:?}");
+        assert!(found.len() <= 4 * super::MOST_FUZZY_WORDS, "{found:?}");
+        // The first words are the ones looked for.
+        assert_eq!(found[0].0, terms[0]);
+        // A word longer than the most gets none.
+        assert!(super::fuzzy_terms(&["a".repeat(super::MOST_FUZZY_CHARS + 1)]).is_empty());
+    }
+
+    #[test]
+    fn no_more_searches_build_automata_at_once_than_the_slots() {
+        let slots = super::Slots::new(2);
+        let wait = std::time::Duration::from_millis(1);
+        let first = slots.take(wait).expect("a free slot");
+        let _second = slots.take(wait).expect("a free slot");
+        assert!(slots.take(wait).is_none());
+        drop(first);
+        assert!(slots.take(wait).is_some());
     }
 }

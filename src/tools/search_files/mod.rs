@@ -267,7 +267,8 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
         shown_scores.push(ceiling);
     }
     let query = context(request);
-    let (semantic_status, evidence_status) = lane_statuses(lanes, ranking.semantic);
+    let (semantic_status, evidence_status) =
+        lane_statuses(lanes, ranking.semantic, ranking.cut_short);
     let reranker_status = reranker_status(request);
     let graph_summary = graph_summary(kb, request);
     let excerpter = ranking.excerpter(kb);

@@ -411,8 +411,14 @@ pub(super) fn result(
 }
 
 /// `semanticStatus` and `evidenceStatus` of the lanes that ran (`lanes`), the semantic lane's
-/// state being `semantic`.
-pub(super) fn lane_statuses(lanes: &[Lane], semantic: SemanticState) -> (Status, EvidenceStatus) {
+/// state being `semantic`; `cut_short` when a lexical lane did part of its work only (the
+/// literal lane past its budget: `crate::search::lanes::io::CutShort`), which puts `lexical`
+/// among the degraded families too.
+pub(super) fn lane_statuses(
+    lanes: &[Lane],
+    semantic: SemanticState,
+    cut_short: bool,
+) -> (Status, EvidenceStatus) {
     // docs/rules.md#semantic-lane: the semantic lane is `ready` when it ran over vectors of every page,
     // `degraded` (and its family degraded) when some pages have none.
     let vector_ran = lanes.contains(&Lane::ContentVector);
@@ -443,10 +449,16 @@ pub(super) fn lane_statuses(lanes: &[Lane], semantic: SemanticState) -> (Status,
     };
     let evidence = EvidenceStatus {
         completed_families: completed,
-        degraded_families: if degraded_vectors {
-            vec![Lane::ContentVector.family()]
-        } else {
-            Vec::new()
+        degraded_families: {
+            let mut families = Vec::new();
+            if degraded_vectors {
+                families.push(Lane::ContentVector.family());
+            }
+            if cut_short {
+                families.push(Lane::Literal.family());
+            }
+            families.sort_unstable();
+            families
         },
     };
     (semantic_status, evidence)
