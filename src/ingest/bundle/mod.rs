@@ -5,6 +5,7 @@
 mod assembly;
 pub mod beneath;
 mod diagnostic;
+pub mod exclusions;
 pub mod frontmatter;
 pub mod paths;
 pub mod plain;
@@ -31,7 +32,8 @@ use records::{LocalRelationship, PacketDocuments};
 use walk::WalkedFile;
 
 pub use assembly::{
-    assemble, render_per_file_graph, Assembly, RelationRef, RelationText, RelationView, VirtualFile,
+    assemble, assemble_excluding, render_per_file_graph, Assembly, RelationRef, RelationText,
+    RelationView, VirtualFile,
 };
 pub use diagnostic::{Code, Diagnostic, Problem, Severity};
 use read::{read_bytes, read_one, text_of};

@@ -9,6 +9,7 @@ use std::time::UNIX_EPOCH;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
+use super::exclusions::{self, Exclusions, Used};
 use super::{Code, Diagnostic};
 
 /// Deepest directory nesting walked; deeper entries are reported and skipped.
@@ -105,7 +106,8 @@ pub fn walk(root: &Path) -> Walk {
 
 /// [`walk`], leaving out the files `exclude` matches (gitignore patterns, relative to the
 /// root: `drafts/`, `*.tmp.md`, `/CHANGELOG.md`) besides those of the folder's own ignore
-/// files (`ignore_rules`).
+/// files, and a link whose target one of them leaves out ([`Exclusions`]); a pattern that
+/// leaves out no file is reported.
 pub(crate) fn walk_excluding(root: &Path, exclude: &[String]) -> Walk {
     let mut out = Walk::default();
     let canonical_root = match root.canonicalize() {
@@ -121,82 +123,39 @@ pub(crate) fn walk_excluding(root: &Path, exclude: &[String]) -> Walk {
         }
     };
     let root: Arc<Path> = Arc::from(canonical_root.as_path());
-    let ignored = ignore_rules(&canonical_root, exclude, &mut out.diagnostics);
+    let rules = Exclusions::new(&canonical_root, exclude, &mut out.diagnostics);
     let runs = walk_dir(&root, &canonical_root, Some(""), 0);
     out.files.reserve(runs.iter().map(Vec::len).sum());
+    let mut used = Used::new();
+    let mut example = None;
     for item in runs.into_iter().flatten() {
         match item {
             Item::File(file) => {
-                let left_out = ignored.as_ref().is_some_and(|rules| {
-                    rules
-                        .matched_path_or_any_parents(&file.relative, false)
-                        .is_ignore()
+                // A link is left out when its target is: an excluded file stays excluded
+                // under another name.
+                let left_out = rules.as_ref().is_some_and(|rules| {
+                    rules.leaves_out(&file.relative, &mut used)
+                        || file
+                            .target
+                            .as_ref()
+                            .and_then(|target| exclusions::relative_to(&canonical_root, target))
+                            .is_some_and(|target| rules.leaves_out(&target, &mut used))
                 });
                 if !left_out {
+                    if example.is_none() {
+                        example = Some(file.relative.clone());
+                    }
                     out.files.push(file);
                 }
             }
             Item::Diagnostic(d) => out.diagnostics.push(d),
         }
     }
+    if let Some(rules) = &rules {
+        out.diagnostics
+            .extend(rules.unused(&canonical_root, &used, example.as_deref()));
+    }
     out
-}
-
-/// The files a folder asks to leave out, in gitignore syntax: its root's `.kbignore`, and in a
-/// plain folder its root's `.gitignore` too (a bundle's files are the generator's, all of
-/// them served). Every walk applies them, so a build, the check of whether an index is stale
-/// and `--watch` see the same files. A line that does not parse is reported and skipped.
-fn ignore_rules(
-    root: &Path,
-    exclude: &[String],
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Option<ignore::gitignore::Gitignore> {
-    let plain = super::detect_kind(root) == super::BundleKind::PlainFolder;
-    let files: Vec<PathBuf> = [".kbignore", ".gitignore"]
-        .into_iter()
-        .filter(|name| plain || *name == ".kbignore")
-        .map(|name| root.join(name))
-        .filter(|path| path.is_file())
-        .collect();
-    if files.is_empty() && exclude.is_empty() {
-        return None;
-    }
-    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
-    for pattern in exclude {
-        if let Err(error) = builder.add_line(None, pattern) {
-            diagnostics.push(Diagnostic::new(
-                Code::Other,
-                String::new(),
-                None,
-                format!("--exclude {pattern:?} was skipped: {error}; write a gitignore pattern"),
-            ));
-        }
-    }
-    for path in &files {
-        if let Some(error) = builder.add(path) {
-            diagnostics.push(Diagnostic::new(
-                Code::Other,
-                display_relative(root, path),
-                None,
-                format!("a pattern was skipped: {error}; fix the line (gitignore syntax)"),
-            ));
-        }
-    }
-    match builder.build() {
-        Ok(rules) => Some(rules),
-        Err(error) => {
-            diagnostics.push(Diagnostic::new(
-                Code::Other,
-                files
-                    .first()
-                    .map(|f| display_relative(root, f))
-                    .unwrap_or_default(),
-                None,
-                format!("the exclusions are not applied: {error}"),
-            ));
-            None
-        }
-    }
 }
 
 /// What the walk knows of one entry of a directory once the directory is closed.
