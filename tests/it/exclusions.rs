@@ -376,3 +376,24 @@ fn exclude_patterns_as_printed_and_in_nfc_apply_and_unused_ones_are_reported() {
     );
     assert!(unused[0].contains("\"kept.md\""), "{}", unused[0]);
 }
+
+/// DECISIONS 26 for `kbtools check`: a bundle whose `.kbignore` leaves out a folder of pages has
+/// records, navigation and log lines that name them; none of those is a broken link or a record
+/// of a missing page.
+#[test]
+fn check_reports_nothing_that_names_an_excluded_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("bundle");
+    crate::common::copy_dir(&crate::common::fixture("focowiki-docs"), &root);
+    let before = kbtools::check::check(&root, &[]).unwrap();
+    write(&root, ".kbignore", "pages/en/deployment/\n");
+    let report = kbtools::check::check(&root, &[]).unwrap();
+    let named: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|d| d.message.contains("en/deployment") || d.path.contains("en/deployment"))
+        .map(|d| format!("{}: {}", d.path, d.message))
+        .collect();
+    assert!(named.is_empty(), "{named:#?}");
+    assert_eq!(report.counts(), before.counts(), "{:#?}", report.findings);
+}

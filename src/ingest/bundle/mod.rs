@@ -268,6 +268,9 @@ pub struct Ingested {
     pub diagnostics: Vec<Diagnostic>,
     pub stat_fingerprint: String,
     pub content_fingerprint: String,
+    /// The rules of the files the walk left out (the root's `.kbignore`, a plain folder's
+    /// `.gitignore`); `None` when there are none.
+    pub exclusions: Option<exclusions::Exclusions>,
 }
 
 impl Ingested {
@@ -296,9 +299,17 @@ pub fn ingest(root: &Path) -> Result<Ingested, IndexError> {
         read.iter()
             .map(|r| (r.disk.as_str(), r.problems.as_slice())),
     ));
-    let assembly = assemble(kind, &read);
+    let rules = root
+        .canonicalize()
+        .ok()
+        .and_then(|root| exclusions::Exclusions::new(&root, &[], &mut Vec::new()));
+    let assembly = match &rules {
+        Some(rules) => assemble_excluding(kind, &read, &|path| rules.excludes(path)),
+        None => assemble(kind, &read),
+    };
     diagnostics.extend(assembly.diagnostics.iter().cloned());
     Ok(Ingested {
+        exclusions: rules,
         kind,
         name: knowledge_base_name(root, &read),
         content_fingerprint: content_fingerprint(
