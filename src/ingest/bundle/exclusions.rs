@@ -150,7 +150,7 @@ impl Exclusions {
     /// Whether the walk leaves out the file at `relative` (relative to the root, as the file
     /// system spells it); the rule that decided is added to `used`.
     pub(crate) fn leaves_out(&self, relative: &str, used: &mut Used) -> bool {
-        let path = crate::text::nfc(relative);
+        let path = in_nfc(relative);
         if self.decides(&path, false, used) {
             return true;
         }
@@ -169,21 +169,21 @@ impl Exclusions {
         if path.is_empty() || path.starts_with('/') || path.contains('\0') {
             return false;
         }
-        let path = crate::text::nfc(path);
+        let path = in_nfc(path);
         let path = match self.kind {
             BundleKind::PlainFolder => match path.strip_prefix("pages/") {
-                Some(rest) => rest.to_string(),
+                Some(rest) => rest,
                 None => return false,
             },
-            BundleKind::Focowiki => path,
+            BundleKind::Focowiki => &path,
         };
         let used = &mut Used::new();
-        let is_dir = !paths::name_of(&path).contains('.');
-        self.decides(&path, false, used)
-            || (is_dir && self.decides(&path, true, used))
+        let is_dir = !paths::name_of(path).contains('.');
+        self.decides(path, false, used)
+            || (is_dir && self.decides(path, true, used))
             || (self.kind == BundleKind::Focowiki
                 && self
-                    .described(&path)
+                    .described(path)
                     .is_some_and(|(subject, is_dir)| self.decides(&subject, is_dir, used)))
     }
 
@@ -384,6 +384,15 @@ impl Exclusions {
             }
         }
         out
+    }
+}
+
+/// `text` in NFC (borrowed when it is already: nearly every name).
+fn in_nfc(text: &str) -> std::borrow::Cow<'_, str> {
+    if crate::text::is_nfc(text) {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(crate::text::nfc(text))
     }
 }
 
