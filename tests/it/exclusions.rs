@@ -64,6 +64,14 @@ fn kbignore_and_gitignore_keep_files_out_of_search_tree_and_relations() {
 
     let related = call(&opened.kb, "read_related", json!({ "fileId": "guide.md" })).unwrap();
     assert_eq!(related["items"], json!([]), "{related}");
+    // A link to an excluded file is not reported as one that does not resolve (DECISIONS 26).
+    let reported: Vec<String> = opened
+        .report
+        .diagnostics
+        .iter()
+        .map(|d| format!("{}: {}", d.path, d.message))
+        .collect();
+    assert!(reported.is_empty(), "{reported:#?}");
     for gone in [
         "drafts/plan.md",
         "CHANGELOG.md",

@@ -181,8 +181,8 @@ pub fn assemble(kind: BundleKind, read: &[ReadFile]) -> Assembly {
 }
 
 /// [`assemble`] where `excluded` tells the bundle paths the walk left out
-/// ([`super::exclusions`]): a record that names one is not reported as naming a missing file
-/// (DECISIONS 26).
+/// ([`super::exclusions`]): a record or a link that names one is not reported as naming a
+/// missing file (DECISIONS 26).
 pub fn assemble_excluding(
     kind: BundleKind,
     read: &[ReadFile],
@@ -190,7 +190,7 @@ pub fn assemble_excluding(
 ) -> Assembly {
     match kind {
         BundleKind::Focowiki => assemble_bundle(read, excluded),
-        BundleKind::PlainFolder => assemble_plain(read),
+        BundleKind::PlainFolder => assemble_plain(read, excluded),
     }
 }
 
@@ -495,7 +495,7 @@ impl Graphs<'_> {
     }
 }
 
-fn assemble_plain(read: &[ReadFile]) -> Assembly {
+fn assemble_plain(read: &[ReadFile], excluded: &dyn Fn(&str) -> bool) -> Assembly {
     let by_path: HashMap<&str, u32> = read
         .iter()
         .enumerate()
@@ -520,7 +520,7 @@ fn assemble_plain(read: &[ReadFile]) -> Assembly {
         })
         .collect();
     let mut diagnostics = Vec::new();
-    let derived = plain::derive_relations(&pages, &mut diagnostics);
+    let derived = plain::derive_relations_excluding(&pages, excluded, &mut diagnostics);
     drop(pages);
     let mut assembly = Assembly {
         source_backed: vec![true; read.len()],
