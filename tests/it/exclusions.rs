@@ -311,7 +311,7 @@ fn a_bundles_generated_files_say_nothing_of_excluded_pages() {
 }
 
 /// Issue 61, point 6: a link in a folder that stays, to a file of a folder left out, served the
-/// excluded text under the link's name. A file left out stays out under any name.
+/// excluded text under the link's name. A file left out (or hidden) stays out under any name.
 #[test]
 fn a_link_to_an_excluded_file_is_left_out_with_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -319,6 +319,9 @@ fn a_link_to_an_excluded_file_is_left_out_with_it() {
     write(root, "drafts/secret.md", "# Secret\n\nThe narwhal plan.\n");
     write(root, "notes/kept.md", "# Kept\n\nNotes.\n");
     std::os::unix::fs::symlink(root.join("drafts/secret.md"), root.join("notes/alias.md")).unwrap();
+    // A hidden file is skipped by every walk: so is a link to it.
+    write(root, ".private/key.md", "# Key\n\nThe narwhal key.\n");
+    std::os::unix::fs::symlink(root.join(".private/key.md"), root.join("notes/key.md")).unwrap();
     write(root, ".kbignore", "drafts/\n");
     let opened = open_bundle(root);
     let found = call(&opened.kb, "search_files", json!({ "query": "narwhal" })).unwrap();

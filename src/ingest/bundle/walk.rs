@@ -94,7 +94,8 @@ enum Item {
 }
 
 /// Walks `root`. Hidden entries (`.git`, `.obsidian`, …) are skipped silently; links to
-/// directories are not followed; links to files are read only when they resolve inside the root.
+/// directories are not followed; links to files are read only when they resolve inside the root,
+/// and not when they resolve to a hidden entry.
 ///
 /// The order is that of one `walkdir` walker over the whole tree (links not followed, each
 /// directory's entries by file name, a directory's subtree right after its entry; a test
@@ -131,16 +132,22 @@ pub(crate) fn walk_excluding(root: &Path, exclude: &[String]) -> Walk {
     for item in runs.into_iter().flatten() {
         match item {
             Item::File(file) => {
-                // A link is left out when its target is: an excluded file stays excluded
-                // under another name.
-                let left_out = rules.as_ref().is_some_and(|rules| {
-                    rules.leaves_out(&file.relative, &mut used)
-                        || file
-                            .target
-                            .as_ref()
-                            .and_then(|target| exclusions::relative_to(&canonical_root, target))
-                            .is_some_and(|target| rules.leaves_out(&target, &mut used))
+                // A link is left out when its target is: an excluded (or hidden) file stays
+                // out under another name.
+                let target = file
+                    .target
+                    .as_ref()
+                    .and_then(|target| exclusions::relative_to(&canonical_root, target));
+                let hidden_target = target.as_deref().is_some_and(|target| {
+                    target.split('/').any(|segment| segment.starts_with('.'))
                 });
+                let left_out = hidden_target
+                    || rules.as_ref().is_some_and(|rules| {
+                        rules.leaves_out(&file.relative, &mut used)
+                            || target
+                                .as_deref()
+                                .is_some_and(|target| rules.leaves_out(target, &mut used))
+                    });
                 if !left_out {
                     if example.is_none() {
                         example = Some(file.relative.clone());
@@ -532,6 +539,12 @@ mod tests {
                 .ok()
                 .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_nanos() as i128);
+            let hidden_target = disk_path
+                .strip_prefix(&canonical_root)
+                .is_ok_and(|r| r.components().any(|c| is_hidden(c.as_os_str())));
+            if disk_path != entry.path() && hidden_target {
+                continue;
+            }
             let target = (disk_path != entry.path()).then_some(disk_path);
             out.files.push(WalkedFile::new(
                 Arc::from(canonical_root.as_path()),
@@ -608,6 +621,8 @@ mod tests {
         let outside = tmp.path().join("outside.md");
         std::fs::write(&outside, "x").unwrap();
         std::os::unix::fs::symlink(root.join("a/z.md"), root.join("a/link.md")).unwrap();
+        std::os::unix::fs::symlink(root.join("a/.hidden/x.md"), root.join("a/hidden-link.md"))
+            .unwrap();
         std::os::unix::fs::symlink(root.join("a/b"), root.join("a/dirlink")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("out.md")).unwrap();
         std::os::unix::fs::symlink(root.join("gone.md"), root.join("broken.md")).unwrap();
