@@ -26,7 +26,7 @@ use super::{paths, BundleKind, Code, Diagnostic};
 /// Where a rule was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Source {
-    /// The n-th `--exclude` pattern.
+    /// An `--exclude` pattern.
     Exclude,
     /// A line of the root's `.kbignore` (1-based).
     Kbignore(usize),
