@@ -149,10 +149,19 @@ fn check_bundle(root: &Path, ingested: &bundle::Ingested) -> Vec<Diagnostic> {
         .enumerate()
         .map(|(i, r)| (r.path.as_str(), i))
         .collect();
+    // A file the walk left out is no file of the bundle: what names it is not reported as
+    // naming a missing file (DECISIONS 26).
+    let excluded = |path: &str| {
+        ingested
+            .exclusions
+            .as_ref()
+            .is_some_and(|rules| rules.excludes(path))
+    };
     let is_page = |path: &str| {
         by_path
             .get(path)
             .is_some_and(|&i| ingested.assembly.source_backed[i])
+            || excluded(path)
     };
     let mut out: Vec<Diagnostic> = REQUIRED
         .iter()
@@ -174,7 +183,7 @@ fn check_bundle(root: &Path, ingested: &bundle::Ingested) -> Vec<Diagnostic> {
         .map(|r| (r.path.to_lowercase(), r.path.as_str()))
         .collect();
     let existing = |path: &str| -> Option<String> {
-        if by_path.contains_key(path) {
+        if by_path.contains_key(path) || excluded(path) {
             Some(path.to_string())
         } else {
             folded.get(&path.to_lowercase()).map(|p| p.to_string())
@@ -341,6 +350,10 @@ fn check_json(
             for record in records {
                 let place = places.locate(&mut from, "path", &record.path);
                 let Some(&page) = by_path.get(record.path.as_str()) else {
+                    if is_page(&record.path) {
+                        // Left out by the walk: not missing.
+                        continue;
+                    }
                     out.push(at(
                         Code::MissingPage,
                         place,
@@ -376,7 +389,7 @@ fn check_json(
                     }
                 }
                 if let Some(graph) = &record.graph_path {
-                    if !by_path.contains_key(graph.as_str()) {
+                    if !by_path.contains_key(graph.as_str()) && !is_page(graph) {
                         out.push(at(
                             Code::MissingGraph,
                             places

@@ -65,6 +65,9 @@ pub struct KnowledgeBase {
     vectors: LazyVectors,
     /// The cross-language lane's vectors, when the generation has them.
     cross_vectors: LazyVectors,
+    /// The rules of the files the build left out, made at the first read of a generated file
+    /// (`None`: there are none).
+    exclusions: std::sync::OnceLock<Option<bundle::exclusions::Exclusions>>,
 }
 
 /// A generation's vectors file, read at its first use: a call whose semantic lanes do not run
@@ -104,6 +107,20 @@ impl KnowledgeBase {
     /// The relation graph of the source pages, read from the catalog (nothing is built).
     pub fn graph(&self) -> crate::graph::CatalogGraph<'_> {
         crate::graph::CatalogGraph::new(&self.catalog)
+    }
+
+    /// The rules of the files the build left out (its `--exclude` patterns and the bundle's
+    /// `.kbignore`), `None` when there are none.
+    pub(crate) fn exclusions(&self) -> Option<&bundle::exclusions::Exclusions> {
+        self.exclusions
+            .get_or_init(|| {
+                bundle::exclusions::Exclusions::new(
+                    &self.bundle_root,
+                    &self.manifest.exclude,
+                    &mut Vec::new(),
+                )
+            })
+            .as_ref()
     }
 
     /// The semantic lane's vectors, when the generation has them (read at the first call).
@@ -181,6 +198,7 @@ impl KnowledgeBase {
             bundle_root,
             options,
             stale: None,
+            exclusions: std::sync::OnceLock::new(),
         })
     }
 

@@ -204,6 +204,8 @@ struct Stamp<'a> {
     revision_changed: bool,
     made_ns: i128,
     tmp: &'a Path,
+    /// The rules of the files the walk left out (records that name them are not reported).
+    exclusions: Option<bundle::exclusions::Exclusions>,
 }
 
 /// What the revision and the generation folder depend on.
@@ -566,6 +568,11 @@ impl Build<'_> {
             revision_changed,
             made_ns: self.made_ns,
             tmp,
+            exclusions: bundle::exclusions::Exclusions::new(
+                &self.canonical_root,
+                &self.exclude,
+                &mut Vec::new(),
+            ),
         }
     }
 

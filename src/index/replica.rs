@@ -135,6 +135,14 @@ fn copy_generation(
         files += 1;
         bytes += content.len() as u64;
     }
+    // The bundle's exclusions travel with it: a replica reads a generated file without what it
+    // says of the pages they leave out (ingest::bundle::exclusions), as the bundle's server does.
+    let rules = bundle_root.join(".kbignore");
+    if rules.is_file() {
+        std::fs::create_dir_all(&copy_root).map_err(|e| IndexError::io(&copy_root, e))?;
+        let to = copy_root.join(".kbignore");
+        std::fs::copy(&rules, &to).map_err(|e| IndexError::io(&to, e))?;
+    }
     flush(tmp, &copy_root)?;
     Ok((files, bytes))
 }

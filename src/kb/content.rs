@@ -13,7 +13,32 @@ impl KnowledgeBase {
         if let Some(content) = self.catalog.virtual_content(file) {
             return Ok(content);
         }
-        self.read_bytes(file).map(lossy_text)
+        self.read_bytes(file)
+            .map(|bytes| self.without_excluded(file, lossy_text(bytes)))
+    }
+
+    /// The size of `file` as the tools serve it: a generated file of a bundle with exclusions
+    /// is read (what it says of excluded files is not served, nor counted).
+    pub(crate) fn served_size(&self, file: &CatalogFile) -> u64 {
+        let generated = self.manifest.bundle_kind == crate::ingest::bundle::BundleKind::Focowiki
+            && file.class != crate::ingest::bundle::paths::PathClass::Page
+            && !file.is_virtual();
+        if !generated || self.exclusions().is_none() || file.size > self.options.read_limit {
+            return file.size;
+        }
+        self.read_content(file)
+            .map_or(file.size, |content| content.len() as u64)
+    }
+
+    /// `content` of a bundle's generated `file` without what it says of the files the build
+    /// left out (DECISIONS 26; [`crate::ingest::bundle::exclusions`]); a page's as it is.
+    fn without_excluded(&self, file: &CatalogFile, content: String) -> String {
+        let generated = self.manifest.bundle_kind == crate::ingest::bundle::BundleKind::Focowiki
+            && file.class != crate::ingest::bundle::paths::PathClass::Page;
+        match self.exclusions() {
+            Some(rules) if generated => rules.filter(&file.path, file.class, content),
+            _ => content,
+        }
     }
 
     /// The text of a source file when it still is what the index was built from (same size and

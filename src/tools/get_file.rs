@@ -95,6 +95,6 @@ fn answer(kb: &KnowledgeBase, request: &Request) -> Result<Output, ToolError> {
         ));
     }
     Ok(Output {
-        file: GeneratedFile::new(kb, revision, file, file.size),
+        file: GeneratedFile::new(kb, revision, file, kb.served_size(file)),
     })
 }

@@ -173,3 +173,28 @@ fn a_bundle_changed_after_the_build_is_not_published() {
     );
     assert!(generations(&published).is_empty(), "no generation is left");
 }
+
+/// A published folder carries the bundle's `.kbignore`: a replica, like the bundle's own
+/// server, reads the generated files without what they say of the pages it leaves out.
+#[test]
+fn a_replica_serves_no_word_of_the_pages_kbignore_leaves_out() {
+    let work = tempfile::tempdir().unwrap();
+    let bundle = work.path().join("bundle");
+    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
+    std::fs::write(bundle.join(".kbignore"), "pages/en/deployment/\n").unwrap();
+    let (index_dir, published) = (work.path().join("index"), work.path().join("pub"));
+    build(&bundle, &index_dir);
+    replica::publish(&index_dir, &bundle, &published, 3).unwrap();
+    std::fs::rename(&bundle, work.path().join("elsewhere")).unwrap();
+    let kb = KnowledgeBase::open(&published, None, common::serve_options()).unwrap();
+    for path in [
+        "log.md",
+        "_index/pages/en/index.json",
+        "_graph/by-file/en/README.json",
+    ] {
+        let read = common::call(&kb, "read_file", json!({ "path": path })).unwrap();
+        let content = read["content"].as_str().unwrap();
+        assert!(!content.contains("en/deployment"), "{path}:\n{content}");
+        assert!(content.contains("pages/en/"), "{path}:\n{content}");
+    }
+}

@@ -139,7 +139,10 @@ pub(super) fn assemble(
         cache::Writer::create(&cache_path).map_err(|e| IndexError::io(&cache_path, e))?;
     write_chunks(&read, reuse, &mut writer).map_err(|e| IndexError::io(&cache_path, e))?;
 
-    let assembly = bundle::assemble(kind, &read);
+    let assembly = match &stamp.exclusions {
+        Some(rules) => bundle::assemble_excluding(kind, &read, &|path| rules.excludes(path)),
+        None => bundle::assemble(kind, &read),
+    };
     let mut diagnostics = stamp.scan_diagnostics;
     diagnostics.extend(bundle::problem_diagnostics(
         read.iter()

@@ -177,9 +177,20 @@ impl Assembly {
 
 /// The bundle-wide steps over the files read (in path order).
 pub fn assemble(kind: BundleKind, read: &[ReadFile]) -> Assembly {
+    assemble_excluding(kind, read, &|_| false)
+}
+
+/// [`assemble`] where `excluded` tells the bundle paths the walk left out
+/// ([`super::exclusions`]): a record or a link that names one is not reported as naming a
+/// missing file (DECISIONS 26).
+pub fn assemble_excluding(
+    kind: BundleKind,
+    read: &[ReadFile],
+    excluded: &dyn Fn(&str) -> bool,
+) -> Assembly {
     match kind {
-        BundleKind::Focowiki => assemble_bundle(read),
-        BundleKind::PlainFolder => assemble_plain(read),
+        BundleKind::Focowiki => assemble_bundle(read, excluded),
+        BundleKind::PlainFolder => assemble_plain(read, excluded),
     }
 }
 
@@ -187,6 +198,7 @@ pub fn assemble(kind: BundleKind, read: &[ReadFile]) -> Assembly {
 fn routed_packets<'a>(
     read: &'a [ReadFile],
     by_path: &HashMap<&'a str, u32>,
+    excluded: &dyn Fn(&str) -> bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<&'a str> {
     let mut packets = Vec::new();
@@ -197,6 +209,9 @@ fn routed_packets<'a>(
             continue;
         }
         let Some(&file) = by_path.get(router) else {
+            if excluded(router) {
+                continue;
+            }
             diagnostics.push(Diagnostic::new(
                 Code::MissingRouter,
                 router.to_string(),
@@ -214,7 +229,7 @@ fn routed_packets<'a>(
         for resource in &record.resources {
             if by_path.contains_key(resource.as_str()) {
                 packets.push(resource.as_str());
-            } else {
+            } else if !excluded(resource) {
                 diagnostics.push(Diagnostic::new(
                     Code::MissingRouter,
                     router.to_string(),
@@ -227,14 +242,14 @@ fn routed_packets<'a>(
     packets
 }
 
-fn assemble_bundle(read: &[ReadFile]) -> Assembly {
+fn assemble_bundle(read: &[ReadFile], excluded: &dyn Fn(&str) -> bool) -> Assembly {
     let mut diagnostics = Vec::new();
     let by_path: HashMap<&str, u32> = read
         .iter()
         .enumerate()
         .map(|(i, r)| (r.path.as_str(), i as u32))
         .collect();
-    let records = document_records(read, &by_path, &mut diagnostics);
+    let records = document_records(read, &by_path, excluded, &mut diagnostics);
     let mut assembly = Assembly {
         source_backed: Vec::with_capacity(read.len()),
         titles: Vec::with_capacity(read.len()),
@@ -267,6 +282,7 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
         read,
         by_path: &by_path,
         source_backed: &assembly.source_backed,
+        excluded,
     };
     assembly.relations = graphs.relations(owners, &mut diagnostics);
     assembly.diagnostics = diagnostics;
@@ -280,9 +296,10 @@ fn assemble_bundle(read: &[ReadFile]) -> Assembly {
 fn document_records<'r>(
     read: &'r [ReadFile],
     by_path: &HashMap<&str, u32>,
+    excluded: &dyn Fn(&str) -> bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> HashMap<&'r str, Option<&'r str>> {
-    let mut packet_paths = routed_packets(read, by_path, diagnostics);
+    let mut packet_paths = routed_packets(read, by_path, excluded, diagnostics);
     let routed: HashSet<&str> = packet_paths.iter().copied().collect();
     for r in read {
         if r.class == PathClass::DocumentPacket && !routed.contains(r.path.as_str()) {
@@ -330,7 +347,7 @@ fn document_records<'r>(
     let mut missing: Vec<&str> = records
         .keys()
         .copied()
-        .filter(|path| !by_path.contains_key(path))
+        .filter(|path| !by_path.contains_key(path) && !excluded(path))
         .collect();
     missing.sort_unstable();
     for path in missing {
@@ -385,6 +402,8 @@ struct Graphs<'a> {
     read: &'a [ReadFile],
     by_path: &'a HashMap<&'a str, u32>,
     source_backed: &'a [bool],
+    /// The paths the walk left out: not reported as missing.
+    excluded: &'a dyn Fn(&str) -> bool,
 }
 
 impl Graphs<'_> {
@@ -419,6 +438,9 @@ impl Graphs<'_> {
             // The last graph file of the page names it in diagnostics.
             let graph_path = &read[group[group.len() - 1].1 as usize].path;
             let Some(from) = self.source_page(page) else {
+                if (self.excluded)(page) {
+                    continue;
+                }
                 diagnostics.push(Diagnostic::new(
                     Code::OrphanGraph,
                     graph_path.clone(),
@@ -433,6 +455,9 @@ impl Graphs<'_> {
                 };
                 for (item, rel) in record.relationships.iter().enumerate() {
                     let Some(to) = self.source_page(&rel.target) else {
+                        if (self.excluded)(&rel.target) {
+                            continue;
+                        }
                         diagnostics.push(Diagnostic::new(
                             Code::DanglingRelation,
                             graph_path.clone(),
@@ -470,7 +495,7 @@ impl Graphs<'_> {
     }
 }
 
-fn assemble_plain(read: &[ReadFile]) -> Assembly {
+fn assemble_plain(read: &[ReadFile], excluded: &dyn Fn(&str) -> bool) -> Assembly {
     let by_path: HashMap<&str, u32> = read
         .iter()
         .enumerate()
@@ -495,7 +520,7 @@ fn assemble_plain(read: &[ReadFile]) -> Assembly {
         })
         .collect();
     let mut diagnostics = Vec::new();
-    let derived = plain::derive_relations(&pages, &mut diagnostics);
+    let derived = plain::derive_relations_excluding(&pages, excluded, &mut diagnostics);
     drop(pages);
     let mut assembly = Assembly {
         source_backed: vec![true; read.len()],

@@ -5,6 +5,7 @@
 mod assembly;
 pub mod beneath;
 mod diagnostic;
+pub mod exclusions;
 pub mod frontmatter;
 pub mod paths;
 pub mod plain;
@@ -31,7 +32,8 @@ use records::{LocalRelationship, PacketDocuments};
 use walk::WalkedFile;
 
 pub use assembly::{
-    assemble, render_per_file_graph, Assembly, RelationRef, RelationText, RelationView, VirtualFile,
+    assemble, assemble_excluding, render_per_file_graph, Assembly, RelationRef, RelationText,
+    RelationView, VirtualFile,
 };
 pub use diagnostic::{Code, Diagnostic, Problem, Severity};
 use read::{read_bytes, read_one, text_of};
@@ -266,6 +268,9 @@ pub struct Ingested {
     pub diagnostics: Vec<Diagnostic>,
     pub stat_fingerprint: String,
     pub content_fingerprint: String,
+    /// The rules of the files the walk left out (the root's `.kbignore`, a plain folder's
+    /// `.gitignore`); `None` when there are none.
+    pub exclusions: Option<exclusions::Exclusions>,
 }
 
 impl Ingested {
@@ -294,9 +299,17 @@ pub fn ingest(root: &Path) -> Result<Ingested, IndexError> {
         read.iter()
             .map(|r| (r.disk.as_str(), r.problems.as_slice())),
     ));
-    let assembly = assemble(kind, &read);
+    let rules = root
+        .canonicalize()
+        .ok()
+        .and_then(|root| exclusions::Exclusions::new(&root, &[], &mut Vec::new()));
+    let assembly = match &rules {
+        Some(rules) => assemble_excluding(kind, &read, &|path| rules.excludes(path)),
+        None => assemble(kind, &read),
+    };
     diagnostics.extend(assembly.diagnostics.iter().cloned());
     Ok(Ingested {
+        exclusions: rules,
         kind,
         name: knowledge_base_name(root, &read),
         content_fingerprint: content_fingerprint(

@@ -342,14 +342,26 @@ fn metadata_targets(value: Option<&Value>) -> Vec<String> {
     out
 }
 
-/// Derives the relations of every page, from both endpoints' points of view.
+/// [`derive_relations_excluding`] with nothing left out.
+#[cfg(test)]
 pub(crate) fn derive_relations(
     pages: &[PlainPage<'_>],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<Relation> {
+    derive_relations_excluding(pages, &|_| false, diagnostics)
+}
+
+/// Derives the relations of every page, from both endpoints' points of view. `excluded` tells
+/// the paths (`pages/…`) the walk left out: a link to one is not reported as not resolving
+/// (DECISIONS 26).
+pub(crate) fn derive_relations_excluding(
+    pages: &[PlainPage<'_>],
+    excluded: &dyn Fn(&str) -> bool,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Relation> {
     let resolver = Resolver::new(pages);
     let titles: HashMap<&str, &str> = pages.iter().map(|f| (f.path, f.title)).collect();
-    let evidence = evidence(pages, &resolver, diagnostics);
+    let evidence = evidence(pages, &resolver, excluded, diagnostics);
     let mut relations = references(&evidence, &titles);
     // Translations (rules#translations): the same path under a sibling language root, both ways.
     for file in pages {
@@ -379,8 +391,18 @@ pub(crate) fn derive_relations(
 fn evidence<'p>(
     pages: &'p [PlainPage<'p>],
     resolver: &Resolver<'p>,
+    excluded: &dyn Fn(&str) -> bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> BTreeMap<(&'p str, &'p str), Evidence> {
+    // Whether `target`, relative to `from` (or to the folder when `/`-rooted), names a file the
+    // walk left out.
+    let left_out = |from: &str, target: &str| {
+        let base = match target.strip_prefix('/') {
+            Some(rooted) => format!("pages/{rooted}"),
+            None => format!("{}/{target}", paths::parent_of(from)),
+        };
+        normalize(&base).is_some_and(|path| excluded(&path))
+    };
     let mut evidence = BTreeMap::new();
     for file in pages {
         let from = file.path;
@@ -394,6 +416,8 @@ fn evidence<'p>(
                 }
                 Some(_) => {}
                 None if !page_like => {}
+                None if link_path(&link.destination)
+                    .is_some_and(|(path, _)| left_out(from, &path)) => {}
                 None => diagnostics.push(Diagnostic::new(
                     Code::UnresolvedLink,
                     from.to_string(),
@@ -413,6 +437,7 @@ fn evidence<'p>(
                         evidence.entry((from, to)).or_insert(Evidence::Metadata);
                     }
                     Some(_) => {}
+                    None if left_out(from, &target) => {}
                     None => diagnostics.push(Diagnostic::new(
                         Code::UnresolvedLink,
                         from.to_string(),

@@ -9,6 +9,7 @@ use std::time::UNIX_EPOCH;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
+use super::exclusions::{self, Exclusions, Used};
 use super::{Code, Diagnostic};
 
 /// Deepest directory nesting walked; deeper entries are reported and skipped.
@@ -93,7 +94,8 @@ enum Item {
 }
 
 /// Walks `root`. Hidden entries (`.git`, `.obsidian`, …) are skipped silently; links to
-/// directories are not followed; links to files are read only when they resolve inside the root.
+/// directories are not followed; links to files are read only when they resolve inside the root,
+/// and not when they resolve to a hidden entry.
 ///
 /// The order is that of one `walkdir` walker over the whole tree (links not followed, each
 /// directory's entries by file name, a directory's subtree right after its entry; a test
@@ -105,7 +107,8 @@ pub fn walk(root: &Path) -> Walk {
 
 /// [`walk`], leaving out the files `exclude` matches (gitignore patterns, relative to the
 /// root: `drafts/`, `*.tmp.md`, `/CHANGELOG.md`) besides those of the folder's own ignore
-/// files (`ignore_rules`).
+/// files, and a link whose target one of them leaves out ([`Exclusions`]); a pattern that
+/// leaves out no file is reported.
 pub(crate) fn walk_excluding(root: &Path, exclude: &[String]) -> Walk {
     let mut out = Walk::default();
     let canonical_root = match root.canonicalize() {
@@ -121,82 +124,45 @@ pub(crate) fn walk_excluding(root: &Path, exclude: &[String]) -> Walk {
         }
     };
     let root: Arc<Path> = Arc::from(canonical_root.as_path());
-    let ignored = ignore_rules(&canonical_root, exclude, &mut out.diagnostics);
+    let rules = Exclusions::new(&canonical_root, exclude, &mut out.diagnostics);
     let runs = walk_dir(&root, &canonical_root, Some(""), 0);
     out.files.reserve(runs.iter().map(Vec::len).sum());
+    let mut used = Used::new();
+    let mut example = None;
     for item in runs.into_iter().flatten() {
         match item {
             Item::File(file) => {
-                let left_out = ignored.as_ref().is_some_and(|rules| {
-                    rules
-                        .matched_path_or_any_parents(&file.relative, false)
-                        .is_ignore()
+                // A link is left out when its target is: an excluded (or hidden) file stays
+                // out under another name.
+                let target = file
+                    .target
+                    .as_ref()
+                    .and_then(|target| exclusions::relative_to(&canonical_root, target));
+                let hidden_target = target.as_deref().is_some_and(|target| {
+                    target.split('/').any(|segment| segment.starts_with('.'))
                 });
+                let left_out = hidden_target
+                    || rules.as_ref().is_some_and(|rules| {
+                        rules.leaves_out(&file.relative, &mut used)
+                            || target
+                                .as_deref()
+                                .is_some_and(|target| rules.leaves_out(target, &mut used))
+                    });
                 if !left_out {
+                    if example.is_none() {
+                        example = Some(file.relative.clone());
+                    }
                     out.files.push(file);
                 }
             }
             Item::Diagnostic(d) => out.diagnostics.push(d),
         }
     }
+    if let Some(rules) = &rules {
+        out.diagnostics
+            .extend(rules.unused(&canonical_root, &used, example.as_deref()));
+    }
     out
-}
-
-/// The files a folder asks to leave out, in gitignore syntax: its root's `.kbignore`, and in a
-/// plain folder its root's `.gitignore` too (a bundle's files are the generator's, all of
-/// them served). Every walk applies them, so a build, the check of whether an index is stale
-/// and `--watch` see the same files. A line that does not parse is reported and skipped.
-fn ignore_rules(
-    root: &Path,
-    exclude: &[String],
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Option<ignore::gitignore::Gitignore> {
-    let plain = super::detect_kind(root) == super::BundleKind::PlainFolder;
-    let files: Vec<PathBuf> = [".kbignore", ".gitignore"]
-        .into_iter()
-        .filter(|name| plain || *name == ".kbignore")
-        .map(|name| root.join(name))
-        .filter(|path| path.is_file())
-        .collect();
-    if files.is_empty() && exclude.is_empty() {
-        return None;
-    }
-    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
-    for pattern in exclude {
-        if let Err(error) = builder.add_line(None, pattern) {
-            diagnostics.push(Diagnostic::new(
-                Code::Other,
-                String::new(),
-                None,
-                format!("--exclude {pattern:?} was skipped: {error}; write a gitignore pattern"),
-            ));
-        }
-    }
-    for path in &files {
-        if let Some(error) = builder.add(path) {
-            diagnostics.push(Diagnostic::new(
-                Code::Other,
-                display_relative(root, path),
-                None,
-                format!("a pattern was skipped: {error}; fix the line (gitignore syntax)"),
-            ));
-        }
-    }
-    match builder.build() {
-        Ok(rules) => Some(rules),
-        Err(error) => {
-            diagnostics.push(Diagnostic::new(
-                Code::Other,
-                files
-                    .first()
-                    .map(|f| display_relative(root, f))
-                    .unwrap_or_default(),
-                None,
-                format!("the exclusions are not applied: {error}"),
-            ));
-            None
-        }
-    }
 }
 
 /// What the walk knows of one entry of a directory once the directory is closed.
@@ -573,6 +539,12 @@ mod tests {
                 .ok()
                 .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_nanos() as i128);
+            let hidden_target = disk_path
+                .strip_prefix(&canonical_root)
+                .is_ok_and(|r| r.components().any(|c| is_hidden(c.as_os_str())));
+            if disk_path != entry.path() && hidden_target {
+                continue;
+            }
             let target = (disk_path != entry.path()).then_some(disk_path);
             out.files.push(WalkedFile::new(
                 Arc::from(canonical_root.as_path()),
@@ -649,6 +621,8 @@ mod tests {
         let outside = tmp.path().join("outside.md");
         std::fs::write(&outside, "x").unwrap();
         std::os::unix::fs::symlink(root.join("a/z.md"), root.join("a/link.md")).unwrap();
+        std::os::unix::fs::symlink(root.join("a/.hidden/x.md"), root.join("a/hidden-link.md"))
+            .unwrap();
         std::os::unix::fs::symlink(root.join("a/b"), root.join("a/dirlink")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("out.md")).unwrap();
         std::os::unix::fs::symlink(root.join("gone.md"), root.join("broken.md")).unwrap();
