@@ -57,6 +57,7 @@ pub(crate) enum BundleFrom<'a> {
     Given(Option<&'a Path>),
     /// The generation's own copy only: a generation without one is refused (a server that
     /// follows a published folder never reads outside it).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     Copy,
 }
 

@@ -95,10 +95,13 @@ pub use manifest::{verify_generation, Counts, FileRecord, Manifest};
 
 /// [`build`], checking the previous generation's files at a given `Verify` before reusing them.
 pub(crate) use build::build as build_verified;
+/// `CURRENT` read as a server follows it (`serve::live`).
+#[cfg(feature = "server")]
+pub(crate) use generations::read_current;
 pub(crate) use generations::{
     check_generation_folder, damage_line, erased, last_revision, link_dir, live_generation,
-    load_previous, lock_for_writing, open_catalog, read_current, remove_leftovers, stale_reason,
-    sync_dir, while_creating, BuildingGeneration, FileLock, Previous, BUILD_LOCK, CATALOG_FILE,
+    load_previous, lock_for_writing, open_catalog, remove_leftovers, stale_reason, sync_dir,
+    while_creating, BuildingGeneration, FileLock, Previous, BUILD_LOCK, CATALOG_FILE,
     INGEST_CACHE_FILE,
 };
 pub use generations::{current_generation, default_index_dir, read_manifest};

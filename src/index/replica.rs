@@ -262,9 +262,14 @@ fn copy_generation(
 
 /// A folder only its owner may enter, until its files are in and it takes its source's mode.
 fn make_private_dir(path: &Path) -> Result<(), IndexError> {
-    let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    let builder = {
+        let mut builder = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+    };
+    #[cfg(not(unix))]
+    let builder = std::fs::DirBuilder::new();
     builder.create(path).map_err(|e| IndexError::io(path, e))
 }
 
