@@ -11,8 +11,8 @@ use crate::error::IndexError;
 use crate::index::catalog::Catalog;
 use crate::index::search_index::SearchIndex;
 use crate::index::{
-    self, damage_line, generation_manifest, live_generation, open_catalog, read_manifest,
-    stale_reason, verify_generation, BuildOptions, BuildReport, Manifest, Verify,
+    self, check_generation_folder, damage_line, generation_manifest, live_generation, open_catalog,
+    read_manifest, stale_reason, verify_generation, BuildOptions, BuildReport, Manifest, Verify,
 };
 use crate::ingest::bundle::{self, Diagnostic};
 
@@ -49,6 +49,18 @@ impl Default for ServeOptions {
     }
 }
 
+/// Where an opened generation reads the bundle's files from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BundleFrom<'a> {
+    /// A published generation's own copy; another generation's from this folder, else from the
+    /// folder its manifest names.
+    Given(Option<&'a Path>),
+    /// The generation's own copy only: a generation without one is refused (a server that
+    /// follows a published folder never reads outside it).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    Copy,
+}
+
 /// An opened index: everything the six tools answer from.
 pub struct KnowledgeBase {
     pub manifest: Manifest,
@@ -61,6 +73,8 @@ pub struct KnowledgeBase {
     pub options: ServeOptions,
     /// Why this index is known to be older than the bundle (its refresh failed), when it is.
     pub stale: Option<String>,
+    /// Whether the bundle files are a published generation's own copy ([`Self::is_published`]).
+    published: bool,
     /// The semantic lane's vectors, when the generation has them ([`Self::vectors`]).
     vectors: LazyVectors,
     /// The cross-language lane's vectors, when the generation has them.
@@ -141,7 +155,8 @@ impl KnowledgeBase {
 
     /// Opens the live generation of `index_dir`, checking its files at `options.verify`
     /// (module docs): a damaged generation is an [`IndexError::Corrupt`] naming the file.
-    /// `bundle_root` overrides the manifest's.
+    /// `bundle_root` overrides the manifest's, except for a published generation
+    /// (`index::replica`), which reads its own copy of the bundle, always.
     pub fn open(
         index_dir: &Path,
         bundle_root: Option<&Path>,
@@ -151,9 +166,32 @@ impl KnowledgeBase {
             path: index_dir.display().to_string(),
             reason: "no index here (CURRENT is missing)".into(),
         })?;
-        let manifest = generation_manifest(index_dir, &generation)?;
-        verify_generation(&generation, &manifest, options.verify)?;
-        let catalog = open_catalog(&generation)?;
+        Self::open_generation(&generation, BundleFrom::Given(bundle_root), options)
+    }
+
+    /// Opens the generation folder `generation` (of an index folder), reading the bundle files
+    /// as `from` says.
+    pub(crate) fn open_generation(
+        generation: &Path,
+        from: BundleFrom<'_>,
+        options: ServeOptions,
+    ) -> Result<Self, IndexError> {
+        let folder = check_generation_folder(generation)?;
+        // A published generation answers what it indexed: its own copy, opened following no
+        // link, so nothing it reads lies outside the published folder.
+        let copy = index::replica::open_copy(generation)?;
+        if copy.is_none() && from == BundleFrom::Copy {
+            return Err(IndexError::Corrupt {
+                path: generation.display().to_string(),
+                reason: "it carries no copy of the bundle (bundle/), and this server serves a \
+                         published folder, whose generations `kbtools index --publish` writes \
+                         with one: publish it again"
+                    .into(),
+            });
+        }
+        let manifest = generation_manifest(generation.parent().unwrap_or(generation), generation)?;
+        verify_generation(generation, &manifest, options.verify)?;
+        let catalog = open_catalog(generation)?;
         if catalog.kb_id() != manifest.knowledge_base_id {
             return Err(IndexError::Corrupt {
                 path: generation.display().to_string(),
@@ -173,12 +211,6 @@ impl KnowledgeBase {
                 path: search_dir.display().to_string(),
                 reason: e.to_string(),
             })?;
-        let bundle_root = match bundle_root {
-            Some(root) => root.canonicalize().map_err(|e| IndexError::io(root, e))?,
-            // A published generation (index::replica) carries the files it reads.
-            None => index::replica::published_bundle(&generation)
-                .unwrap_or_else(|| PathBuf::from(&manifest.bundle_root)),
-        };
         let now = options.verify == Verify::Full;
         let vectors_of = |recorded: bool, file: &str| {
             LazyVectors::open(recorded.then(|| generation.join(file)), now)
@@ -188,18 +220,48 @@ impl KnowledgeBase {
             manifest.cross_language.is_some(),
             index::vectors::CROSS_VECTORS_FILE,
         )?;
+        let published = copy.is_some();
+        let (bundle_root, bundle_dir) = match (copy, from) {
+            (Some(copy), _) => {
+                // Its files were opened by their path: the folder must still be the one checked
+                // before (not swapped for a link meanwhile).
+                if check_generation_folder(generation)? != folder {
+                    return Err(IndexError::Corrupt {
+                        path: generation.display().to_string(),
+                        reason: "it was replaced while it was being opened".into(),
+                    });
+                }
+                (copy.path().to_path_buf(), Some(copy))
+            }
+            (None, from) => {
+                let root = match from {
+                    BundleFrom::Given(Some(root)) => {
+                        root.canonicalize().map_err(|e| IndexError::io(root, e))?
+                    }
+                    _ => PathBuf::from(&manifest.bundle_root),
+                };
+                (root.clone(), bundle::beneath::BundleRoot::open(&root).ok())
+            }
+        };
         Ok(KnowledgeBase {
             vectors,
             cross_vectors,
             manifest,
             catalog,
             search,
-            bundle_dir: bundle::beneath::BundleRoot::open(&bundle_root).ok(),
+            bundle_dir,
             bundle_root,
             options,
             stale: None,
             exclusions: std::sync::OnceLock::new(),
+            published,
         })
+    }
+
+    /// Whether it reads a published generation's own copy of the bundle (`index::replica`):
+    /// then only through [`Self::bundle_dir`], which follows no link.
+    pub fn is_published(&self) -> bool {
+        self.published
     }
 
     /// Opens the index of `bundle_root` in `index_dir`, building it first when it is missing,

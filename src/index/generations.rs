@@ -11,27 +11,24 @@ use super::manifest::{generation_manifest, verify_generation, Manifest};
 use super::Verify;
 use crate::error::IndexError;
 
-/// The generation folder `CURRENT` names, if it names one (whether or not it exists).
+/// The most bytes `CURRENT` is read to: a generation name and a newline, many times over.
+pub(crate) const CURRENT_MAX_BYTES: u64 = 256;
+
+/// The generation folder `CURRENT` names, if it names one (whether or not it exists); `None`
+/// also when `CURRENT` is not a regular file of a generation name (links are not followed).
 pub fn current_generation(index_dir: &Path) -> Option<PathBuf> {
-    let name = std::fs::read_to_string(index_dir.join("CURRENT")).ok()?;
-    let name = name.trim();
-    valid_generation_name(name).then(|| index_dir.join(name))
+    read_current(index_dir)
+        .ok()
+        .flatten()
+        .map(|name| index_dir.join(name))
 }
 
-/// A generation folder's name as `CURRENT` may hold it: `gen-…`, one path component.
-pub(crate) fn valid_generation_name(name: &str) -> bool {
-    name.starts_with("gen-")
-        && !name.ends_with(".tmp")
-        && !name.contains(['/', '\\', '\0'])
-        && !name.contains("..")
-        && !name.chars().any(char::is_control)
-}
-
-/// The live generation folder of an index: `None` when there is no `CURRENT` (no index yet), an
-/// error naming `CURRENT` when it cannot be read or names no existing generation.
-pub(crate) fn live_generation(index_dir: &Path) -> Result<Option<PathBuf>, IndexError> {
+/// The generation name `CURRENT` holds: `None` when there is no `CURRENT` (no index yet), an
+/// error naming `CURRENT` when it is not a regular file (a link is not followed, a FIFO or a
+/// device not read), holds more than [`CURRENT_MAX_BYTES`], or holds no generation name.
+pub(crate) fn read_current(index_dir: &Path) -> Result<Option<String>, IndexError> {
     let path = index_dir.join("CURRENT");
-    let bytes = match std::fs::read(&path) {
+    let bytes = match read_small_file(&path, CURRENT_MAX_BYTES) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(IndexError::io(&path, e)),
@@ -46,11 +43,110 @@ pub(crate) fn live_generation(index_dir: &Path) -> Result<Option<PathBuf>, Index
     if !valid_generation_name(name) {
         return Err(damaged(format!("it names no generation ({name:?})")));
     }
-    let generation = index_dir.join(name);
-    if !generation.is_dir() {
-        return Err(damaged(format!("it names {name}, which is missing")));
+    Ok(Some(name.to_string()))
+}
+
+/// The bytes of the regular file at `path`, at most `max` of them: the last step of the path is
+/// never followed when it is a link, and what is not a regular file (a FIFO, a device, a folder)
+/// is refused before anything is read, so that neither can hang or flood the reader.
+pub(crate) fn read_small_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    let file = open_no_follow(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            "it is not a regular file (a folder, a FIFO or a device); it must be a file",
+        ));
     }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            format!("it holds more than {max} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Opens `path` for reading without following a link at its last step (without blocking on a
+/// FIFO): a link is an error that says so.
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path);
+    match opened {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(link_error()),
+        other => other,
+    }
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Err(link_error());
+    }
+    std::fs::File::open(path)
+}
+
+fn link_error() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "it is a symbolic link, which is not followed; it must be a regular file",
+    )
+}
+
+/// A generation name as `CURRENT` may hold it: `gen-…`, one path component.
+pub(crate) fn valid_generation_name(name: &str) -> bool {
+    name.starts_with("gen-")
+        && !name.ends_with(".tmp")
+        && !name.contains(['/', '\\', '\0'])
+        && !name.contains("..")
+        && !name.chars().any(char::is_control)
+}
+
+/// The live generation folder of an index: `None` when there is no `CURRENT` (no index yet), an
+/// error naming `CURRENT` when it cannot be read or names no existing generation.
+pub(crate) fn live_generation(index_dir: &Path) -> Result<Option<PathBuf>, IndexError> {
+    let Some(name) = read_current(index_dir)? else {
+        return Ok(None);
+    };
+    let generation = index_dir.join(&name);
+    check_generation_folder(&generation)?;
     Ok(Some(generation))
+}
+
+/// A generation must be a folder of its index folder, not a link to one elsewhere (a build
+/// never makes one): an error naming it otherwise. Its device and inode (where there are).
+pub(crate) fn check_generation_folder(generation: &Path) -> Result<Option<(u64, u64)>, IndexError> {
+    let damaged = |reason: &str| IndexError::Corrupt {
+        path: generation.display().to_string(),
+        reason: reason.into(),
+    };
+    match std::fs::symlink_metadata(generation) {
+        Ok(meta) if meta.is_dir() => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                Ok(Some((meta.dev(), meta.ino())))
+            }
+            #[cfg(not(unix))]
+            {
+                Ok(None)
+            }
+        }
+        Ok(meta) if meta.file_type().is_symlink() => Err(damaged(
+            "it is a symbolic link; a generation must be a folder inside the index folder",
+        )),
+        Ok(_) => Err(damaged("it is not a folder")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(damaged("CURRENT names it, and it is missing"))
+        }
+        Err(e) => Err(IndexError::io(generation, e)),
+    }
 }
 
 /// Reads the manifest of the live generation, checking its format version and its checksum.
@@ -346,7 +442,9 @@ pub(crate) fn link_dir(from: &Path, to: &Path) -> Result<(), IndexError> {
             std::fs::copy(&source, &target).map_err(|e| IndexError::io(&target, e))?;
         }
     }
-    Ok(())
+    // A copy keeps the folder's mode (the files keep theirs: links share it, a copy copies it).
+    let mode = std::fs::metadata(from).and_then(|m| super::replica::copy_folder_mode(&m, to));
+    mode.map_err(|e| IndexError::io(to, e))
 }
 
 pub(crate) mod erased {

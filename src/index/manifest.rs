@@ -103,6 +103,10 @@ fn manifest_checksum_holds(bytes: &[u8]) -> bool {
     before.ends_with(CHECKSUM_KEY) && stored == Some(crc32fast::hash(before))
 }
 
+/// The most bytes a manifest is read to (one records a generation's few dozen files; a file
+/// beyond this is not one of ours).
+const MANIFEST_MAX_BYTES: u64 = 16 << 20;
+
 /// The manifest of `generation`: format version first (an index of another version is refused
 /// as such), then the checksum, then the fields.
 pub(crate) fn generation_manifest(
@@ -114,10 +118,13 @@ pub(crate) fn generation_manifest(
         path: path.display().to_string(),
         reason,
     };
-    let bytes = match std::fs::read(&path) {
+    let bytes = match super::generations::read_small_file(&path, MANIFEST_MAX_BYTES) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(damaged("it is missing".into()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(damaged(e.to_string()))
         }
         Err(e) => return Err(IndexError::io(&path, e)),
     };
@@ -233,10 +240,13 @@ pub fn verify_generation(
             ));
         }
         let path = generation.join(relative);
-        let meta = match std::fs::metadata(&path) {
+        let meta = match metadata_without_links(generation, relative) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(damaged(&path, "it is missing".into()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(damaged(&path, e.to_string()))
             }
             Err(e) => return Err(IndexError::io(&path, e)),
         };
@@ -254,6 +264,41 @@ pub fn verify_generation(
         }
     }
     Ok(())
+}
+
+/// The metadata of the regular file `relative` under `generation`, where no step is a link (a
+/// build writes none: a link would read a file outside the generation as one of its own).
+fn metadata_without_links(
+    generation: &Path,
+    relative: &Path,
+) -> std::io::Result<std::fs::Metadata> {
+    use std::io::{Error, ErrorKind};
+    let mut path = generation.to_path_buf();
+    let mut steps = relative.components().peekable();
+    while let Some(step) = steps.next() {
+        path.push(step);
+        let meta = std::fs::symlink_metadata(&path)?;
+        let last = steps.peek().is_none();
+        if meta.file_type().is_symlink() {
+            return Err(Error::new(
+                ErrorKind::InvalidData,
+                format!(
+                    "{} is a symbolic link; a generation holds none",
+                    path.display()
+                ),
+            ));
+        }
+        if last && !meta.is_file() {
+            return Err(Error::new(
+                ErrorKind::InvalidData,
+                "it is not a regular file",
+            ));
+        }
+        if last {
+            return Ok(meta);
+        }
+    }
+    Err(Error::new(ErrorKind::InvalidData, "an empty path"))
 }
 
 /// Records every file of the generation being built in `dir` (all but the manifest and lock

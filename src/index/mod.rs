@@ -50,8 +50,9 @@
 //! content differs from the manifest's record is damaged. The checks, from cheap to thorough:
 //!
 //! - **always** (every open, every `kbtools index` and refresh, even on an unchanged bundle):
-//!   `CURRENT` names an existing generation; the manifest's own CRC-32; every recorded file
-//!   exists with its recorded size, and a file whose modification time changed has its CRC-32
+//!   `CURRENT` is a regular file (not a link, at most 256 bytes) naming a generation that is a
+//!   folder of the index folder (not a link); the manifest's own CRC-32; every recorded file
+//!   exists, a regular file reached through no link, with its recorded size, and a file whose modification time changed has its CRC-32
 //!   computed (a copied index is checked in full once per open, never refused); the catalog's
 //!   CRC-32 ([`catalog::store`]), the ingest cache's section CRC-32s when read (`cache`), and
 //!   tantivy's own footer checks when a segment file is opened. This costs a `stat` per file,
@@ -94,12 +95,16 @@ pub use manifest::{verify_generation, Counts, FileRecord, Manifest};
 
 /// [`build`], checking the previous generation's files at a given `Verify` before reusing them.
 pub(crate) use build::build as build_verified;
-pub use generations::{current_generation, default_index_dir, read_manifest};
+/// `CURRENT` read as a server follows it (`serve::live`).
+#[cfg(feature = "server")]
+pub(crate) use generations::read_current;
 pub(crate) use generations::{
-    damage_line, erased, last_revision, link_dir, live_generation, load_previous, lock_for_writing,
-    open_catalog, remove_leftovers, stale_reason, sync_dir, while_creating, BuildingGeneration,
-    FileLock, Previous, BUILD_LOCK, CATALOG_FILE, INGEST_CACHE_FILE,
+    check_generation_folder, damage_line, erased, last_revision, link_dir, live_generation,
+    load_previous, lock_for_writing, open_catalog, remove_leftovers, stale_reason, sync_dir,
+    while_creating, BuildingGeneration, FileLock, Previous, BUILD_LOCK, CATALOG_FILE,
+    INGEST_CACHE_FILE,
 };
+pub use generations::{current_generation, default_index_dir, read_manifest};
 
 /// Version of the on-disk index layout. Bump it whenever the layout changes.
 pub const INDEX_FORMAT_VERSION: u64 = 16;

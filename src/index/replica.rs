@@ -23,6 +23,7 @@ use super::generations::{
 };
 use crate::error::IndexError;
 use crate::ingest::bundle;
+use crate::ingest::bundle::beneath::BundleRoot;
 
 /// The folder, inside a published generation, that holds the files its catalog reads.
 pub const BUNDLE_COPY: &str = "bundle";
@@ -44,10 +45,34 @@ pub struct Published {
     pub removed: Vec<String>,
 }
 
-/// The bundle folder of a published generation, when it is one.
-pub fn published_bundle(generation: &Path) -> Option<PathBuf> {
+/// Whether `generation` is a published one: it has a `bundle/` entry (of any kind: one that is
+/// not a plain folder is refused when it is opened, never read past).
+pub fn is_published(generation: &Path) -> bool {
+    std::fs::symlink_metadata(generation.join(BUNDLE_COPY)).is_ok()
+}
+
+/// The copy of the bundle a published generation carries, opened following no link at any
+/// step, from the index folder down (a replica reads nothing outside its published folder):
+/// `None` when `generation` is not a published one, an error when its `bundle/` or the
+/// generation folder is not a plain folder.
+pub fn open_copy(generation: &Path) -> Result<Option<BundleRoot>, IndexError> {
+    if !is_published(generation) {
+        return Ok(None);
+    }
     let copy = generation.join(BUNDLE_COPY);
-    copy.is_dir().then_some(copy)
+    let refused = |why: String| IndexError::Corrupt {
+        path: copy.display().to_string(),
+        reason: format!(
+            "its copy of the bundle cannot be opened as a folder of the generation ({why}); \
+             a published generation's bundle/ is a folder, never a link: publish it again"
+        ),
+    };
+    let (Some(index_dir), Some(name)) = (generation.parent(), generation.file_name()) else {
+        return Err(refused("no generation folder".into()));
+    };
+    BundleRoot::open_linkless(index_dir, &Path::new(name).join(BUNDLE_COPY))
+        .map(Some)
+        .map_err(|e| refused(e.to_string()))
 }
 
 /// Publishes the live generation of `index_dir` (built from `bundle_root`) into `target`, with
@@ -59,6 +84,7 @@ pub fn publish(
     target: &Path,
     keep: usize,
 ) -> Result<Published, IndexError> {
+    check_target(bundle_root, index_dir, target)?;
     let generation = live_generation(index_dir)?.ok_or_else(|| IndexError::Corrupt {
         path: index_dir.display().to_string(),
         reason: "no index here to publish (CURRENT is missing)".into(),
@@ -104,9 +130,84 @@ pub fn publish(
     Ok(published)
 }
 
+/// Refuses a folder to publish into that would take part in what is published: the bundle
+/// itself or a folder inside it (each later build would index the published copies), a folder
+/// that holds the bundle (generations and `CURRENT` written, and old generations removed, among
+/// the folders beside it), or the index folder itself (which is the builder's).
+pub fn check_target(bundle_root: &Path, index_dir: &Path, target: &Path) -> Result<(), IndexError> {
+    let bundle = resolved(bundle_root);
+    let folder = resolved(target);
+    let shown = target.display();
+    let beside = match (bundle.parent(), bundle.file_name()) {
+        (Some(parent), Some(name)) => {
+            let mut name = name.to_os_string();
+            name.push("-published");
+            format!(" (for example {})", parent.join(name).display())
+        }
+        _ => String::new(),
+    };
+    let why = if folder == bundle {
+        format!(
+            "the publish folder {shown} is the bundle itself: each later build would index the \
+             published copies"
+        )
+    } else if folder.starts_with(&bundle) {
+        format!(
+            "the publish folder {shown} is inside the bundle {}: each later build would index \
+             the published copies",
+            bundle.display()
+        )
+    } else if bundle.starts_with(&folder) {
+        format!(
+            "the publish folder {shown} holds the bundle {}: a publish writes generations and \
+             CURRENT there and removes old generations beside the bundle",
+            bundle.display()
+        )
+    } else if folder == resolved(index_dir) {
+        format!("the publish folder {shown} is the index folder itself, which is the builder's")
+    } else {
+        return Ok(());
+    };
+    Err(IndexError::Bundle(format!(
+        "{why}: publish into a folder of its own, outside the bundle{beside}"
+    )))
+}
+
+/// `path` made absolute with its links resolved as far as it exists (the rest, not yet made,
+/// appended as written, `..` taken lexically).
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    let mut base = loop {
+        if let Ok(canonical) = existing.canonicalize() {
+            break canonical;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => break existing.to_path_buf(),
+        }
+    };
+    for step in rest.iter().rev() {
+        match step.to_str() {
+            Some("..") => {
+                base.pop();
+            }
+            Some(".") => {}
+            _ => base.push(step),
+        }
+    }
+    base
+}
+
 /// `tmp`: the generation's files (hard links where the file system allows: a generation's files
 /// never change) and a copy of each bundle file its catalog reads, checked against the catalog
-/// (a file changed since the build would not be what was indexed). Everything flushed.
+/// (a file changed since the build would not be what was indexed), each file and folder with the
+/// mode of the bundle's (a page only its owner reads stays so on every replica `rsync -a`
+/// copies it to). Everything flushed.
 fn copy_generation(
     generation: &Path,
     bundle_root: &Path,
@@ -118,18 +219,31 @@ fn copy_generation(
     link_dir(generation, tmp)?;
     let catalog = open_catalog(generation)?;
     let copy_root = tmp.join(BUNDLE_COPY);
+    // The copy's folders, relative to its root (the root itself is the empty path), made
+    // owner-only and given the bundle's modes once filled.
+    let mut folders = std::collections::BTreeSet::from([PathBuf::new()]);
+    make_private_dir(&copy_root)?;
     let (mut files, mut bytes) = (0u64, 0u64);
     for file in catalog.iter_files() {
         let Some(relative) = &file.disk else {
             continue;
         };
-        let content = read_indexed(bundle_root, relative, file)?;
-        let to = copy_root.join(relative);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| IndexError::io(parent, e))?;
+        let (content, mode) = read_indexed(bundle_root, relative, file)?;
+        let mut folder = PathBuf::new();
+        for step in Path::new(relative)
+            .parent()
+            .into_iter()
+            .flat_map(Path::components)
+        {
+            folder.push(step);
+            if folders.insert(folder.clone()) {
+                make_private_dir(&copy_root.join(&folder))?;
+            }
         }
-        let mut out = std::fs::File::create(&to).map_err(|e| IndexError::io(&to, e))?;
+        let to = copy_root.join(relative);
+        let mut out = create_private_file(&to).map_err(|e| IndexError::io(&to, e))?;
         out.write_all(&content)
+            .and_then(|()| set_mode(&out, mode))
             .and_then(|()| if ONE_FLUSH { Ok(()) } else { out.sync_all() })
             .map_err(|e| IndexError::io(&to, e))?;
         files += 1;
@@ -143,8 +257,65 @@ fn copy_generation(
         let to = copy_root.join(".kbignore");
         std::fs::copy(&rules, &to).map_err(|e| IndexError::io(&to, e))?;
     }
+    // Deepest first: a folder whose mode takes away its owner's writing is filled already.
+    for folder in folders.iter().rev() {
+        let to = copy_root.join(folder);
+        if let Ok(source) = std::fs::metadata(bundle_root.join(folder)) {
+            copy_folder_mode(&source, &to).map_err(|e| IndexError::io(&to, e))?;
+        }
+    }
     flush(tmp, &copy_root)?;
     Ok((files, bytes))
+}
+
+/// A folder only its owner may enter, until its files are in and it takes its source's mode.
+fn make_private_dir(path: &Path) -> Result<(), IndexError> {
+    #[cfg(unix)]
+    let builder = {
+        let mut builder = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+    };
+    #[cfg(not(unix))]
+    let builder = std::fs::DirBuilder::new();
+    builder.create(path).map_err(|e| IndexError::io(path, e))
+}
+
+/// A new file only its owner may read, until it takes its source's mode.
+fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// Gives `file` the permission bits `mode` (`None`: left as made).
+fn set_mode(file: &std::fs::File, mode: Option<u32>) -> std::io::Result<()> {
+    #[cfg(unix)]
+    if let Some(mode) = mode {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))?;
+    }
+    #[cfg(not(unix))]
+    let _ = (file, mode);
+    Ok(())
+}
+
+/// Gives the folder `to` the permission bits of `source`'s metadata, its owner's kept (so that a
+/// later publish can remove it).
+pub(crate) fn copy_folder_mode(source: &std::fs::Metadata, to: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = (source.permissions().mode() & 0o777) | 0o700;
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(mode))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (source, to);
+        Ok(())
+    }
 }
 
 /// Whether one `syncfs` flushes a publish (Linux) instead of an `fsync` per file: 5,294 SciFact
@@ -169,16 +340,24 @@ fn flush(tmp: &Path, copy_root: &Path) -> Result<(), IndexError> {
 }
 
 /// The bytes of `relative` under `bundle_root`, opened beneath it, when they are what the
-/// catalog recorded.
+/// catalog recorded, and the file's permission bits (where there are).
 fn read_indexed(
     bundle_root: &Path,
     relative: &str,
     file: &super::catalog::CatalogFile,
-) -> Result<Vec<u8>, IndexError> {
+) -> Result<(Vec<u8>, Option<u32>), IndexError> {
     use std::io::Read;
     let path = bundle_root.join(relative);
     let mut handle =
         bundle::beneath::open_under(bundle_root, relative).map_err(|e| IndexError::io(&path, e))?;
+    let meta = handle.metadata().map_err(|e| IndexError::io(&path, e))?;
+    #[cfg(unix)]
+    let mode = Some(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
+    #[cfg(not(unix))]
+    let mode = {
+        let _ = meta;
+        None
+    };
     let mut content = Vec::new();
     handle
         .read_to_end(&mut content)
@@ -190,7 +369,7 @@ fn read_indexed(
                 .into(),
         });
     }
-    Ok(content)
+    Ok((content, mode))
 }
 
 /// Flushes every folder under `dir` (their entries: the files were flushed as written).

@@ -64,9 +64,13 @@ impl KnowledgeBase {
             return Err(ToolError::not_found());
         };
         // Opened once, checked on what was opened (bundle::beneath): a directory swapped for a
-        // link out of the bundle meanwhile leads nowhere.
+        // link out of the bundle meanwhile leads nowhere. A published copy is read only through
+        // the folder held open (never its name again, which a link may take).
         let opened = match &self.bundle_dir {
-            Some(root) if root.still_named(&self.bundle_root) => root.open_file(relative),
+            Some(root) if self.is_published() || root.still_named(&self.bundle_root) => {
+                root.open_file(relative)
+            }
+            _ if self.is_published() => return Err(ToolError::not_found()),
             _ => crate::ingest::bundle::beneath::open_under(&self.bundle_root, relative),
         };
         let handle = opened.map_err(|_| ToolError::not_found())?;

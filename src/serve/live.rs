@@ -4,13 +4,17 @@
 //! (`--watch`) is [`crate::serve::watch`], re-exported here.
 //!
 //! The switch: an index folder names its live generation in `CURRENT`, which a build replaces
-//! atomically once the new generation is complete. [`LiveKnowledgeBase::get`] reads `CURRENT`
-//! (about a microsecond, so it does on every call) and, when it names another generation, opens
-//! it and swaps the shared `Arc` under a write lock. A request takes one snapshot at its start
-//! and answers from it to its end, so a response is from one revision or the other, never a
-//! mix; a snapshot still in use keeps its generation open after the switch. A generation that
-//! does not open (damaged, removed, another format version, another knowledge-base id) is not
-//! switched to: the old one keeps answering and the problem is logged once.
+//! atomically once the new generation is complete. [`LiveKnowledgeBase::get`] looks at
+//! `CURRENT`'s metadata on every call (one `lstat`, not following a link) and reads it again
+//! only when that changed (or a second has passed): a regular file, at most 256 bytes, never
+//! through a link, a FIFO or a device. When it names another generation, one call opens it and
+//! swaps the shared `Arc` under a write lock. A request takes one snapshot at its start and
+//! answers from it to its end, so a response is from one revision or the other, never a mix; a
+//! snapshot still in use keeps its generation open after the switch. A `CURRENT` that cannot be
+//! read or names no generation, and a generation that does not open (damaged, removed, another
+//! format version, another knowledge-base id, or, following a published folder, one without its
+//! own copy of the bundle or one that leads outside the folder) are not switched to: the old
+//! one keeps answering, health says `stale`, and the problem is logged once.
 //!
 //! The library never prints: everything worth saying goes to a [`Log`] the caller supplies.
 
@@ -20,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::IndexError;
 use crate::index;
-use crate::kb::{KnowledgeBase, ServeOptions};
+use crate::kb::{BundleFrom, KnowledgeBase, ServeOptions};
 pub use crate::serve::watch::{BundleWatcher, WatchError, WatchMode, WatchOptions};
 
 /// How much a log line matters.
@@ -48,7 +52,8 @@ crate::wire::wire_enum! {
         /// `CURRENT` names a newer one, being opened; requests meanwhile answer from the
         /// previous one.
         Switching = "switching",
-        /// `CURRENT` names one that did not open (logged); the previous one keeps answering.
+        /// `CURRENT` names one that did not open, or cannot be read or names none (logged); the
+        /// previous one keeps answering.
         Stale = "stale",
     }
 }
@@ -150,11 +155,59 @@ impl EmbeddingStatus {
 /// A failed generation is tried again at most this often by [`LiveKnowledgeBase::get`].
 const RETRY_FAILED_AFTER: Duration = Duration::from_secs(30);
 
+/// `CURRENT` is read again after this long even when its metadata looks the same (a file
+/// rewritten in place within one tick of the file system's clock keeps its times).
+const REREAD_CURRENT_AFTER: Duration = Duration::from_secs(1);
+
 /// Where a live knowledge base reopens from.
 struct Source {
     index_dir: PathBuf,
     bundle_root: Option<PathBuf>,
     options: ServeOptions,
+    /// Following a published folder (the first generation carried its own copy of the bundle):
+    /// every later one must too, and is read only from it.
+    published: bool,
+}
+
+/// What `CURRENT` named when last read: the generation folder, or why it names none.
+type Named = Result<PathBuf, String>;
+
+/// `CURRENT` as last read, and its metadata then.
+struct Pointer {
+    stamp: Option<Stamp>,
+    read_at: Instant,
+    named: Named,
+    /// A bad `CURRENT` is logged once per reason.
+    logged: bool,
+}
+
+/// What tells that `CURRENT` changed: its metadata, not following a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    /// Device, inode and change time, where there are.
+    identity: (u64, u64, i64, i64),
+    is_file: bool,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        #[cfg(unix)]
+        let identity = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec())
+        };
+        #[cfg(not(unix))]
+        let identity = (0, 0, 0, 0);
+        Some(Stamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            identity,
+            is_file: meta.is_file(),
+        })
+    }
 }
 
 /// The knowledge base requests answer from, and the generation folder it was opened from.
@@ -182,6 +235,8 @@ pub struct LiveKnowledgeBase {
     current: RwLock<Snapshot>,
     /// Held while a generation is opened, so only one thread opens at a time.
     reload: Mutex<Option<Failed>>,
+    /// `CURRENT` as last read (`None`: not yet).
+    pointer: Mutex<Option<Pointer>>,
     log: Log,
     /// The background embedding of its index, when the server runs one.
     embedding: std::sync::OnceLock<Arc<EmbeddingStatus>>,
@@ -199,6 +254,7 @@ impl LiveKnowledgeBase {
                 generation: None,
             }),
             reload: Mutex::new(None),
+            pointer: Mutex::new(None),
             log: silent(),
             embedding: std::sync::OnceLock::new(),
         }
@@ -257,6 +313,7 @@ impl LiveKnowledgeBase {
                 verify: index::Verify::Full,
                 ..kb.options.clone()
             },
+            published: kb.is_published(),
         };
         LiveKnowledgeBase {
             source: Some(source),
@@ -266,6 +323,7 @@ impl LiveKnowledgeBase {
                 generation,
             }),
             reload: Mutex::new(None),
+            pointer: Mutex::new(None),
             log,
             embedding: std::sync::OnceLock::new(),
         }
@@ -308,12 +366,10 @@ impl LiveKnowledgeBase {
     pub fn health(&self) -> Health {
         let kb = self.get();
         let live = self.live_generation();
-        let named = self
-            .source
-            .as_ref()
-            .and_then(|s| index::current_generation(&s.index_dir));
+        let named = self.source.as_ref().map(|s| self.named(s));
         let state = match &named {
-            Some(named) if live.as_ref() != Some(named) => match self.reload.try_lock() {
+            Some(Err(_)) => HealthState::Stale,
+            Some(Ok(named)) if live.as_ref() != Some(named) => match self.reload.try_lock() {
                 Ok(failed) if failed.as_ref().is_some_and(|f| &f.generation == named) => {
                     HealthState::Stale
                 }
@@ -347,6 +403,49 @@ impl LiveKnowledgeBase {
             .clone()
     }
 
+    /// The generation `CURRENT` names, read again only when its metadata changed (or
+    /// [`REREAD_CURRENT_AFTER`] passed); why it names none, logged once.
+    fn named(&self, source: &Source) -> Named {
+        let path = source.index_dir.join("CURRENT");
+        let stamp = Stamp::of(&path);
+        let mut pointer = self.pointer.lock().unwrap_or_else(PoisonError::into_inner);
+        let fresh = pointer
+            .as_ref()
+            .is_some_and(|p| p.stamp == stamp && p.read_at.elapsed() < REREAD_CURRENT_AFTER);
+        if !fresh {
+            let named = match index::read_current(&source.index_dir) {
+                Ok(Some(name)) => Ok(source.index_dir.join(name)),
+                Ok(None) => Err(format!("{} is missing", path.display())),
+                Err(e) => Err(e.to_string()),
+            };
+            let logged = match pointer.take() {
+                Some(old) => old.logged && old.named == named,
+                None => false,
+            };
+            *pointer = Some(Pointer {
+                stamp,
+                read_at: Instant::now(),
+                named,
+                logged,
+            });
+        }
+        let Some(pointer) = pointer.as_mut() else {
+            return Err("CURRENT was not read".into());
+        };
+        if let (Err(reason), false) = (&pointer.named, pointer.logged) {
+            pointer.logged = true;
+            (self.log)(
+                Level::Warning,
+                &format!(
+                    "cannot follow {}: {reason}; still answering from revision {}",
+                    self.kb_id,
+                    self.snapshot().manifest.active_content_revision
+                ),
+            );
+        }
+        pointer.named.clone()
+    }
+
     /// Opens and swaps in the generation `CURRENT` names when it is not the live one. A request
     /// (`wait` false) never waits for another thread's open: it answers from the snapshot there
     /// is, and skips a generation that failed recently.
@@ -354,7 +453,7 @@ impl LiveKnowledgeBase {
         let Some(source) = &self.source else {
             return false;
         };
-        let Some(named) = index::current_generation(&source.index_dir) else {
+        let Ok(named) = self.named(source) else {
             return false;
         };
         if self.live_generation().as_ref() == Some(&named) {
@@ -382,24 +481,25 @@ impl LiveKnowledgeBase {
         {
             return false;
         }
-        let opened = KnowledgeBase::open(
-            &source.index_dir,
-            source.bundle_root.as_deref(),
-            source.options.clone(),
-        )
-        .map_err(|e| e.to_string())
-        .and_then(|kb| {
-            if kb.kb_id() == self.kb_id {
-                Ok(kb)
-            } else {
-                Err(format!(
-                    "it is knowledge base {} and this server serves {}; restart the server to \
+        let from = if source.published {
+            BundleFrom::Copy
+        } else {
+            BundleFrom::Given(source.bundle_root.as_deref())
+        };
+        let opened = KnowledgeBase::open_generation(&named, from, source.options.clone())
+            .map_err(|e| e.to_string())
+            .and_then(|kb| {
+                if kb.kb_id() == self.kb_id {
+                    Ok(kb)
+                } else {
+                    Err(format!(
+                        "it is knowledge base {} and this server serves {}; restart the server to \
                      serve the new id",
-                    kb.kb_id(),
-                    self.kb_id
-                ))
-            }
-        });
+                        kb.kb_id(),
+                        self.kb_id
+                    ))
+                }
+            });
         match opened {
             Ok(kb) => {
                 let revision = kb.manifest.active_content_revision;

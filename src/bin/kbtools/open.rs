@@ -275,6 +275,11 @@ pub(super) fn build_index(
         embedding: index::Embedding::Now,
         embed_progress: None,
     };
+    if let Some((dir, _)) = &publish {
+        // Before the build: a publish folder inside the bundle would be indexed by it.
+        index::replica::check_target(bundle, &index_dir, dir)
+            .map_err(|e| anyhow!("--publish {}: {e}", dir.display()))?;
+    }
     let mut progress = progress_printer(source.quiet);
     let started = std::time::Instant::now();
     let report = index::build(bundle, &index_dir, &options, &mut progress)
@@ -329,7 +334,8 @@ pub(super) fn print_diagnostics(diagnostics: &[kbtools::ingest::bundle::Diagnost
 }
 
 /// Where a command's knowledge base lives: a bundle and its index folder, or only an index
-/// folder whose bundle moved away (answered as built).
+/// folder whose bundle moved away (answered as built) or that was published (answered from its
+/// own copy).
 pub(super) struct Location {
     pub(super) bundle: Option<PathBuf>,
     pub(super) index_dir: PathBuf,
@@ -354,9 +360,13 @@ pub(super) fn locate(source: &Source) -> Result<Location> {
                     index_dir.display()
                 )
             })?;
+            // A published folder (`--publish`) answers from its own copy of the bundle, never
+            // from the builder's folder its manifest names, even where that exists here.
+            let published = index::current_generation(index_dir)
+                .is_some_and(|generation| index::replica::is_published(&generation));
             let root = PathBuf::from(&manifest.bundle_root);
             Ok(Location {
-                bundle: root.is_dir().then_some(root),
+                bundle: (!published && root.is_dir()).then_some(root),
                 index_dir: index_dir.clone(),
             })
         }

@@ -16,6 +16,11 @@
 //!
 //! Files are opened non-blocking (a FIFO swapped in cannot hang a reader) and must be regular
 //! files.
+//!
+//! A root opened linkless (`BundleRoot::open_linkless`: a published generation's copy of the
+//! bundle, `index::replica`) follows no link at all, inside or out: each step of a path is
+//! opened from the one before with `O_NOFOLLOW`, so a copy whose folder or file was swapped for
+//! a link leads nowhere, whatever it points at.
 
 use std::fs::File;
 use std::io;
@@ -38,6 +43,8 @@ pub struct BundleRoot {
     dir: File,
     /// The root as given (for messages and the non-Linux check).
     path: PathBuf,
+    /// Whether links are followed (inside the root) or refused at every step.
+    follow_links: bool,
 }
 
 impl BundleRoot {
@@ -47,6 +54,19 @@ impl BundleRoot {
         Ok(BundleRoot {
             dir,
             path: root.to_path_buf(),
+            follow_links: true,
+        })
+    }
+
+    /// Opens the folder `relative` beneath `base` following no link at any step (each one a
+    /// real folder), as a root whose files are opened the same way.
+    pub(crate) fn open_linkless(base: &Path, relative: &Path) -> io::Result<BundleRoot> {
+        let base_dir = open_dir(base)?;
+        let dir = open_without_links(&base_dir, base, relative, true)?;
+        Ok(BundleRoot {
+            dir,
+            path: base.join(relative),
+            follow_links: false,
         })
     }
 
@@ -78,7 +98,11 @@ impl BundleRoot {
         if relative.is_absolute() {
             return Err(outside(relative));
         }
-        let file = self.open_inside(relative)?;
+        let file = if self.follow_links {
+            self.open_inside(relative)?
+        } else {
+            open_without_links(&self.dir, &self.path, relative, false)?
+        };
         let meta = file.metadata()?;
         if !meta.is_file() {
             return Err(outside(relative));
@@ -126,6 +150,72 @@ impl BundleRoot {
             return Err(outside(relative));
         }
         Ok(file)
+    }
+}
+
+/// Opens `relative` beneath the folder `dir` (named `base`) one step at a time, each step a
+/// real folder (the last a folder when `folder`, else anything regular files are opened as),
+/// following no link: any other step is [`outside`].
+#[cfg(unix)]
+fn open_without_links(dir: &File, _base: &Path, relative: &Path, folder: bool) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    use rustix::io::Errno;
+    let steps: Vec<&std::ffi::OsStr> = relative
+        .components()
+        .map(|c| match c {
+            std::path::Component::Normal(name) => Ok(name),
+            _ => Err(outside(relative)),
+        })
+        .collect::<io::Result<_>>()?;
+    let mut opened: Option<File> = None;
+    for (i, name) in steps.iter().enumerate() {
+        let last = i + 1 == steps.len();
+        let kind = if last && !folder {
+            OFlags::NONBLOCK | OFlags::NOCTTY
+        } else {
+            OFlags::DIRECTORY
+        };
+        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | kind;
+        let from = opened.as_ref().unwrap_or(dir);
+        let fd = rustix::fs::openat(from, *name, flags, Mode::empty()).map_err(|e| match e {
+            // A link (ELOOP; EMLINK on the BSDs), or a file where a folder was expected.
+            Errno::LOOP | Errno::MLINK | Errno::NOTDIR => outside(relative),
+            other => other.into(),
+        })?;
+        opened = Some(File::from(fd));
+    }
+    opened.ok_or_else(|| outside(relative))
+}
+
+/// Without `O_NOFOLLOW` at hand: each step's metadata, not followed, must be a folder (or, last,
+/// a file), then an ordinary open (a weaker check: a step swapped meanwhile is not seen).
+#[cfg(not(unix))]
+fn open_without_links(_: &File, base: &Path, relative: &Path, folder: bool) -> io::Result<File> {
+    let mut path = base.to_path_buf();
+    let mut steps = relative.components().peekable();
+    while let Some(step) = steps.next() {
+        let std::path::Component::Normal(name) = step else {
+            return Err(outside(relative));
+        };
+        path.push(name);
+        let meta = std::fs::symlink_metadata(&path)?;
+        let last = steps.peek().is_none();
+        let fits = if last && !folder {
+            meta.is_file()
+        } else {
+            meta.is_dir()
+        };
+        if !fits {
+            return Err(outside(relative));
+        }
+    }
+    if path == base {
+        return Err(outside(relative));
+    }
+    if folder {
+        open_dir(&path)
+    } else {
+        File::open(&path)
     }
 }
 
@@ -235,6 +325,33 @@ mod tests {
         // Not a regular file.
         assert!(read("pages").is_err());
         assert!(read("pages/missing.md").is_err());
+    }
+
+    /// A root opened linkless follows no link, even one that stays inside it, and no folder
+    /// of the path to it may be a link either.
+    #[test]
+    fn a_linkless_root_follows_no_link_inside_or_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("gen/bundle");
+        std::fs::create_dir_all(root.join("pages/a")).unwrap();
+        std::fs::write(root.join("pages/a/x.md"), "inside").unwrap();
+        symlink("a/x.md", root.join("pages/rel.md")).unwrap();
+        symlink("a", root.join("pages/dir")).unwrap();
+        let bundle = BundleRoot::open_linkless(tmp.path(), Path::new("gen/bundle")).unwrap();
+        let read = |p: &str| bundle.open_file(p).map(|f| io::read_to_string(f).unwrap());
+        assert_eq!(read("pages/a/x.md").unwrap(), "inside");
+        for refused in [
+            "pages/rel.md",
+            "pages/dir/x.md",
+            "pages/../pages/a/x.md",
+            "pages",
+        ] {
+            assert!(read(refused).is_err(), "{refused} was opened");
+        }
+        symlink(tmp.path().join("gen"), tmp.path().join("linked")).unwrap();
+        assert!(BundleRoot::open_linkless(tmp.path(), Path::new("linked/bundle")).is_err());
+        symlink(&root, tmp.path().join("gen/copy")).unwrap();
+        assert!(BundleRoot::open_linkless(tmp.path(), Path::new("gen/copy")).is_err());
     }
 
     #[test]

@@ -387,7 +387,7 @@ fn describe_health(spec: &mut Value) {
         "knowledgeBases".into(),
         json!({
             "type": "array",
-            "description": "Each knowledge base served: the revision and index generation it answers from, and whether that is the generation the index folder names now (`switching` while a newer one opens, `stale` when it did not open; the previous one answers meanwhile).",
+            "description": "Each knowledge base served: the revision and index generation it answers from, and whether that is the generation the index folder names now (`switching` while a newer one opens, `stale` when it did not open or the folder's `CURRENT` names none; the previous one answers meanwhile).",
             "items": {
                 "type": "object",
                 "additionalProperties": false,
