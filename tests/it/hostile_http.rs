@@ -56,13 +56,20 @@ impl Server {
         Server::spawn_on("0.0.0.0", None, extra)
     }
 
+    /// A server listening on `bind` (an address as `--addr` takes it, without the port), reached
+    /// on 127.0.0.1.
+    pub(crate) fn start_on(bind: &str, extra: &[&str]) -> Server {
+        Server::spawn_on(bind, None, extra)
+    }
+
     /// A server with extra arguments, under a soft limit on open files when one is given (the
     /// shell's `ulimit -n`, then `exec`, so the child is kbtools itself).
     fn spawn(open_files: Option<u32>, extra: &[&str]) -> Server {
         Server::spawn_on("127.0.0.1", open_files, extra)
     }
 
-    /// [`Server::spawn`] listening on `bind` (an IPv4 address); the tests connect on 127.0.0.1.
+    /// [`Server::spawn`] listening on `bind` (an IPv4 address, or an IPv6 one in brackets that
+    /// IPv4 loopback reaches); the tests connect on 127.0.0.1.
     fn spawn_on(bind: &str, open_files: Option<u32>, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr.txt");

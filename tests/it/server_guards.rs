@@ -203,6 +203,26 @@ fn bound_to_loopback_every_route_refuses_a_foreign_host() {
 }
 
 #[test]
+fn bound_to_ipv4_mapped_loopback_the_host_check_stays_on() {
+    // `[::ffff:127.0.0.1]` is loopback: the server must not count itself beyond it (which
+    // turns the Host check off and warns about it).
+    let server = Server::start_on("[::ffff:127.0.0.1]", &[]);
+    for (method, target, body) in routes(&server) {
+        let headers: &[(&str, &str)] = if method == "POST" { &MCP_HEADERS } else { &[] };
+        let reply = send(&server, method, &target, Some("evil.com"), headers, body);
+        assert_forbidden(&reply, &format!("{method} {target} Host: evil.com"));
+        let local = server.addr.to_string();
+        let reply = send(&server, method, &target, Some(&local), headers, body);
+        assert_eq!(reply.status, 200, "{method} {target} Host: {local}");
+    }
+    assert!(
+        !server.stderr().contains("beyond loopback"),
+        "no beyond-loopback warning: {}",
+        server.stderr()
+    );
+}
+
+#[test]
 fn allowed_hosts_add_names_a_proxy_uses() {
     let server = Server::start_with(&[
         "--allowed-host",

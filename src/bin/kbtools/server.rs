@@ -288,12 +288,12 @@ pub(super) fn serve_http(
             eprintln!("kbtools: listening on http://{local} (Ctrl-C stops)");
         }
         // Said even with --quiet.
-        if !local.ip().is_loopback() && token.is_none() {
+        if !kbtools::serve::http::hosts::is_loopback_ip(local.ip()) && token.is_none() {
             eprintln!(
                 "kbtools: warning: listening on {local}, beyond loopback, without --token: anyone who can reach it reads the knowledge base"
             );
         }
-        if !local.ip().is_loopback() && options.allowed_hosts.is_empty() {
+        if !kbtools::serve::http::hosts::is_loopback_ip(local.ip()) && options.allowed_hosts.is_empty() {
             eprintln!(
                 "kbtools: warning: listening on {local}, beyond loopback, without --allowed-host: any Host is answered, so a web page can reach the server through DNS rebinding; name the hosts clients use with --allowed-host"
             );

@@ -33,7 +33,7 @@ pub async fn serve_live(
 ) -> Result<(), HttpError> {
     let stop = tokio_util::sync::CancellationToken::new();
     let options = HttpOptions {
-        loopback: listener.local_addr()?.ip().is_loopback(),
+        loopback: super::hosts::is_loopback_ip(listener.local_addr()?.ip()),
         ..options
     };
     let app = build_router(kbs, &options, stop.clone())?;
