@@ -177,17 +177,22 @@ fn clients_that_never_read_hold_at_most_the_unsent_budget_while_others_are_answe
         }
     }
     assert_eq!(refused, 44, "a quarter of 1,024 connections for one client");
-    // One at a time: each is answered (its status line read) before the next is asked, so the
-    // figure is what unread responses hold, not how many are made at once.
-    let mut unread = Vec::new();
+    // All asked at once, as a client that opens them together would: the calls that make the
+    // pages take turns (--max-concurrent-calls), and the pages that do not fit the budget are
+    // refused.
+    let request = format!(
+        "GET /files/content?path=pages/big.md HTTP/1.1\r\nHost: {}\r\n\r\n",
+        server.addr
+    );
+    let mut unread: Vec<TcpStream> = (0..100)
+        .map(|_| {
+            let mut stream = server.connect_from("127.0.0.3", Some(4096));
+            stream.write_all(request.as_bytes()).unwrap();
+            stream
+        })
+        .collect();
     let (mut answered, mut over_budget) = (0usize, 0usize);
-    for _ in 0..100 {
-        let mut stream = server.connect_from("127.0.0.3", Some(4096));
-        let request = format!(
-            "GET /files/content?path=pages/big.md HTTP/1.1\r\nHost: {}\r\n\r\n",
-            server.addr
-        );
-        stream.write_all(request.as_bytes()).unwrap();
+    for stream in &mut unread {
         let mut line = [0u8; 12];
         stream.read_exact(&mut line).unwrap();
         match status_of(&line) {
@@ -195,7 +200,6 @@ fn clients_that_never_read_hold_at_most_the_unsent_budget_while_others_are_answe
             Some(503) => over_budget += 1,
             other => panic!("status {other:?}"),
         }
-        unread.push(stream);
     }
     eprintln!(
         "100 unread 5 MB pages: {answered} answered, {over_budget} refused (503) for the budget"

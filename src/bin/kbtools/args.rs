@@ -493,6 +493,12 @@ pub(crate) struct ServeArgs {
     /// Retry-After.
     #[arg(long, default_value_t = kbtools::serve::http::DEFAULT_MAX_UNSENT_BYTES / (1024 * 1024), value_name = "MIB")]
     pub(crate) max_unsent_mib: usize,
+    /// Most tool calls answered at once (the others wait their turn, within
+    /// --request-timeout): a call is CPU work and holds its answer while it makes it, so this
+    /// bounds the memory of many large answers asked for together [default: the number of
+    /// CPUs].
+    #[arg(long, value_name = "N")]
+    pub(crate) max_concurrent_calls: Option<usize>,
     /// Longest time a response may wait for a client that stopped reading, in seconds; the
     /// connection is closed after it.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]

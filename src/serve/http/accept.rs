@@ -87,6 +87,9 @@ pub async fn serve_live(
         loopback: super::hosts::is_loopback_ip(listener.local_addr()?.ip()),
         ..options
     };
+    if let Some(n) = options.max_concurrent_calls {
+        crate::serve::pool::limit_calls(n);
+    }
     let app = build_router(kbs, &options, stop.clone())?;
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new())

@@ -79,6 +79,10 @@ pub struct HttpOptions {
     /// Longest time a client may take to send a request body once its head has arrived (the
     /// MCP routes read one; the connection is closed after it, with a 408).
     pub body_timeout: Duration,
+    /// Most tool calls answered at once in the process (the others wait their turn): each holds
+    /// its answer while it makes it. `None`: the number of CPUs. Set by the first server of a
+    /// process.
+    pub max_concurrent_calls: Option<usize>,
     /// Most bytes of response bodies held for clients that have not read them yet, over all
     /// connections (bodies over 64 KiB count); a response that does not fit is 503 with
     /// `Retry-After`.
@@ -146,6 +150,7 @@ impl Default for HttpOptions {
             max_connections_per_client: None,
             body_timeout: Duration::from_secs(10),
             max_unsent_bytes: DEFAULT_MAX_UNSENT_BYTES,
+            max_concurrent_calls: None,
             write_timeout: Duration::from_secs(30),
             loopback: true,
             allowed_hosts: Vec::new(),
