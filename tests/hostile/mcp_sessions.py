@@ -67,6 +67,9 @@ def main() -> None:
         # An older kbtools (before the cap) has no --max-mcp-sessions: measured without it.
         usage = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True).stdout
         cap = ["--max-mcp-sessions", str(SESSIONS + 10)] if "--max-mcp-sessions" in usage else []
+        # One client opens them all: no cap of its own (else it ends its own idle sessions).
+        if "--max-mcp-sessions-per-client" in usage:
+            cap += ["--max-mcp-sessions-per-client", "0"]
         server = subprocess.Popen(
             [BIN, "serve", "--index", index, "--no-refresh", "-q", "--addr", f"127.0.0.1:{port}",
              "--write-timeout", "2", *cap],

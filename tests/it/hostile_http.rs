@@ -56,14 +56,35 @@ impl Server {
         Server::spawn_on("0.0.0.0", None, extra)
     }
 
+    /// A server listening on `bind` (an address as `--addr` takes it, without the port), reached
+    /// on 127.0.0.1.
+    pub(crate) fn start_on(bind: &str, extra: &[&str]) -> Server {
+        Server::spawn_on(bind, None, extra)
+    }
+
     /// A server with extra arguments, under a soft limit on open files when one is given (the
     /// shell's `ulimit -n`, then `exec`, so the child is kbtools itself).
     fn spawn(open_files: Option<u32>, extra: &[&str]) -> Server {
         Server::spawn_on("127.0.0.1", open_files, extra)
     }
 
-    /// [`Server::spawn`] listening on `bind` (an IPv4 address); the tests connect on 127.0.0.1.
+    /// [`Server::spawn`] listening on `bind` (an IPv4 address, or an IPv6 one in brackets that
+    /// IPv4 loopback reaches); the tests connect on 127.0.0.1.
     fn spawn_on(bind: &str, open_files: Option<u32>, extra: &[&str]) -> Server {
+        Server::spawn_full(bind, open_files, index_dir(), extra)
+    }
+
+    /// A server over the index in `index` (another bundle than the fixture's).
+    pub(crate) fn start_over(index: &std::path::Path, extra: &[&str]) -> Server {
+        Server::spawn_full("127.0.0.1", None, index, extra)
+    }
+
+    fn spawn_full(
+        bind: &str,
+        open_files: Option<u32>,
+        index: &std::path::Path,
+        extra: &[&str],
+    ) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr.txt");
         let port = TcpListener::bind("127.0.0.1:0")
@@ -87,12 +108,18 @@ impl Server {
         let child = common::clean_env(&mut command)
             .arg("serve")
             .arg("--index")
-            .arg(index_dir())
+            .arg(index)
             .arg("--no-refresh")
             .arg("--addr")
             .arg(&listen)
-            .arg("--header-timeout")
-            .arg(HEADER_TIMEOUT_SECS.to_string())
+            .args(if extra.contains(&"--header-timeout") {
+                vec![]
+            } else {
+                vec![
+                    "--header-timeout".to_string(),
+                    HEADER_TIMEOUT_SECS.to_string(),
+                ]
+            })
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -145,12 +172,57 @@ impl Server {
         read_all(&mut stream)
     }
 
+    /// A connection from `source`, a loopback address: one other than 127.0.0.1 is another
+    /// client for the server's per-client caps. `receive_buffer` sets the socket's receive
+    /// buffer before it connects (a small one makes a client that does not read hold its
+    /// response on the server).
+    pub(crate) fn connect_from(&self, source: &str, receive_buffer: Option<u32>) -> TcpStream {
+        self.try_connect_from(source, receive_buffer).unwrap()
+    }
+
+    fn try_connect_from(
+        &self,
+        source: &str,
+        receive_buffer: Option<u32>,
+    ) -> std::io::Result<TcpStream> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let addr = self.addr;
+        let source: SocketAddr = format!("{source}:0").parse().unwrap();
+        let stream = runtime.block_on(async move {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(source)?;
+            if let Some(n) = receive_buffer {
+                socket.set_recv_buffer_size(n)?;
+            }
+            tokio::time::timeout(WAIT, socket.connect(addr))
+                .await
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??
+                .into_std()
+        })?;
+        stream.set_nonblocking(false)?;
+        stream.set_read_timeout(Some(WAIT))?;
+        stream.set_write_timeout(Some(WAIT))?;
+        Ok(stream)
+    }
+
     pub(crate) fn try_get(&self, target: &str) -> Result<(u16, Value), String> {
+        self.try_get_from("127.0.0.1", target)
+    }
+
+    /// `GET target` on a new connection from `source` (see [`Server::connect_from`]).
+    pub(crate) fn try_get_from(&self, source: &str, target: &str) -> Result<(u16, Value), String> {
         let request = format!(
             "GET {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
             self.addr
         );
-        let mut stream = TcpStream::connect_timeout(&self.addr, WAIT).map_err(|e| e.to_string())?;
+        let mut stream = if source == "127.0.0.1" {
+            TcpStream::connect_timeout(&self.addr, WAIT).map_err(|e| e.to_string())?
+        } else {
+            self.try_connect_from(source, None)
+                .map_err(|e| e.to_string())?
+        };
         stream
             .set_read_timeout(Some(WAIT))
             .map_err(|e| e.to_string())?;
@@ -166,12 +238,18 @@ impl Server {
 
     /// The server still answers a search correctly.
     pub(crate) fn still_answers(&mut self) {
+        self.still_answers_from("127.0.0.1");
+    }
+
+    /// The server still answers health and a search from `source` (see
+    /// [`Server::connect_from`]).
+    pub(crate) fn still_answers_from(&mut self, source: &str) {
         self.assert_running();
         let (status, body) = self
-            .try_get("/openapi/v2/health")
+            .try_get_from(source, "/openapi/v2/health")
             .unwrap_or_else(|e| panic!("health: {e}; stderr:\n{}", self.stderr()));
         assert_eq!((status, &body["status"]), (200, &Value::from("ok")));
-        let (status, body) = self.try_get(&search_target()).unwrap();
+        let (status, body) = self.try_get_from(source, &search_target()).unwrap();
         assert_eq!(status, 200, "{body}");
         assert!(!body["items"].as_array().unwrap().is_empty(), "{body}");
     }
@@ -424,7 +502,8 @@ fn garbage_truncated_http09_and_pipelined_requests() {
 
 #[test]
 fn slow_and_idle_clients_do_not_stop_others_and_are_disconnected() {
-    let mut server = Server::start();
+    // One address opens every connection: no per-client cap (tests/it/server_limits.rs has it).
+    let mut server = Server::start_with(&["--max-connections-per-client", "0"]);
     let idle = 300.min(open_file_limit().saturating_sub(200) / 2) as usize;
     eprintln!(
         "holding {idle} idle connections (open-file limit {})",
@@ -587,7 +666,13 @@ fn two_hundred_parallel_requests_are_all_answered() {
 
 #[test]
 fn connections_over_the_cap_wait_and_are_served_when_slots_free() {
-    let mut server = Server::start_with(&["--max-connections", "20"]);
+    // One client opens every connection here: no cap of its own below the server's.
+    let mut server = Server::start_with(&[
+        "--max-connections",
+        "20",
+        "--max-connections-per-client",
+        "20",
+    ]);
     // The health probe of `start` has ended; hold every slot with connections that send nothing.
     let held: Vec<TcpStream> = (0..20).map(|_| server.connect()).collect();
     // Over the cap: accepted by the kernel, served once the idle ones are cut off.

@@ -65,6 +65,8 @@ mod semantic;
 #[cfg(feature = "server")]
 mod server_guards;
 #[cfg(feature = "server")]
+mod server_limits;
+#[cfg(feature = "server")]
 mod skill;
 #[cfg(feature = "server")]
 mod tool_doors;

@@ -65,6 +65,19 @@ fn send(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Reply {
+    send_from(server, "127.0.0.1", method, target, host, headers, body)
+}
+
+/// [`send`] from the loopback address `source` (another client for the per-client caps).
+fn send_from(
+    server: &Server,
+    source: &str,
+    method: &str,
+    target: &str,
+    host: Option<&str>,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
     let mut text = format!("{method} {target} HTTP/1.1\r\n");
     if let Some(host) = host {
         text.push_str(&format!("Host: {host}\r\n"));
@@ -77,7 +90,9 @@ fn send(
     }
     text.push_str("Connection: close\r\n\r\n");
     text.push_str(body);
-    let bytes = server.exchange(text.as_bytes()).expect("a reply");
+    let mut stream = server.connect_from(source, None);
+    stream.write_all(text.as_bytes()).expect("the request sent");
+    let bytes = read_all(&mut stream).expect("a reply");
     let split = bytes
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -104,7 +119,21 @@ fn mcp_post(server: &Server, extra: &[(&str, &str)], body: &str) -> Reply {
 
 /// A new MCP session's id.
 fn initialize(server: &Server) -> String {
-    let reply = mcp_post(server, &[], INITIALIZE);
+    initialize_from(server, "127.0.0.1")
+}
+
+/// A new MCP session's id, opened from the loopback address `source`.
+fn initialize_from(server: &Server, source: &str) -> String {
+    let host = server.addr.to_string();
+    let reply = send_from(
+        server,
+        source,
+        "POST",
+        "/mcp",
+        Some(&host),
+        &MCP_HEADERS,
+        INITIALIZE,
+    );
     assert_eq!(
         reply.status,
         200,
@@ -199,6 +228,26 @@ fn bound_to_loopback_every_route_refuses_a_foreign_host() {
     assert!(
         line.starts_with("HTTP/1.") && line.ends_with(" 200"),
         "{line}"
+    );
+}
+
+#[test]
+fn bound_to_ipv4_mapped_loopback_the_host_check_stays_on() {
+    // `[::ffff:127.0.0.1]` is loopback: the server must not count itself beyond it (which
+    // turns the Host check off and warns about it).
+    let server = Server::start_on("[::ffff:127.0.0.1]", &[]);
+    for (method, target, body) in routes(&server) {
+        let headers: &[(&str, &str)] = if method == "POST" { &MCP_HEADERS } else { &[] };
+        let reply = send(&server, method, &target, Some("evil.com"), headers, body);
+        assert_forbidden(&reply, &format!("{method} {target} Host: evil.com"));
+        let local = server.addr.to_string();
+        let reply = send(&server, method, &target, Some(&local), headers, body);
+        assert_eq!(reply.status, 200, "{method} {target} Host: {local}");
+    }
+    assert!(
+        !server.stderr().contains("beyond loopback"),
+        "no beyond-loopback warning: {}",
+        server.stderr()
     );
 }
 
@@ -300,10 +349,42 @@ fn mcp_origins_are_compared_whole() {
     }
 }
 
+/// A `tools/list` in `session`: its status (404 once the session has ended).
+fn list_tools(server: &Server, source: &str, session: &str) -> Reply {
+    let host = server.addr.to_string();
+    let mut headers = MCP_HEADERS.to_vec();
+    headers.push(("Mcp-Session-Id", session));
+    headers.push(("Mcp-Protocol-Version", "2025-11-25"));
+    send_from(
+        server,
+        source,
+        "POST",
+        "/mcp",
+        Some(&host),
+        &headers,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    )
+}
+
 #[test]
 fn mcp_sessions_are_capped_and_delete_frees_one() {
-    let server = Server::start_with(&["--max-mcp-sessions", "3"]);
+    // One client opens every session here: no cap of its own below the server's.
+    let server = Server::start_with(&[
+        "--max-mcp-sessions",
+        "3",
+        "--max-mcp-sessions-per-client",
+        "3",
+    ]);
     let sessions: Vec<String> = (0..3).map(|_| initialize(&server)).collect();
+    // Every session busy (an open event stream): nothing to end, so the cap refuses.
+    let streams: Vec<_> = sessions
+        .iter()
+        .map(|session| {
+            let (status, stream) = open_stream(&server, session);
+            assert_eq!(status, 200);
+            stream
+        })
+        .collect();
     let over = mcp_post(&server, &[], INITIALIZE);
     let body = over.rpc_error(503, -32000);
     assert_eq!(body["id"], 7, "the request's id: {body}");
@@ -319,14 +400,7 @@ fn mcp_sessions_are_capped_and_delete_frees_one() {
     let mut in_session = MCP_HEADERS.to_vec();
     in_session.push(("Mcp-Session-Id", &sessions[0]));
     in_session.push(("Mcp-Protocol-Version", "2025-11-25"));
-    let listed = send(
-        &server,
-        "POST",
-        "/mcp",
-        Some(&host),
-        &in_session,
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
-    );
+    let listed = list_tools(&server, "127.0.0.1", &sessions[0]);
     assert_eq!(listed.status, 200);
     assert!(String::from_utf8_lossy(&listed.body).contains("search_files"));
     // DELETE ends one (204), which frees its place; a second DELETE finds nothing (404).
@@ -350,13 +424,74 @@ fn mcp_sessions_are_capped_and_delete_frees_one() {
     );
     unknown.rpc_error(404, -32001);
     initialize(&server);
-    mcp_post(&server, &[], INITIALIZE).rpc_error(503, -32000);
+    drop(streams);
+}
+
+#[test]
+fn idle_mcp_sessions_make_room_least_recently_used_first_and_per_client() {
+    // A client holding every session (idle) does not lock another out: the least recently
+    // used idle session is ended to make room.
+    let server = Server::start_with(&[
+        "--max-mcp-sessions",
+        "4",
+        "--max-mcp-sessions-per-client",
+        "4",
+    ]);
+    let first: Vec<String> = (0..4).map(|_| initialize(&server)).collect();
+    // The oldest session used again: the second is now the least recently used.
+    assert_eq!(list_tools(&server, "127.0.0.1", &first[0]).status, 200);
+    let other = initialize_from(&server, "127.0.0.2");
+    assert_eq!(list_tools(&server, "127.0.0.2", &other).status, 200);
+    list_tools(&server, "127.0.0.1", &first[1]).rpc_error(404, -32001);
+    for session in [&first[0], &first[2], &first[3]] {
+        assert_eq!(list_tools(&server, "127.0.0.1", session).status, 200);
+    }
+
+    // One client's own cap (a quarter of --max-mcp-sessions by default: 2 of 8): its next
+    // session ends its own least recently used one, never another client's.
+    let server = Server::start_with(&["--max-mcp-sessions", "8"]);
+    let theirs = initialize_from(&server, "127.0.0.2");
+    let mine: Vec<String> = (0..5).map(|_| initialize(&server)).collect();
+    for ended in &mine[..3] {
+        list_tools(&server, "127.0.0.1", ended).rpc_error(404, -32001);
+    }
+    for live in &mine[3..] {
+        assert_eq!(list_tools(&server, "127.0.0.1", live).status, 200);
+    }
+    assert_eq!(list_tools(&server, "127.0.0.2", &theirs).status, 200);
+    // With both of its sessions busy (open event streams), the client's next is refused.
+    let streams: Vec<_> = mine[3..]
+        .iter()
+        .map(|session| {
+            let (status, stream) = open_stream(&server, session);
+            assert_eq!(status, 200);
+            stream
+        })
+        .collect();
+    let over = mcp_post(&server, &[], INITIALIZE);
+    let body = over.rpc_error(503, -32000);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-mcp-sessions-per-client"),
+        "{body}"
+    );
+    // Another client is still served.
+    initialize_from(&server, "127.0.0.3");
+    drop(streams);
 }
 
 #[test]
 fn event_streams_leave_connections_for_the_api() {
     // 8 connections: at most 2 event streams (a quarter), one per session.
-    let mut server = Server::start_with(&["--max-connections", "8"]);
+    // One client opens every connection here: no cap of its own below the server's.
+    let mut server = Server::start_with(&[
+        "--max-connections",
+        "8",
+        "--max-connections-per-client",
+        "8",
+    ]);
     let sessions: Vec<String> = (0..8).map(|_| initialize(&server)).collect();
     let mut open = Vec::new();
     let mut refused = 0;

@@ -518,6 +518,26 @@ pub(crate) struct ServeArgs {
     /// Most connections served at once (more wait to be accepted).
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub(crate) max_connections: usize,
+    /// Most connections one client address (an IPv6 /64) may have open at once; one more is
+    /// answered 503 with Retry-After and closed. Behind a reverse proxy every user is the
+    /// proxy's address: raise it, or 0 for no cap [default: a quarter of --max-connections].
+    #[arg(long, value_name = "N")]
+    pub(crate) max_connections_per_client: Option<usize>,
+    /// Longest time a client may take to send a request body once its headers have arrived,
+    /// in seconds (MCP messages); 408 and the connection is closed after it.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    pub(crate) body_timeout: u64,
+    /// Most MiB of responses held for clients that have not read them yet, over all
+    /// connections (responses over 64 KiB count); a response that does not fit is 503 with
+    /// Retry-After.
+    #[arg(long, default_value_t = kbtools::serve::http::DEFAULT_MAX_UNSENT_BYTES / (1024 * 1024), value_name = "MIB")]
+    pub(crate) max_unsent_mib: usize,
+    /// Most tool calls answered at once (the others wait their turn, within
+    /// --request-timeout): a call is CPU work and holds its answer while it makes it, so this
+    /// bounds the memory of many large answers asked for together [default: the number of
+    /// CPUs].
+    #[arg(long, value_name = "N")]
+    pub(crate) max_concurrent_calls: Option<usize>,
     /// Longest time a response may wait for a client that stopped reading, in seconds; the
     /// connection is closed after it.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
@@ -528,10 +548,16 @@ pub(crate) struct ServeArgs {
     /// on [default: loopback names only; beyond loopback, any host].
     #[arg(long = "allowed-host", value_name = "NAME")]
     pub(crate) allowed_hosts: Vec<String>,
-    /// Most MCP sessions open at once over /mcp (an `initialize` beyond it is 503 with
-    /// Retry-After); a session ends with DELETE or after 5 idle minutes.
+    /// Most MCP sessions open at once over /mcp; at it, an `initialize` ends the least
+    /// recently used idle session (503 with Retry-After when every session has a request under
+    /// way). A session ends with DELETE or after 5 idle minutes.
     #[arg(long, default_value_t = kbtools::serve::http::DEFAULT_MAX_MCP_SESSIONS, value_name = "N")]
     pub(crate) max_mcp_sessions: usize,
+    /// Most MCP sessions of one client address; at it, the client's own least recently used
+    /// idle session is ended first. Behind a reverse proxy every user is the proxy's address:
+    /// raise it, or 0 for no cap of its own [default: a quarter of --max-mcp-sessions].
+    #[arg(long, value_name = "N")]
+    pub(crate) max_mcp_sessions_per_client: Option<usize>,
     /// Most MCP event streams (GET /mcp) open at once, one per session (beyond it: 429)
     /// [default: a quarter of --max-connections].
     #[arg(long, value_name = "N")]

@@ -204,9 +204,14 @@ pub(super) struct ServeLimits {
     pub request_timeout: u64,
     pub header_timeout: u64,
     pub max_connections: usize,
+    pub max_connections_per_client: Option<usize>,
+    pub body_timeout: u64,
+    pub max_unsent_mib: usize,
+    pub max_concurrent_calls: Option<usize>,
     pub write_timeout: u64,
     pub allowed_hosts: Vec<String>,
     pub max_mcp_sessions: usize,
+    pub max_mcp_sessions_per_client: Option<usize>,
     pub max_event_streams: Option<usize>,
 }
 
@@ -258,9 +263,14 @@ pub(super) fn serve_http(
         request_timeout: std::time::Duration::from_secs(limits.request_timeout.max(1)),
         header_read_timeout: std::time::Duration::from_secs(limits.header_timeout.max(1)),
         max_connections: limits.max_connections.max(1),
+        max_connections_per_client: limits.max_connections_per_client,
+        body_timeout: std::time::Duration::from_secs(limits.body_timeout.max(1)),
+        max_unsent_bytes: limits.max_unsent_mib.max(1).saturating_mul(1024 * 1024),
+        max_concurrent_calls: limits.max_concurrent_calls.map(|n| n.max(1)),
         write_timeout: std::time::Duration::from_secs(limits.write_timeout.max(1)),
         allowed_hosts: limits.allowed_hosts.clone(),
         max_mcp_sessions: limits.max_mcp_sessions.max(1),
+        max_mcp_sessions_per_client: limits.max_mcp_sessions_per_client,
         max_event_streams: limits.max_event_streams.map(|n| n.max(1)),
         ..Default::default()
     };
@@ -288,12 +298,12 @@ pub(super) fn serve_http(
             eprintln!("kbtools: listening on http://{local} (Ctrl-C stops)");
         }
         // Said even with --quiet.
-        if !local.ip().is_loopback() && token.is_none() {
+        if !kbtools::serve::http::hosts::is_loopback_ip(local.ip()) && token.is_none() {
             eprintln!(
                 "kbtools: warning: listening on {local}, beyond loopback, without --token: anyone who can reach it reads the knowledge base"
             );
         }
-        if !local.ip().is_loopback() && options.allowed_hosts.is_empty() {
+        if !kbtools::serve::http::hosts::is_loopback_ip(local.ip()) && options.allowed_hosts.is_empty() {
             eprintln!(
                 "kbtools: warning: listening on {local}, beyond loopback, without --allowed-host: any Host is answered, so a web page can reach the server through DNS rebinding; name the hosts clients use with --allowed-host"
             );
@@ -312,9 +322,14 @@ pub(crate) fn serve_command(source: &Source, args: ServeArgs) -> Result<i32> {
         request_timeout: args.request_timeout,
         header_timeout: args.header_timeout,
         max_connections: args.max_connections,
+        max_connections_per_client: args.max_connections_per_client,
+        body_timeout: args.body_timeout,
+        max_unsent_mib: args.max_unsent_mib,
+        max_concurrent_calls: args.max_concurrent_calls,
         write_timeout: args.write_timeout,
         allowed_hosts: args.allowed_hosts,
         max_mcp_sessions: args.max_mcp_sessions,
+        max_mcp_sessions_per_client: args.max_mcp_sessions_per_client,
         max_event_streams: args.max_event_streams,
     };
     serve_http(

@@ -1,5 +1,6 @@
 //! The accept loop: hyper's HTTP/1 connections with their limits (head size and time, fields,
-//! connections at once, blocked writes), graceful shutdown, and the signal that asks for it.
+//! connections at once and per client, blocked writes, the budget of unsent response bytes),
+//! graceful shutdown, and the signal that asks for it.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,7 +11,57 @@ use tokio::sync::Semaphore;
 use crate::kb::KnowledgeBase;
 use crate::serve::live::LiveKnowledgeBase;
 
+use super::clients::{ClientAddr, ClientKey, ConnectionsPerClient};
+use super::unsent::UnsentBudget;
 use super::{build_router, fixed, HttpError, HttpOptions};
+
+/// Most connections refused for their client's cap that are being answered at once; beyond
+/// it a refused connection is closed without an answer.
+const MAX_REFUSING: usize = 256;
+
+/// Longest time an answer to a refused connection may take (written, then the client's request
+/// read so that closing does not reset the connection before the client reads the answer).
+const REFUSAL_TIME: Duration = Duration::from_secs(2);
+
+/// The raw 503 a connection over its client's cap gets, before its request is read.
+fn over_client_cap(client: ClientKey, max: usize, options: &HttpOptions) -> Vec<u8> {
+    let id = crate::error::new_request_id();
+    let error = crate::error::ToolError::new(
+        crate::error::ErrorCode::SearchUnavailable,
+        format!(
+            "This client ({client}) has {max} connections open to the server, the most one client may hold (--max-connections-per-client); close connections it does not use, or retry later."
+        ),
+    );
+    let body = serde_json::to_vec(&error.envelope(&id)).unwrap_or_default();
+    let mut answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: {}\r\nretry-after: {}\r\nx-request-id: {id}\r\nconnection: close\r\n\r\n",
+        body.len(),
+        options.header_read_timeout.as_secs().max(1)
+    )
+    .into_bytes();
+    answer.extend_from_slice(&body);
+    answer
+}
+
+/// Writes `answer`, ends the connection's sending side, and reads what the client sent (up to
+/// 64 KiB, within [`REFUSAL_TIME`]) so that the close does not reset the connection first.
+async fn refuse(mut stream: tokio::net::TcpStream, answer: Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = tokio::time::timeout(REFUSAL_TIME, async {
+        stream.write_all(&answer).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut left = 64 * 1024usize;
+        loop {
+            let n = stream.read(&mut sink).await?;
+            if n == 0 || n >= left {
+                return Ok::<_, std::io::Error>(());
+            }
+            left -= n;
+        }
+    })
+    .await;
+}
 
 /// Serves `kbs` as they are on `listener` until `shutdown` resolves, then finishes the requests
 /// in flight.
@@ -33,9 +84,12 @@ pub async fn serve_live(
 ) -> Result<(), HttpError> {
     let stop = tokio_util::sync::CancellationToken::new();
     let options = HttpOptions {
-        loopback: listener.local_addr()?.ip().is_loopback(),
+        loopback: super::hosts::is_loopback_ip(listener.local_addr()?.ip()),
         ..options
     };
+    if let Some(n) = options.max_concurrent_calls {
+        crate::serve::pool::limit_calls(n);
+    }
     let app = build_router(kbs, &options, stop.clone())?;
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new())
@@ -45,6 +99,9 @@ pub async fn serve_live(
         .max_headers(options.max_headers);
     let max_connections = options.max_connections.clamp(1, 1 << 20);
     let slots = Arc::new(Semaphore::new(max_connections));
+    let per_client = ConnectionsPerClient::new(options.connections_per_client());
+    let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
+    let budget = UnsentBudget::new(options.max_unsent_bytes);
     // Connections watch this to start their graceful shutdown.
     let (closing, _) = tokio::sync::watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
@@ -58,8 +115,8 @@ pub async fn serve_live(
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             // A connection reset before it was accepted: nothing to serve.
             Err(e) if is_connection_error(&e) => continue,
             // Out of file descriptors (or memory): wait for connections to close.
@@ -68,13 +125,37 @@ pub async fn serve_live(
                 continue;
             }
         };
+        let client = ClientKey::of(peer.ip());
+        let Some(counted) = per_client.open(client) else {
+            // Over its client's cap: answered at once, holding no slot.
+            drop(slot);
+            if let Ok(permit) = refusing.clone().try_acquire_owned() {
+                let answer = over_client_cap(client, per_client.max(), &options);
+                tokio::spawn(async move {
+                    let _permit = permit;
+                    refuse(stream, answer).await;
+                });
+            }
+            continue;
+        };
         let _ = stream.set_nodelay(true);
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let app = app.clone();
+        let budget = budget.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
+            request.extensions_mut().insert(ClientAddr(client));
+            let mut app = app.clone();
+            let budget = budget.clone();
+            async move {
+                let response = tower::Service::call(&mut app, request).await?;
+                Ok::<_, std::convert::Infallible>(budget.hold(response))
+            }
+        });
         let stream = WriteTimeout::new(stream, options.write_timeout);
         let connection = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
         let mut close = closing.subscribe();
         tokio::spawn(async move {
             let _slot = slot;
+            let _counted = counted;
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
                 // A client error (garbage, a head too large, a timeout) ends this connection only.

@@ -61,13 +61,7 @@ impl Authority {
         if self.host == "localhost" || self.host.ends_with(".localhost") {
             return true;
         }
-        match self.ip() {
-            Some(IpAddr::V4(v4)) => v4.is_loopback(),
-            Some(IpAddr::V6(v6)) => {
-                v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-            }
-            None => false,
-        }
+        self.ip().is_some_and(is_loopback_ip)
     }
 
     /// True when `self`, an allowed entry, admits `other`: the same host, and the same port
@@ -75,6 +69,13 @@ impl Authority {
     fn admits(&self, other: &Authority) -> bool {
         self.host == other.host && self.port.is_none_or(|port| other.port == Some(port))
     }
+}
+
+/// True for an address that only ever reaches this machine: 127.0.0.0/8, `::1`, and the
+/// IPv4-mapped form of 127.0.0.0/8 (`::ffff:127.0.0.1`, what a dual-stack socket bound to or
+/// reached from IPv4 loopback shows). Every "is this loopback" of the server asks this.
+pub fn is_loopback_ip(ip: IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
 }
 
 fn parse_port(text: &str) -> Option<u16> {
@@ -244,6 +245,29 @@ mod tests {
         // No Host at all (HTTP/1.0): no browser omits it.
         assert!(p.check(None, None, true).is_ok());
         assert!(p.check(Some(b"\xff"), None, false).is_err());
+    }
+
+    #[test]
+    fn ipv4_mapped_loopback_is_loopback() {
+        for ip in [
+            "127.0.0.1",
+            "127.9.8.7",
+            "::1",
+            "::ffff:127.0.0.1",
+            "::ffff:127.1.2.3",
+        ] {
+            assert!(is_loopback_ip(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in [
+            "10.0.0.1",
+            "::",
+            "0.0.0.0",
+            "::ffff:10.0.0.1",
+            "::2",
+            "::127.0.0.1",
+        ] {
+            assert!(!is_loopback_ip(ip.parse().unwrap()), "{ip}");
+        }
     }
 
     #[test]

@@ -8,20 +8,26 @@
 //!   is not JSON is 400 with a JSON-RPC parse error (-32700), a batch array, a wrong `jsonrpc` or
 //!   an invalid `id` 400 with an invalid-request error (-32600). rmcp's own refusals (plain text)
 //!   are answered as JSON-RPC error objects with their status.
+//! - **Message bodies** must arrive within [`McpLimits::body_timeout`] of the head: 408 with a
+//!   JSON-RPC error after it, and the connection is closed.
 //! - **Sessions** (`Mcp-Session-Id`, one per `initialize`, ended by `DELETE` or after
 //!   `SESSION_IDLE` idle) are capped across the server's knowledge bases
-//!   ([`McpLimits::max_sessions`]): an `initialize` beyond the cap is 503 with `Retry-After` and a
-//!   JSON-RPC error. A session keeps no finished response: its replay cache is dropped as soon as
-//!   a response is sent (a resumed stream of a finished request is empty). `DELETE` of an unknown
-//!   session is 404, of a live one 204.
+//!   ([`McpLimits::max_sessions`]) and per client address
+//!   ([`McpLimits::max_sessions_per_client`]). At either cap an `initialize` first ends the least
+//!   recently used idle session (the client's own at its cap, anyone's at the server's); a
+//!   session is busy while a request of its is under way, its event stream included. With none
+//!   idle, the `initialize` is 503 with `Retry-After` and a JSON-RPC error. A session keeps no
+//!   finished response: its replay cache is dropped as soon as a response is sent (a resumed
+//!   stream of a finished request is empty). `DELETE` of an unknown session is 404, of a live
+//!   one 204.
 //! - **Event streams** (a session's `GET`) are capped per session (one) and in total
 //!   ([`McpLimits::max_event_streams`]), so that long-lived streams never take every connection:
 //!   beyond either cap the answer is immediate (409 or 429 with `Retry-After`) and closes its
 //!   connection.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
@@ -29,11 +35,13 @@ use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use http_body::Body as HttpBody;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{json, Value};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use super::clients::{ClientAddr, ClientKey};
 use crate::serve::live::LiveKnowledgeBase;
 use crate::serve::mcp::{parse_line, KbServer, McpOptions, Parsed, INVALID_REQUEST, PARSE_ERROR};
 
@@ -60,6 +68,10 @@ const INTERNAL_ERROR: i64 = -32603;
 pub struct McpLimits {
     /// Most live sessions, over all the knowledge bases of the server.
     pub max_sessions: usize,
+    /// Most live sessions of one client address (`0`: no cap of its own).
+    pub max_sessions_per_client: usize,
+    /// Longest time a message body may take to arrive.
+    pub body_timeout: Duration,
     /// Most open event streams (`GET`), over all sessions; one per session besides.
     pub max_event_streams: usize,
 }
@@ -72,11 +84,23 @@ impl McpLimits {
     }
 }
 
+/// What the gate knows of a live session: whose it is, when it was last used, and how many of
+/// its requests (an open event stream included) are under way.
+struct SessionUse {
+    /// The session's manager (its knowledge base's), by its place in `McpShared::managers`.
+    manager: usize,
+    client: Option<ClientKey>,
+    last_used: Instant,
+    busy: usize,
+}
+
 /// What the MCP routes of one server share: every knowledge base's sessions, counted against
 /// one cap, and the open event streams.
 pub struct McpShared {
     limits: McpLimits,
     managers: Mutex<Vec<Arc<LocalSessionManager>>>,
+    /// The live sessions by id, for the caps and the choice of which idle one to end.
+    uses: Arc<Mutex<HashMap<String, SessionUse>>>,
     /// Held while an `initialize` is counted and its session made, so that concurrent ones
     /// cannot pass the cap together.
     opening: tokio::sync::Mutex<()>,
@@ -90,24 +114,97 @@ impl McpShared {
         let limits = McpLimits {
             max_sessions: limits.max_sessions.max(1),
             max_event_streams: limits.max_event_streams.clamp(1, Semaphore::MAX_PERMITS),
+            ..limits
         };
         Arc::new(McpShared {
             limits,
             managers: Mutex::new(Vec::new()),
+            uses: Arc::new(Mutex::new(HashMap::new())),
             opening: tokio::sync::Mutex::new(()),
             streams: Arc::new(Semaphore::new(limits.max_event_streams)),
             streaming: Arc::new(Mutex::new(HashSet::new())),
         })
     }
 
-    /// Live sessions over every knowledge base.
+    fn managers(&self) -> Vec<Arc<LocalSessionManager>> {
+        self.managers.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Live sessions over every knowledge base; the record of uses forgets the sessions that
+    /// ended (`DELETE`, idle time).
     pub async fn live_sessions(&self) -> usize {
-        let managers = self.managers.lock().map(|m| m.clone()).unwrap_or_default();
-        let mut n = 0;
-        for manager in managers {
-            n += manager.sessions.read().await.len();
+        let mut live = HashSet::new();
+        for manager in self.managers() {
+            live.extend(
+                manager
+                    .sessions
+                    .read()
+                    .await
+                    .keys()
+                    .map(|id| id.to_string()),
+            );
         }
-        n
+        self.lock_uses().retain(|id, _| live.contains(id));
+        live.len()
+    }
+
+    fn lock_uses(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionUse>> {
+        self.uses.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Live sessions of `client`.
+    fn sessions_of(&self, client: Option<ClientKey>) -> usize {
+        self.lock_uses()
+            .values()
+            .filter(|u| u.client == client)
+            .count()
+    }
+
+    /// The least recently used session with no request under way (of `client` when given).
+    fn least_recent_idle(&self, client: Option<Option<ClientKey>>) -> Option<(String, usize)> {
+        self.lock_uses()
+            .iter()
+            .filter(|(_, u)| u.busy == 0 && client.is_none_or(|c| u.client == c))
+            .min_by_key(|(_, u)| u.last_used)
+            .map(|(id, u)| (id.clone(), u.manager))
+    }
+
+    /// Ends an idle session to make room for a new one.
+    async fn evict(&self, id: &str, manager: usize, why: &str) {
+        self.lock_uses().remove(id);
+        if let Some(manager) = self.managers().get(manager) {
+            let _ = manager.close_session(&SessionId::from(id)).await;
+        }
+        tracing::info!(target: "kbtools", "ended the idle MCP session {id}: {why}");
+    }
+
+    /// Marks a request of session `id` under way until the returned guard is dropped; `None`
+    /// when the gate does not know the session.
+    fn begin_use(&self, id: &str) -> Option<InUse> {
+        let mut uses = self.lock_uses();
+        let entry = uses.get_mut(id)?;
+        entry.busy += 1;
+        entry.last_used = Instant::now();
+        Some(InUse {
+            id: id.to_string(),
+            uses: self.uses.clone(),
+        })
+    }
+}
+
+/// A request of a session under way: the session is not idle while one is held.
+struct InUse {
+    id: String,
+    uses: Arc<Mutex<HashMap<String, SessionUse>>>,
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let mut uses = self.uses.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(entry) = uses.get_mut(&self.id) {
+            entry.busy = entry.busy.saturating_sub(1);
+            entry.last_used = Instant::now();
+        }
     }
 }
 
@@ -118,6 +215,8 @@ type McpService = StreamableHttpService<KbServer, LocalSessionManager>;
 pub struct McpEndpoint {
     service: McpService,
     sessions: Arc<LocalSessionManager>,
+    /// `sessions`' place in the shared list of managers.
+    manager: usize,
     shared: Arc<McpShared>,
 }
 
@@ -141,9 +240,11 @@ pub fn endpoint(
     // could be the whole idle life of the session: a 10 MB `read_file` held that long).
     sessions.session_config.completed_cache_ttl = Duration::ZERO;
     let sessions = Arc::new(sessions);
-    if let Ok(mut managers) = shared.managers.lock() {
+    let manager = {
+        let mut managers = shared.managers.lock().unwrap_or_else(|e| e.into_inner());
         managers.push(sessions.clone());
-    }
+        managers.len() - 1
+    };
     let service = StreamableHttpService::new(
         move || KbServer::live(kb.clone(), McpOptions::default()),
         sessions.clone(),
@@ -152,18 +253,38 @@ pub fn endpoint(
     McpEndpoint {
         service,
         sessions,
+        manager,
         shared,
     }
 }
 
 impl McpEndpoint {
-    /// Answers one request of the endpoint.
+    /// Answers one request of the endpoint; a session's request keeps it from being idle
+    /// until its response has been sent.
     pub async fn handle(self, request: Request) -> Response {
         let session = request
             .headers()
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        let in_use = session.as_deref().and_then(|id| self.shared.begin_use(id));
+        let response = self.answer(request, session).await;
+        match in_use {
+            None => response,
+            Some(in_use) => {
+                let (parts, body) = response.into_parts();
+                Response::from_parts(
+                    parts,
+                    Body::new(Holding {
+                        inner: body,
+                        _held: in_use,
+                    }),
+                )
+            }
+        }
+    }
+
+    async fn answer(&self, request: Request, session: Option<String>) -> Response {
         match *request.method() {
             Method::POST => self.post(request, session).await,
             Method::GET => match session {
@@ -192,7 +313,26 @@ impl McpEndpoint {
             return self.forward(request, Value::Null).await;
         }
         let (parts, body) = request.into_parts();
-        let bytes = match read_capped(body, MAX_MCP_BODY_BYTES).await {
+        let read = tokio::time::timeout(
+            self.shared.limits.body_timeout,
+            read_capped(body, MAX_MCP_BODY_BYTES),
+        );
+        let Ok(read) = read.await else {
+            let mut response = rpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                Value::Null,
+                PARSE_ERROR,
+                &format!(
+                    "The request body did not arrive within {} s (--body-timeout); send the whole message at once.",
+                    self.shared.limits.body_timeout.as_secs_f64()
+                ),
+            );
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
+        };
+        let bytes = match read {
             Ok(bytes) => bytes,
             Err(BodyError::TooLarge) => {
                 return rpc_error(
@@ -244,21 +384,53 @@ impl McpEndpoint {
         if !initialize {
             return self.forward(request, id).await;
         }
+        let client = parts_client(&request);
         let _opening = self.shared.opening.lock().await;
         let live = self.shared.live_sessions().await;
-        if live >= self.shared.limits.max_sessions {
-            let mut response = rpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                id,
-                SERVER_BUSY,
-                &format!(
-                    "The server has {live} MCP sessions open, its limit (--max-mcp-sessions); retry later, or end sessions you no longer use with DELETE."
-                ),
-            );
-            refuse_and_close(&mut response);
-            return response;
+        let limits = self.shared.limits;
+        let mine = self.shared.sessions_of(client);
+        let own_cap = limits.max_sessions_per_client != 0 && mine >= limits.max_sessions_per_client;
+        if own_cap || live >= limits.max_sessions {
+            // At the client's own cap its least recently used idle session makes room; at the
+            // server's, the least recently used idle one of anyone's.
+            let (whose, why) = if own_cap {
+                (
+                    Some(client),
+                    "its client opened one more than --max-mcp-sessions-per-client",
+                )
+            } else {
+                (
+                    None,
+                    "the server is at --max-mcp-sessions and it was the least recently used",
+                )
+            };
+            let Some((victim, manager)) = self.shared.least_recent_idle(whose) else {
+                let message = if own_cap {
+                    format!("This client has {mine} MCP sessions open, each with a request under way, the most one client may hold (--max-mcp-sessions-per-client); retry later, or end sessions you no longer use with DELETE.")
+                } else {
+                    format!("The server has {live} MCP sessions open, its limit (--max-mcp-sessions), each with a request under way; retry later, or end sessions you no longer use with DELETE.")
+                };
+                return busy(id, &message);
+            };
+            self.shared.evict(&victim, manager, why).await;
         }
-        self.forward(request, id).await
+        let response = self.forward(request, id).await;
+        if let Some(new) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            self.shared.lock_uses().insert(
+                new.to_string(),
+                SessionUse {
+                    manager: self.manager,
+                    client,
+                    last_used: Instant::now(),
+                    busy: 0,
+                },
+            );
+        }
+        response
     }
 
     async fn get(&self, request: Request, session: String) -> Response {
@@ -369,6 +541,18 @@ impl McpEndpoint {
         }
         out
     }
+}
+
+/// The client a request came from (put there by the accept loop).
+fn parts_client(request: &Request) -> Option<ClientKey> {
+    request.extensions().get::<ClientAddr>().map(|c| c.0)
+}
+
+/// 503 for an `initialize` refused by a cap, with `Retry-After`, closing its connection.
+fn busy(id: Value, message: &str) -> Response {
+    let mut response = rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, SERVER_BUSY, message);
+    refuse_and_close(&mut response);
+    response
 }
 
 /// A session's claim on an event stream: the session's mark and a slot of the total, given

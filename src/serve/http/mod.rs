@@ -15,20 +15,25 @@
 //! keep-alive connection, is disconnected), the head is at most [`HttpOptions::max_head_bytes`]
 //! (431; a URI over 64 KiB is 414) with at most [`HttpOptions::max_headers`] fields (431), and at
 //! most [`HttpOptions::max_connections`] connections are served at once (more wait in the
-//! listen backlog); a write that stays blocked for [`HttpOptions::write_timeout`] (a client that
-//! stops reading) closes the connection. A garbage request is 400 and closes that connection
-//! only.
+//! listen backlog), of which one client address holds at most
+//! [`HttpOptions::max_connections_per_client`] (one more is answered 503 at once and closed); a
+//! write that stays blocked for [`HttpOptions::write_timeout`] (a client that stops reading)
+//! closes the connection, and the bodies of responses not yet sent hold at most
+//! [`HttpOptions::max_unsent_bytes`] (a response beyond it is 503). A garbage request is 400 and
+//! closes that connection only.
 //!
 //! Each knowledge base is a [`LiveKnowledgeBase`]: a request takes one snapshot when it starts
 //! and answers from it, so a rebuilt index is picked up between requests and a response is never
 //! a mix of two revisions.
 mod accept;
+mod clients;
 mod front_door;
 pub mod hosts;
 pub mod mcp;
 mod responses;
 mod routes;
 pub mod spec;
+mod unsent;
 pub mod web;
 
 pub use accept::{serve, serve_live, shutdown_signal};
@@ -67,6 +72,21 @@ pub struct HttpOptions {
     pub max_headers: usize,
     /// Most connections served at once; further connections wait to be accepted.
     pub max_connections: usize,
+    /// Most connections one client address (an IPv6 /64) may have open at once; one beyond it
+    /// is answered 503 with `Retry-After` at once and closed. `None`: a quarter of
+    /// `max_connections`; `Some(0)`: no cap.
+    pub max_connections_per_client: Option<usize>,
+    /// Longest time a client may take to send a request body once its head has arrived (the
+    /// MCP routes read one; the connection is closed after it, with a 408).
+    pub body_timeout: Duration,
+    /// Most tool calls answered at once in the process (the others wait their turn): each holds
+    /// its answer while it makes it. `None`: the number of CPUs. Set by the first server of a
+    /// process.
+    pub max_concurrent_calls: Option<usize>,
+    /// Most bytes of response bodies held for clients that have not read them yet, over all
+    /// connections (bodies over 64 KiB count); a response that does not fit is 503 with
+    /// `Retry-After`.
+    pub max_unsent_bytes: usize,
     /// Longest time a write to a client may stay blocked (a client that stops reading its
     /// response); the connection is closed after it.
     pub write_timeout: Duration,
@@ -76,8 +96,13 @@ pub struct HttpOptions {
     /// `--allowed-host`: names (`name` or `name:port`) a request's `Host` may give besides
     /// loopback ones ([`hosts`]).
     pub allowed_hosts: Vec<String>,
-    /// Most live MCP sessions over the server's knowledge bases.
+    /// Most live MCP sessions over the server's knowledge bases; at the cap, an `initialize`
+    /// ends the least recently used idle session first.
     pub max_mcp_sessions: usize,
+    /// Most live MCP sessions of one client address; at it, an `initialize` of that client ends
+    /// its own least recently used idle session. `None`: a quarter of `max_mcp_sessions`;
+    /// `Some(0)`: no cap.
+    pub max_mcp_sessions_per_client: Option<usize>,
     /// Most open MCP event streams; `None`: a quarter of `max_connections`.
     pub max_event_streams: Option<usize>,
 }
@@ -86,11 +111,25 @@ pub struct HttpOptions {
 /// about 17 MiB at most (a session costs about 67 KiB; docs/benchmarks.md has the figure).
 pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
 
+/// The default of `--max-unsent-mib`, in bytes: a few dozen large pages held for clients that
+/// stopped reading (docs/http.md#security).
+pub const DEFAULT_MAX_UNSENT_BYTES: usize = 128 * 1024 * 1024;
+
 impl HttpOptions {
+    /// The cap on one client's connections (`0`: none).
+    pub(crate) fn connections_per_client(&self) -> usize {
+        self.max_connections_per_client
+            .unwrap_or_else(|| (self.max_connections / 4).max(1))
+    }
+
     /// The caps of the MCP routes these options give.
     pub(crate) fn mcp_limits(&self) -> mcp::McpLimits {
         mcp::McpLimits {
             max_sessions: self.max_mcp_sessions,
+            max_sessions_per_client: self
+                .max_mcp_sessions_per_client
+                .unwrap_or_else(|| (self.max_mcp_sessions / 4).max(1)),
+            body_timeout: self.body_timeout,
             max_event_streams: self
                 .max_event_streams
                 .unwrap_or_else(|| mcp::McpLimits::default_event_streams(self.max_connections)),
@@ -108,10 +147,15 @@ impl Default for HttpOptions {
             max_head_bytes: 128 * 1024,
             max_headers: 100,
             max_connections: 1024,
+            max_connections_per_client: None,
+            body_timeout: Duration::from_secs(10),
+            max_unsent_bytes: DEFAULT_MAX_UNSENT_BYTES,
+            max_concurrent_calls: None,
             write_timeout: Duration::from_secs(30),
             loopback: true,
             allowed_hosts: Vec::new(),
             max_mcp_sessions: DEFAULT_MAX_MCP_SESSIONS,
+            max_mcp_sessions_per_client: None,
             max_event_streams: None,
         }
     }
