@@ -448,26 +448,10 @@ fn bundle_target(destination: &str) -> Option<String> {
     (lower.ends_with(".md") || lower.ends_with(".json")).then_some(path)
 }
 
-/// `target` relative to the file at `from` as a bundle path; `None` when it leaves the bundle.
+/// `target` relative to the file at `from` as a bundle path (in NFC); `None` when it leaves the
+/// bundle.
 fn resolve(from: &str, target: &str) -> Option<String> {
-    let mut segments: Vec<&str> = if target.starts_with('/') {
-        Vec::new()
-    } else {
-        paths::parent_of(from)
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .collect()
-    };
-    for segment in target.split('/') {
-        match segment {
-            "" | "." => {}
-            ".." => {
-                segments.pop()?;
-            }
-            other => segments.push(other),
-        }
-    }
-    Some(crate::text::nfc(&segments.join("/")))
+    paths::resolve_link(from, target).map(|path| crate::text::nfc(&path))
 }
 
 /// What the check of one file found.

@@ -455,26 +455,10 @@ fn link_targets(line: &str) -> impl Iterator<Item = String> + '_ {
     })
 }
 
-/// `target` relative to the file at `from` as a bundle path; `None` when it leaves the bundle.
+/// `target` relative to the file at `from` as a bundle path; `None` when it leaves the bundle
+/// or names its root.
 fn resolve(from: &str, target: &str) -> Option<String> {
-    let mut segments: Vec<&str> = if target.starts_with('/') {
-        Vec::new()
-    } else {
-        paths::parent_of(from)
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .collect()
-    };
-    for segment in target.split('/') {
-        match segment {
-            "" | "." => {}
-            ".." => {
-                segments.pop()?;
-            }
-            other => segments.push(other),
-        }
-    }
-    (!segments.is_empty()).then(|| segments.join("/"))
+    paths::resolve_link(from, target).filter(|path| !path.is_empty())
 }
 
 /// The path of `target` (a link's canonical target) relative to `root` (canonical), `/`-separated;

@@ -335,6 +335,29 @@ pub fn per_file_graph_path(page_path: &str) -> String {
     format!("_graph/by-file/{stem}.json")
 }
 
+/// `target` (a link) relative to the file at `from` as a bundle path, its segments joined
+/// (empty for the bundle's root); `None` when it leaves the bundle.
+pub(crate) fn resolve_link(from: &str, target: &str) -> Option<String> {
+    let mut segments: Vec<&str> = if target.starts_with('/') {
+        Vec::new()
+    } else {
+        parent_of(from)
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    for segment in target.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                segments.pop()?;
+            }
+            other => segments.push(other),
+        }
+    }
+    Some(segments.join("/"))
+}
+
 /// The parent directory of a path (`""` for root-level entries).
 pub fn parent_of(path: &str) -> &str {
     path.rfind('/').map_or("", |i| &path[..i])
