@@ -322,7 +322,11 @@ pub(super) fn print_diagnostics(diagnostics: &[kbtools::ingest::bundle::Diagnost
         return;
     }
     for d in diagnostics.iter().take(20) {
-        eprintln!("kbtools: warning: {d}");
+        // A diagnostic of no file starts with its severity already.
+        match d.path.is_empty() {
+            true => eprintln!("kbtools: {d}"),
+            false => eprintln!("kbtools: warning: {d}"),
+        }
     }
     if diagnostics.len() > 20 {
         eprintln!(

@@ -229,16 +229,20 @@ impl Diagnostic {
 /// is anyone's text, and this is what a terminal shows).
 impl std::fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", crate::text::terminal_safe(&self.path))?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-            if let Some(column) = self.column {
-                write!(f, ":{column}")?;
+        // A diagnostic of no file (a pattern of `--exclude`) starts with its severity.
+        if !self.path.is_empty() {
+            write!(f, "{}", crate::text::terminal_safe(&self.path))?;
+            if let Some(line) = self.line {
+                write!(f, ":{line}")?;
+                if let Some(column) = self.column {
+                    write!(f, ":{column}")?;
+                }
             }
+            write!(f, ": ")?;
         }
         write!(
             f,
-            ": {}[{}]: {}",
+            "{}[{}]: {}",
             self.severity().as_str(),
             self.code.as_str(),
             crate::text::terminal_safe(&self.message)
@@ -278,5 +282,8 @@ mod tests {
             "a.md:3: error[KB011]: m",
             "the display is path:line: severity[code]: message"
         );
+        let of_no_file: Diagnostic =
+            serde_json::from_str(r#"{"code":"KB099","path":"","message":"m"}"#).unwrap();
+        assert_eq!(of_no_file.to_string(), "warning[KB099]: m");
     }
 }
