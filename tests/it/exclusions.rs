@@ -1,10 +1,19 @@
 //! What a folder asks to leave out: `.kbignore` (gitignore syntax) at its root, and a plain
 //! folder's `.gitignore`, keep files out of the index: search, the tree and the relations.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::common::{call, open_bundle};
 
+/// The `path` of each item of a tool's answer, in order.
+fn item_paths(answer: &Value) -> Vec<&str> {
+    answer["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect()
+}
 fn write(root: &std::path::Path, path: &str, text: &str) {
     let path = root.join(path);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -45,12 +54,7 @@ fn kbignore_and_gitignore_keep_files_out_of_search_tree_and_relations() {
     let opened = open_bundle(root);
 
     let found = call(&opened.kb, "search_files", json!({ "query": "zebrafish" })).unwrap();
-    let paths: Vec<&str> = found["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["path"].as_str().unwrap())
-        .collect();
+    let paths = item_paths(&found);
     assert_eq!(paths, ["pages/notes/kept.md"], "{found}");
 
     let tree = call(&opened.kb, "list_tree", json!({ "parentPath": "pages" })).unwrap();
@@ -128,9 +132,9 @@ fn exclude_patterns_stay_with_the_index_until_cleared() {
             "{args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
-    let found = |value: &serde_json::Value| -> Vec<String> {
+    let found = |value: &Value| -> Vec<String> {
         value["items"]
             .as_array()
             .unwrap()
@@ -254,7 +258,7 @@ fn a_bundles_generated_files_say_nothing_of_excluded_pages() {
         }
         // A term is gone with its last posting: the excluded pages' own words are not served.
         if path.contains("-terms-part-") {
-            let record: serde_json::Value = serde_json::from_str(content).unwrap();
+            let record: Value = serde_json::from_str(content).unwrap();
             for term in record["terms"].as_array().unwrap() {
                 let items = term["postings"].as_array().unwrap();
                 assert!(!items.is_empty(), "{path}: {term}");
@@ -360,12 +364,7 @@ fn exclude_patterns_as_printed_and_in_nfc_apply_and_unused_ones_are_reported() {
     );
     let opened = open_excluding(&root, &["pages/drafts/", "caf\u{e9}/", "/no-such-folder/"]);
     let found = call(&opened.kb, "search_files", json!({ "query": "axolotl" })).unwrap();
-    let paths: Vec<&str> = found["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["path"].as_str().unwrap())
-        .collect();
+    let paths = item_paths(&found);
     assert_eq!(paths, ["pages/kept.md"], "{found}");
     let unused: Vec<&str> = opened
         .report

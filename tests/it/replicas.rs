@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use kbtools::index::{self, replica, BuildOptions};
 use kbtools::kb::KnowledgeBase;
@@ -14,6 +14,17 @@ use serde_json::json;
 
 fn build(bundle: &Path, index_dir: &Path) -> index::BuildReport {
     index::build(bundle, index_dir, &BuildOptions::default(), &mut |_| {}).unwrap()
+}
+
+/// A copy of the fixture bundle built into an index, in a temporary folder: the folder, the
+/// bundle, the index folder and the (not yet made) publish folder.
+fn built_fixture() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let work = tempfile::tempdir().unwrap();
+    let bundle = work.path().join("bundle");
+    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
+    let (index_dir, published) = (work.path().join("index"), work.path().join("pub"));
+    build(&bundle, &index_dir);
+    (work, bundle, index_dir, published)
 }
 
 fn append(bundle: &Path, line: &str) {
@@ -72,11 +83,7 @@ fn a_published_folder_answers_every_tool_with_the_bundle_gone() {
 
 #[test]
 fn a_replica_switches_to_each_publish_and_its_health_says_so() {
-    let work = tempfile::tempdir().unwrap();
-    let bundle = work.path().join("bundle");
-    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
-    let (index_dir, published) = (work.path().join("index"), work.path().join("pub"));
-    build(&bundle, &index_dir);
+    let (_work, bundle, index_dir, published) = built_fixture();
     replica::publish(&index_dir, &bundle, &published, 2).unwrap();
     let live =
         LiveKnowledgeBase::open(&published, None, common::serve_options(), live::silent()).unwrap();
@@ -127,11 +134,7 @@ fn a_replica_switches_to_each_publish_and_its_health_says_so() {
 
 #[test]
 fn a_publish_that_does_not_open_leaves_the_replica_answering_and_says_stale() {
-    let work = tempfile::tempdir().unwrap();
-    let bundle = work.path().join("bundle");
-    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
-    let (index_dir, published) = (work.path().join("index"), work.path().join("pub"));
-    build(&bundle, &index_dir);
+    let (_work, bundle, index_dir, published) = built_fixture();
     let first = replica::publish(&index_dir, &bundle, &published, 3).unwrap();
     let live =
         LiveKnowledgeBase::open(&published, None, common::serve_options(), live::silent()).unwrap();
@@ -156,11 +159,7 @@ fn a_publish_that_does_not_open_leaves_the_replica_answering_and_says_stale() {
 
 #[test]
 fn a_bundle_changed_after_the_build_is_not_published() {
-    let work = tempfile::tempdir().unwrap();
-    let bundle = work.path().join("bundle");
-    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
-    let (index_dir, published) = (work.path().join("index"), work.path().join("pub"));
-    build(&bundle, &index_dir);
+    let (_work, bundle, index_dir, published) = built_fixture();
     append(&bundle, "Written after the build.");
     let error = replica::publish(&index_dir, &bundle, &published, 3).unwrap_err();
     assert!(
@@ -320,11 +319,7 @@ fn rewrite_bundle_root(generation: &Path, bundle_root: &Path) {
 #[test]
 fn a_replica_reads_nothing_outside_the_published_folder() {
     use std::os::unix::fs::symlink;
-    let work = tempfile::tempdir().unwrap();
-    let bundle = work.path().join("bundle");
-    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
-    let (index_dir, published) = (work.path().join("index"), work.path().join("pub"));
-    build(&bundle, &index_dir);
+    let (work, bundle, index_dir, published) = built_fixture();
     let first = replica::publish(&index_dir, &bundle, &published, 3).unwrap();
     let good = published.join(&first.generation);
     let original = std::fs::read_to_string(bundle.join("pages/en/README.md")).unwrap();
@@ -386,11 +381,7 @@ fn a_replica_reads_nothing_outside_the_published_folder() {
 #[test]
 fn a_current_that_is_no_plain_name_is_stale_and_the_last_good_generation_answers() {
     use std::os::unix::fs::symlink;
-    let work = tempfile::tempdir().unwrap();
-    let bundle = work.path().join("bundle");
-    common::copy_dir(&common::fixture("focowiki-docs"), &bundle);
-    let (index_dir, published) = (work.path().join("index"), work.path().join("pub"));
-    build(&bundle, &index_dir);
+    let (work, bundle, index_dir, published) = built_fixture();
     let first = replica::publish(&index_dir, &bundle, &published, 3).unwrap();
     let live =
         LiveKnowledgeBase::open(&published, None, common::serve_options(), live::silent()).unwrap();

@@ -377,14 +377,7 @@ fn mcp_sessions_are_capped_and_delete_frees_one() {
     ]);
     let sessions: Vec<String> = (0..3).map(|_| initialize(&server)).collect();
     // Every session busy (an open event stream): nothing to end, so the cap refuses.
-    let streams: Vec<_> = sessions
-        .iter()
-        .map(|session| {
-            let (status, stream) = open_stream(&server, session);
-            assert_eq!(status, 200);
-            stream
-        })
-        .collect();
+    let streams = open_streams(&server, &sessions);
     let over = mcp_post(&server, &[], INITIALIZE);
     let body = over.rpc_error(503, -32000);
     assert_eq!(body["id"], 7, "the request's id: {body}");
@@ -460,14 +453,7 @@ fn idle_mcp_sessions_make_room_least_recently_used_first_and_per_client() {
     }
     assert_eq!(list_tools(&server, "127.0.0.2", &theirs).status, 200);
     // With both of its sessions busy (open event streams), the client's next is refused.
-    let streams: Vec<_> = mine[3..]
-        .iter()
-        .map(|session| {
-            let (status, stream) = open_stream(&server, session);
-            assert_eq!(status, 200);
-            stream
-        })
-        .collect();
+    let streams = open_streams(&server, &mine[3..]);
     let over = mcp_post(&server, &[], INITIALIZE);
     let body = over.rpc_error(503, -32000);
     assert!(
@@ -534,6 +520,18 @@ fn event_streams_leave_connections_for_the_api() {
         assert!(Instant::now() < deadline, "the slots were not given back");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Opens each session's event stream, each answered 200: the open connections.
+fn open_streams(server: &Server, sessions: &[String]) -> Vec<std::net::TcpStream> {
+    sessions
+        .iter()
+        .map(|session| {
+            let (status, stream) = open_stream(server, session);
+            assert_eq!(status, 200);
+            stream
+        })
+        .collect()
 }
 
 /// Opens a session's event stream: the status, and the connection (still open on 200).
