@@ -2,7 +2,8 @@
 # Installs kbtools the ways a user without a compiler does, from the packages
 # tests/packaging/build.sh makes, and runs it through each install (docs/packaging.md):
 #   - the wheel: tagged manylinux, holding the binary alone; `pip install --no-index` into a
-#     fresh venv; `kbtools --version` and a search of a fresh copy of fixtures/focowiki-docs;
+#     fresh venv; `kbtools --version`, no test hook in it, and a search of a fresh copy of
+#     fixtures/focowiki-docs;
 #     the MCP client suite (tests/mcp/client_test.py) against the installed binary;
 #   - `uvx --offline --from <wheel> kbtools mcp …`: `initialize` and `tools/list` over stdio;
 #   - the npm tarballs: `npm install --offline` into a fresh folder with an empty npm cache;
@@ -111,6 +112,14 @@ check "the wheel is tagged manylinux and holds the binary alone" wheel_contents
 check "pip install --no-index of the wheel into a fresh venv" pip_install
 installed="$scratch/venv/bin/kbtools"
 check "the installed kbtools --version is $version" version_is "$installed"
+# The `testing` feature's hooks (src/index/build/publish.rs) stay out of what users install.
+no_test_hooks() {
+    if grep -q KBTOOLS_CRASH_AT "$installed"; then
+        echo "$installed holds the crash tests' hook KBTOOLS_CRASH_AT: built with the testing feature"
+        return 1
+    fi
+}
+check "the installed binary has no test hooks (feature testing off)" no_test_hooks
 check "a search through the installed kbtools" search "$installed"
 
 # The MCP client suite against the installed release binary (no `testing` feature), its checks
