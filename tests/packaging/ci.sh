@@ -2,9 +2,9 @@
 # Installs kbtools the ways a user without a compiler does, from the packages
 # tests/packaging/build.sh makes, and runs it through each install (docs/packaging.md):
 #   - the wheel: tagged manylinux, holding the binary alone; `pip install --no-index` into a
-#     fresh venv; `kbtools --version`, no test hook in it, and a search of a fresh copy of
-#     fixtures/focowiki-docs;
-#     the MCP client suite (tests/mcp/client_test.py) against the installed binary;
+#     fresh venv; `kbtools --version`, no test hook in it, a search of a fresh copy of
+#     fixtures/focowiki-docs, and the MCP client suite (tests/mcp/client_test.py) against the
+#     installed binary;
 #   - `uvx --offline --from <wheel> kbtools mcp …`: `initialize` and `tools/list` over stdio;
 #   - the npm tarballs: `npm install --offline` into a fresh folder with an empty npm cache;
 #     `npx --offline kbtools --version`, a search, the exit code and SIGTERM passed through, the
