@@ -37,7 +37,7 @@ function findBinary() {
   if (!pkg) {
     fail(
       `no kbtools binary is published for ${platform} (there are: ${Object.keys(PLATFORM_PACKAGES).join(", ")}); ` +
-        "build one with `cargo install --locked kbtools` and set KBTOOLS_BINARY to its path",
+        "build one from a clone of kbtools (`cargo install --locked --path .`) and set KBTOOLS_BINARY to its path",
     );
   }
   let manifest;
