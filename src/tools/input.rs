@@ -19,6 +19,10 @@ pub struct Input<'a> {
     map: Option<&'a Map<String, Value>>,
 }
 
+/// The largest integer a JavaScript `Number` holds exactly (`Number.MAX_SAFE_INTEGER`): an
+/// integer field past it is no integer, whether it arrives as JSON or as typed parameters.
+pub(crate) const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
+
 impl<'a> Input<'a> {
     /// Checks the input's shape: an object (or null, meaning no arguments) with known keys only
     /// (rules#tool-inputs).
@@ -88,8 +92,7 @@ impl<'a> Input<'a> {
             }
             Some(_) => return Err(WrongType),
         };
-        const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-        if !number.is_finite() || number.fract() != 0.0 || number.abs() > MAX_SAFE {
+        if !number.is_finite() || number.fract() != 0.0 || number.abs() > MAX_SAFE_INTEGER as f64 {
             return Err(WrongType);
         }
         Ok(Some(number as i64))

@@ -632,6 +632,30 @@ fn typed_params_answer_as_their_json_does() {
     }
 }
 
+/// Line numbers past JavaScript's safe integers (2^53 and more), which the property above found
+/// once: a JSON caller's are no line numbers, and a typed caller's u64 must not be read as a
+/// line past the end instead.
+#[test]
+fn line_numbers_past_safe_integers_answer_alike_typed_and_as_json() {
+    let opened = open_fixture("focowiki-docs");
+    let kb = &opened.kb;
+    let segments = [
+        json!([{ "start": 9_007_199_254_740_992_u64 }]),
+        json!([{ "start": u64::MAX }]),
+        json!([{ "start": 1, "end": 9_007_199_254_740_992_u64 }]),
+        json!([{ "start": 9_007_199_254_740_991_u64 }]),
+    ];
+    for segments in segments {
+        let input =
+            json!({ "path": "pages/en/README.md", "type": "extract", "segments": segments });
+        let typed = typed_answer(kb, "read_file", &input).expect("serde reads the input");
+        let json = kbtools::tools::run_unhinted(kb, "read_file".parse().unwrap(), &input)
+            .map(|out| out.to_json().unwrap());
+        assert_eq!(typed, json, "{input}");
+        assert!(json.is_err(), "{input}");
+    }
+}
+
 /// JSON text with escaped lone surrogates, as a JavaScript client that cut a surrogate pair
 /// writes it: strict JSON parsing (the CLI, the HTTP and MCP front doors) refuses it, and the
 /// bundle's lenient parser repairs it to U+FFFD; the repaired input must still get a contract

@@ -11,6 +11,7 @@ use crate::error::{messages, ToolError};
 use crate::ingest::bundle::paths;
 use crate::text;
 use crate::tools::fields::{self, Bounds};
+use crate::tools::input::MAX_SAFE_INTEGER;
 use crate::tools::{Malformed, Reader, ToolName};
 
 /// What to read.
@@ -323,8 +324,10 @@ fn line_range(m: &Malformed, index: usize, segment: &Segment) -> Result<LineRang
     if let Some(error) = m.error(&at).or_else(|| m.error(&start_field)) {
         return Err(error);
     }
+    // Typed parameters hold any u64; a JSON number past JavaScript's safe integers is no line
+    // number (`Input::integer`), so neither is a typed one.
     let start = match m.check(&start_field, segment.start) {
-        Ok(n) if n >= 1 => n,
+        Ok(n) if (1..=MAX_SAFE_INTEGER).contains(&n) => n,
         _ => {
             return Err(invalid(
                 &format!("`{start_field}` must be a line number, 1 or more."),
@@ -335,8 +338,8 @@ fn line_range(m: &Malformed, index: usize, segment: &Segment) -> Result<LineRang
     let end_field = format!("{at}.{}", s.end);
     let end = match m.check(&end_field, segment.end) {
         Ok(None) => start,
-        Ok(Some(n)) if n >= 1 && n >= start => n,
-        Ok(Some(n)) if n >= 1 => {
+        Ok(Some(n)) if n <= MAX_SAFE_INTEGER && n >= start => n,
+        Ok(Some(n)) if (1..=MAX_SAFE_INTEGER).contains(&n) => {
             return Err(invalid(
                 &format!("`{end_field}` ({n}) is before `{start_field}` ({start})."),
                 &end_field,
