@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Makes the npm packages of kbtools and packs them with `npm pack`:
 //   --platform NAME --binary PATH   the platform package @kbtools/cli-NAME holding that binary
-//                                   (NAME: linux-x64, linux-arm64, darwin-x64, darwin-arm64)
+//                                   (NAME: linux-x64, linux-arm64, darwin-x64, darwin-arm64, or
+//                                   host: this machine's, as Node names it)
 //   --main                          the main package `kbtools` (npm/kbtools: the launcher)
 //   --out DIR                       where the tarballs go (default target/packaging/dist)
 // Every package gets Cargo.toml's version; npm/kbtools/package.json must carry the same one, in
@@ -38,6 +39,7 @@ function parseArgs(argv) {
     } else fail(`unknown argument ${arg} (known: --platform NAME --binary PATH, --main, --out DIR)`);
   }
   if (!args.main && !args.platform) fail("nothing to pack: give --platform NAME --binary PATH, --main, or both");
+  if (args.platform === "host") args.platform = `${process.platform}-${process.arch}`;
   if (args.platform && !PLATFORMS[args.platform]) {
     fail(`unknown platform ${args.platform} (known: ${Object.keys(PLATFORMS).join(", ")})`);
   }

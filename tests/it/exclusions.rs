@@ -3,17 +3,8 @@
 
 use serde_json::{json, Value};
 
-use crate::common::{call, open_bundle};
+use crate::common::{call, item_paths, open_bundle};
 
-/// The `path` of each item of a tool's answer, in order.
-fn item_paths(answer: &Value) -> Vec<&str> {
-    answer["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["path"].as_str().unwrap())
-        .collect()
-}
 fn write(root: &std::path::Path, path: &str, text: &str) {
     let path = root.join(path);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
