@@ -185,9 +185,12 @@ pub fn render_explained(results: &[crate::tools::search_files::ExplainedResult])
             number(r.score)
         );
         for lane in &r.explained.lanes {
+            let cosine = lane
+                .cosine
+                .map_or(String::new(), |c| format!("  cosine {c:.4}"));
             let _ = writeln!(
                 out,
-                "      {:<14} rank {:>4}  weight {:>5}  +{}",
+                "      {:<14} rank {:>4}  weight {:>5}  +{}{cosine}",
                 lane.lane,
                 lane.rank,
                 number(lane.weight),

@@ -54,6 +54,10 @@ pub struct LaneShare {
     pub rank: u32,
     pub weight: f64,
     pub share: f64,
+    /// The cosine of the page's best window, in the vector lanes (`content_vector`,
+    /// `cross_language`): how near the question its meaning is, which places alone hide.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cosine: Option<f32>,
 }
 
 /// What is known of one page while the lanes are fused.
@@ -171,6 +175,7 @@ pub(crate) fn file_scores(
                     rank: hit.rank + 1,
                     weight,
                     share,
+                    cosine: lane.lane.is_vector().then_some(hit.cosine),
                 });
             }
             if lane.reported {
@@ -206,7 +211,7 @@ impl CosineRanks {
 /// The cosine ranks of a vector lane (none for the other lanes, or when its first places are
 /// tied).
 fn vector_ranks(w: &Weights, lane: &LaneHits) -> Option<CosineRanks> {
-    if !matches!(lane.lane, Lane::ContentVector | Lane::CrossVector) || w.cosine_ranks == 0 {
+    if !lane.lane.is_vector() || w.cosine_ranks == 0 {
         return None;
     }
     let best = f64::from(lane.hits.first()?.cosine);

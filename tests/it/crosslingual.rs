@@ -246,10 +246,18 @@ fn explain_names_the_cross_language_lane() {
     );
     let first: Vec<&str> = text.lines().take(4).collect();
     assert!(first[0].contains("pages/sourdough.md"), "{text}");
+    // The vector lanes say their cosine, which their rank alone hides.
     assert!(
-        first
-            .iter()
-            .any(|l| l.trim_start().starts_with("cross_language")),
+        first.iter().any(|l| {
+            let l = l.trim_start();
+            l.starts_with("cross_language") && l.contains("  cosine 0.")
+        }),
+        "{text}"
+    );
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with("lexical") && l.contains("cosine")),
         "{text}"
     );
 }

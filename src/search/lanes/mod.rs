@@ -239,6 +239,11 @@ impl Lane {
         self.evidence() == Evidence::Content
     }
 
+    /// Whether the lane ranks by an embedding's cosine (the semantic and cross-language lanes).
+    pub(crate) fn is_vector(self) -> bool {
+        matches!(self, Lane::ContentVector | Lane::CrossVector)
+    }
+
     /// How a person would say the lane found a page (the CLI's text and the search page name
     /// it; `matchedFields` says `content` for the words and the models alike): by its name, its
     /// text, its meaning, in another language, by its links, or as a nearest page.
