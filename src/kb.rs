@@ -82,6 +82,9 @@ pub struct KnowledgeBase {
     /// The rules of the files the build left out, made at the first read of a generated file
     /// (`None`: there are none).
     exclusions: std::sync::OnceLock<Option<bundle::exclusions::Exclusions>>,
+    /// The scripts of the source pages, found at the first search that weighs them
+    /// (`crate::search::fusion`).
+    pub(crate) page_scripts: std::sync::OnceLock<crate::search::PageScripts>,
 }
 
 /// A generation's vectors file, read at its first use: a call whose semantic lanes do not run
@@ -254,6 +257,7 @@ impl KnowledgeBase {
             options,
             stale: None,
             exclusions: std::sync::OnceLock::new(),
+            page_scripts: std::sync::OnceLock::new(),
             published,
         })
     }

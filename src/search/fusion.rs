@@ -129,6 +129,49 @@ fn answers_only_across(kb: &KnowledgeBase, question_is_cjk: bool, position: u32)
             .any(|&t| !page_in_other_script(kb, question_is_cjk, t))
 }
 
+/// Whether a knowledge base has source pages in a CJK question's script and in an alphabetic
+/// question's (by `page_in_other_script`'s rule: a page of no known script is in both).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PageScripts {
+    /// Some page is in a CJK question's script.
+    pub cjk: bool,
+    /// Some page is in an alphabetic question's script.
+    pub other: bool,
+}
+
+impl PageScripts {
+    fn of(kb: &KnowledgeBase) -> PageScripts {
+        let mut scripts = PageScripts::default();
+        for position in 0..kb.catalog.file_count() as u32 {
+            if !kb.catalog.is_source(position) {
+                continue;
+            }
+            scripts.cjk |= !page_in_other_script(kb, true, position);
+            scripts.other |= !page_in_other_script(kb, false, position);
+            if scripts.cjk && scripts.other {
+                break;
+            }
+        }
+        scripts
+    }
+
+    /// Whether some page is in the question's script.
+    fn has(self, question_is_cjk: bool) -> bool {
+        match question_is_cjk {
+            true => self.cjk,
+            false => self.other,
+        }
+    }
+}
+
+/// Whether no source page is in the question's script (a Chinese question over English docs):
+/// every page then answers only across languages.
+fn none_in_script(kb: &KnowledgeBase, question_is_cjk: bool) -> bool {
+    !kb.page_scripts
+        .get_or_init(|| PageScripts::of(kb))
+        .has(question_is_cjk)
+}
+
 /// The file score of every page a direct lane found (each lane counts at the page's rank in
 /// it, its weight the table's: [`Lane::weight`]; a page is in a lane once). A content lane
 /// counts a history at a share of its weight ([`aggregates::damping`]).
@@ -140,6 +183,10 @@ pub(crate) fn file_scores(
 ) -> Scored {
     let w = &WEIGHTS;
     let question_is_cjk = question.cjk;
+    let none_in_script = direct
+        .iter()
+        .any(|l| l.lane.is_vector() && !l.hits.is_empty())
+        && none_in_script(kb, question_is_cjk);
     let mut scored = Scored::default();
     for lane in direct {
         let weight = lane.lane.weight();
@@ -160,13 +207,16 @@ pub(crate) fn file_scores(
                 {
                     weight * w.cross_language
                 }
+                Lane::CrossVector if none_in_script => weight * w.untranslated_everywhere,
                 Lane::CrossVector if answers_only_across(kb, question_is_cjk, hit.position) => {
                     weight * w.untranslated
                 }
                 _ => weight,
             };
             let entry = scored.entry(hit.position).or_default();
-            let rank = ranks.map_or(f64::from(hit.rank), |r| r.of(hit));
+            let comparable = ranks.is_some()
+                && (none_in_script || !page_in_other_script(kb, question_is_cjk, hit.position));
+            let rank = ranks.map_or(f64::from(hit.rank), |r| r.of(hit, comparable));
             let share = weight / (w.rrf_k + rank + 1.0);
             entry.file += share;
             if explain {
@@ -192,8 +242,8 @@ pub(crate) fn file_scores(
     scored
 }
 
-/// How a vector lane's hits count: at their place, or lower when their cosine falls further
-/// below the best than the lane's first [`Weights::cosine_ranks`] places span on average.
+/// How a vector lane's hits count: by their cosine's distance below the lane's best, in ranks
+/// of the average distance between the lane's first [`Weights::cosine_ranks`] places.
 #[derive(Debug, Clone, Copy)]
 struct CosineRanks {
     best: f64,
@@ -202,9 +252,20 @@ struct CosineRanks {
 }
 
 impl CosineRanks {
-    fn of(self, hit: &Hit) -> f64 {
+    /// The rank `hit` counts at. A page `comparable` with the lane's best (in the question's
+    /// script, or in a folder with no page in it) counts at its distance alone: two pages a few
+    /// thousandths apart are as near the question as each other, and their places, first and
+    /// second, would give the first half as much again. Another page counts no higher than its
+    /// place: the models' cosines across scripts do not compare with those within one (a
+    /// Chinese page's cosine with an English question sits lower, as a rule, than an English
+    /// page's), and the lanes' factors for such pages (`Weights::cross_language`,
+    /// `Weights::untranslated`) were measured with places.
+    fn of(self, hit: &Hit, comparable: bool) -> f64 {
         let by_cosine = (self.best - f64::from(hit.cosine)) / self.step;
-        by_cosine.max(f64::from(hit.rank))
+        match comparable {
+            true => by_cosine,
+            false => by_cosine.max(f64::from(hit.rank)),
+        }
     }
 }
 
@@ -387,22 +448,28 @@ mod tests {
     }
 
     #[test]
-    fn a_vector_lane_counts_a_page_after_a_fall_in_cosine_lower_never_higher() {
+    fn a_vector_lane_counts_its_own_script_by_cosine_and_the_other_no_higher_than_its_place() {
         let w = &crate::search::weights::WEIGHTS;
-        // Six near-identical pages a thousandth apart, then a fall of a tenth.
+        // Six near-identical pages a thousandth apart, then a fall of a tenth, then a page
+        // nearly tied with the best at the end.
         let hits = lane(
             Lane::ContentVector,
             &[0.900, 0.899, 0.898, 0.897, 0.896, 0.895, 0.795, 0.8999],
         );
         let ranks = super::vector_ranks(w, &hits).expect("a vector lane");
-        let of: Vec<f64> = hits.hits.iter().map(|h| ranks.of(h)).collect();
-        for (rank, r) in of.iter().enumerate().take(6) {
-            assert!((r - rank as f64).abs() < 1e-6, "{rank}: {r}");
+        let near = |r: f64, want: f64| (r - want).abs() < 1e-3;
+        // Comparable pages count by distance alone, a thousandth a rank: nearly tied pages
+        // nearly alike, whatever their places.
+        let comparable: Vec<f64> = hits.hits.iter().map(|h| ranks.of(h, true)).collect();
+        for (rank, &r) in comparable.iter().enumerate().take(6) {
+            assert!(near(r, rank as f64), "{rank}: {r}");
         }
-        // 0.105 below the best, a thousandth a rank.
-        assert!((of[6] - 105.0).abs() < 1e-3, "{}", of[6]);
-        // A page nearly tied with the best keeps its place.
-        assert!((of[7] - 7.0).abs() < 1e-6, "{}", of[7]);
+        assert!(near(comparable[6], 105.0), "{}", comparable[6]);
+        assert!(near(comparable[7], 0.1), "{}", comparable[7]);
+        // Pages in the other script never count higher than their place.
+        let other: Vec<f64> = hits.hits.iter().map(|h| ranks.of(h, false)).collect();
+        assert!(near(other[6], 105.0), "{}", other[6]);
+        assert!(near(other[7], 7.0), "{}", other[7]);
         // The lexical lanes and a lane whose first places tie count by place.
         assert!(super::vector_ranks(w, &lane(Lane::Lexical, &[0.0, 0.0])).is_none());
         assert!(super::vector_ranks(w, &lane(Lane::CrossVector, &[0.5; 7])).is_none());

@@ -22,6 +22,7 @@ pub mod semantic;
 pub mod translation;
 pub mod weights;
 
+pub(crate) use fusion::PageScripts;
 pub use fusion::{Candidate, Explained, LaneShare};
 pub use lanes::{identifier, literal, nearest, Lane, LaneSet};
 pub use query::{AnalyzedQuery, FileKind, Mode, Query, Scope};

@@ -261,3 +261,67 @@ fn explain_names_the_cross_language_lane() {
         "{text}"
     );
 }
+
+/// The `cross_language` weights `kbtools search --explain` gives `question`'s results.
+fn cross_language_weights(bundle: &Path, index_dir: &Path, question: &str) -> Vec<(String, f64)> {
+    let out = kbtools()
+        .args(["search", question, "--explain", "--format", "json"])
+        .arg("--bundle")
+        .arg(bundle)
+        .arg("--index")
+        .arg(index_dir)
+        .arg("--model-dir")
+        .arg(model_dir().unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut weights = Vec::new();
+    for item in report["items"].as_array().expect("items") {
+        for lane in item["lanes"].as_array().expect("lanes") {
+            if lane["lane"] == "cross_language" {
+                let path = item["path"].as_str().unwrap().to_string();
+                weights.push((path, lane["weight"].as_f64().unwrap()));
+            }
+        }
+    }
+    weights
+}
+
+/// In a folder with no page in the question's script (a Chinese question over English docs)
+/// every page answers only across languages, and the cross-language lane counts four times for
+/// each (16); in a mixed folder the page that alone answers across counts six times (24): there
+/// the factor lifts it over the pages in the question's script (docs/semantic.md).
+#[test]
+fn a_folder_with_no_page_in_the_questions_script_weighs_the_cross_language_lane_alike() {
+    let Some((_, mixed_index)) = indexed() else {
+        return;
+    };
+    let mixed = cross_language_weights(&bundle(), mixed_index, "面包的面团要发酵多久？");
+    assert!(
+        mixed.contains(&("pages/sourdough.md".to_string(), 24.0)),
+        "{mixed:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let index_dir = dir.path().join("index");
+    let english = common::manifest_dir().join("fixtures/rule-reference");
+    let options = BuildOptions {
+        semantic: Semantic::On,
+        model_dir: model_dir(),
+        ..BuildOptions::default()
+    };
+    index::build(&english, &index_dir, &options, &mut |_| {}).unwrap();
+    let weights = cross_language_weights(&english, &index_dir, "哪条规则限制每一行的最大长度？");
+    assert!(weights.len() > 1, "{weights:?}");
+    // The changelog's share is damped as a history's (the question asks about no release).
+    assert!(
+        weights
+            .iter()
+            .all(|(path, w)| *w == 16.0 || path == "pages/CHANGELOG.md" && *w < 16.0),
+        "{weights:?}"
+    );
+}

@@ -147,10 +147,11 @@ macro_rules! lanes {
 // lane (at 2 the rule reference's default mode fell below its `file` mode, 0.6923 against
 // 0.6999; at 4 `vue-docs` fell below its figure without the lane, 0.7488 against 0.7504); the
 // literal lane as much too (at 8 and 16 `vue-docs` fell below its figure without the lane,
-// 0.7597 and 0.7529 against 0.7647). The semantic lane weighs 8 (twice that for a page in the
-// question's other script: `crate::search::weights`), the cross-language lane 4 (six times that
-// for a page that answers only across languages; at 8 for every page SciFact fell to 0.7103
-// and CMRC to 0.9915); docs/semantic.md has the figures. The graph lanes offer a tenth and a
+// 0.7597 and 0.7529 against 0.7647). The semantic lane weighs 6 (twice that for a page in the
+// question's other script: `crate::search::weights`; 8 while its pages counted at their
+// places), the cross-language lane 4 (six times that for a page that answers only across
+// languages; at 8 for every page SciFact fell to 0.7103 and CMRC to 0.9915); docs/semantic.md
+// and docs/ranking.md have the figures. The graph lanes offer a tenth and a
 // fifth of a seed's score, damped by the square roots of both ends' relation counts (with a
 // rule reference's links resolved, a fifth damped by the page reached only put its default
 // mode below `file`, 0.7149 against 0.7211).
@@ -197,7 +198,7 @@ lanes! {
     },
     /// The semantic lane ([`content_vector`]).
     ContentVector = "content_vector" {
-        family: "content_vector", field: "content", evidence: Content, weight: 8.0,
+        family: "content_vector", field: "content", evidence: Content, weight: 6.0,
         runs: Plan::semantic, run: Runner::Direct(content_vector::run),
     },
     /// The cross-language vector lane ([`cross_language`]): `content_vector` evidence.
