@@ -217,33 +217,34 @@ fn a_question_finds_the_answer_written_only_in_the_other_language() {
     }
 }
 
-#[test]
-fn explain_names_the_cross_language_lane() {
-    let Some((_, index_dir)) = indexed() else {
-        return;
-    };
+/// `kbtools search QUESTION --explain --format FORMAT` over `bundle` and `index_dir` with both
+/// models: its standard output, after checking that it succeeded.
+fn explain(bundle: &Path, index_dir: &Path, question: &str, format: &str) -> Vec<u8> {
     let out = kbtools()
-        .args([
-            "search",
-            "面包的面团要发酵多久？",
-            "--explain",
-            "--format",
-            "text",
-        ])
+        .args(["search", question, "--explain", "--format", format])
         .arg("--bundle")
-        .arg(bundle())
+        .arg(bundle)
         .arg("--index")
         .arg(index_dir)
         .arg("--model-dir")
         .arg(model_dir().unwrap())
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out.stdout
+}
+
+#[test]
+fn explain_names_the_cross_language_lane() {
+    let Some((_, index_dir)) = indexed() else {
+        return;
+    };
+    let out = explain(&bundle(), index_dir, "面包的面团要发酵多久？", "text");
+    let text = String::from_utf8_lossy(&out);
     let first: Vec<&str> = text.lines().take(4).collect();
     assert!(first[0].contains("pages/sourdough.md"), "{text}");
     // The vector lanes say their cosine, which their rank alone hides.
@@ -264,22 +265,8 @@ fn explain_names_the_cross_language_lane() {
 
 /// The `cross_language` weights `kbtools search --explain` gives `question`'s results.
 fn cross_language_weights(bundle: &Path, index_dir: &Path, question: &str) -> Vec<(String, f64)> {
-    let out = kbtools()
-        .args(["search", question, "--explain", "--format", "json"])
-        .arg("--bundle")
-        .arg(bundle)
-        .arg("--index")
-        .arg(index_dir)
-        .arg("--model-dir")
-        .arg(model_dir().unwrap())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: Value =
+        serde_json::from_slice(&explain(bundle, index_dir, question, "json")).unwrap();
     let mut weights = Vec::new();
     for item in report["items"].as_array().expect("items") {
         for lane in item["lanes"].as_array().expect("lanes") {
