@@ -255,10 +255,10 @@ impl CosineRanks {
     /// The rank `hit` counts at. A page `comparable` with the lane's best (in the question's
     /// script, or in a folder with no page in it) counts at its distance alone: two pages a few
     /// thousandths apart are as near the question as each other, and their places, first and
-    /// second, would give the first half as much again. Another page counts no higher than its
-    /// place: the models' cosines across scripts do not compare with those within one (a
-    /// Chinese page's cosine with an English question sits lower, as a rule, than an English
-    /// page's), and the lanes' factors for such pages (`Weights::cross_language`,
+    /// second, would give the first a sixth more (`w / 6` against `w / 7`). Another page counts
+    /// no higher than its place: the models' cosines across scripts do not compare with those
+    /// within one (a Chinese page's cosine with an English question sits lower, as a rule, than
+    /// an English page's), and the lanes' factors for such pages (`Weights::cross_language`,
     /// `Weights::untranslated`) were measured with places.
     fn of(self, hit: &Hit, comparable: bool) -> f64 {
         let by_cosine = (self.best - f64::from(hit.cosine)) / self.step;
