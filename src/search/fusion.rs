@@ -120,8 +120,14 @@ fn page_in_other_script(kb: &KnowledgeBase, question_is_cjk: bool, position: u32
 
 /// Whether the page at `position` holds an answer that only the cross-language lane can see: in
 /// another script than the question, with no translation in the question's script.
-fn answers_only_across(kb: &KnowledgeBase, question_is_cjk: bool, position: u32) -> bool {
-    page_in_other_script(kb, question_is_cjk, position)
+/// `in_other`: whether the page is in another script ([`page_in_other_script`]).
+fn answers_only_across(
+    kb: &KnowledgeBase,
+    question_is_cjk: bool,
+    position: u32,
+    in_other: bool,
+) -> bool {
+    in_other
         && !kb
             .catalog
             .translations(position)
@@ -183,7 +189,7 @@ pub(crate) fn file_scores(
 ) -> Scored {
     let w = &WEIGHTS;
     let question_is_cjk = question.cjk;
-    let none_in_script = direct
+    let across_only = direct
         .iter()
         .any(|l| l.lane.is_vector() && !l.hits.is_empty())
         && none_in_script(kb, question_is_cjk);
@@ -201,21 +207,25 @@ pub(crate) fn file_scores(
                 }
                 false => weight,
             };
+            // Asked once per vector hit: its weight and its rank depend on it.
+            let in_other =
+                lane.lane.is_vector() && page_in_other_script(kb, question_is_cjk, hit.position);
             let weight = match lane.lane {
                 Lane::ContentVector
                     if other_script(question_is_cjk, &kb.catalog.file(hit.position).path) =>
                 {
                     weight * w.cross_language
                 }
-                Lane::CrossVector if none_in_script => weight * w.untranslated_everywhere,
-                Lane::CrossVector if answers_only_across(kb, question_is_cjk, hit.position) => {
+                Lane::CrossVector if across_only => weight * w.untranslated_everywhere,
+                Lane::CrossVector
+                    if answers_only_across(kb, question_is_cjk, hit.position, in_other) =>
+                {
                     weight * w.untranslated
                 }
                 _ => weight,
             };
             let entry = scored.entry(hit.position).or_default();
-            let comparable = ranks.is_some()
-                && (none_in_script || !page_in_other_script(kb, question_is_cjk, hit.position));
+            let comparable = ranks.is_some() && (across_only || !in_other);
             let rank = ranks.map_or(f64::from(hit.rank), |r| r.of(hit, comparable));
             let share = weight / (w.rrf_k + rank + 1.0);
             entry.file += share;
